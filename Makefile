@@ -1,0 +1,37 @@
+# Prefill vs decode: the film, from data.
+#   make film    set up whatever is missing, then render the film into build/
+#   make test    set up whatever is missing, then run the test suite
+# Choices: make plan GPU=a100-sxm-80gb MODEL=llama-3.1-70b DTYPE=int8 [COMPARE_GPU=…] [MEASURED=…]
+
+PYTHON ?= python3
+VENV   := .venv
+FILM   := $(VENV)/bin/film
+BUILD  := build
+
+CHOICES := $(if $(GPU),--gpu $(GPU)) $(if $(MODEL),--model $(MODEL)) $(if $(DTYPE),--dtype $(DTYPE))
+PLAN_CHOICES := $(CHOICES) $(if $(COMPARE_GPU),--compare-gpu $(COMPARE_GPU)) $(if $(MEASURED),--measured $(MEASURED))
+
+.PHONY: setup setup-film test plan roofline film clean
+
+setup:
+	@$(PYTHON) render/bootstrap.py test
+
+setup-film:
+	@$(PYTHON) render/bootstrap.py film
+
+test: setup
+	@$(VENV)/bin/python -m pytest
+
+plan: setup
+	@$(FILM) plan --json $(PLAN_CHOICES)
+
+roofline: setup
+	@$(FILM) roofline $(CHOICES)
+
+film: setup-film
+	@$(FILM) plan $(PLAN_CHOICES) --out $(BUILD)/plan.json
+	@echo "make film: the plan is resolved ($(BUILD)/plan.json); rendering the beats is not built yet" >&2
+	@false
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,140 @@
+"""One-command setup on a fresh machine: system packages, then the project's venv.
+
+Runs with the system's python3 before anything is installed, so it uses the standard
+library only. `make test`, `make plan` and `make film` all call it first; when nothing has
+changed it checks and returns in a fraction of a second.
+
+    python3 render/bootstrap.py [test|film]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+
+# Debian packages each profile needs, with what shows each one is present. The film
+# profile grows as the renderer arrives (Manim's Cairo, Pango, LaTeX and ffmpeg).
+SYSTEM_PACKAGES: dict[str, dict[str, str]] = {
+    "test": {},
+    "film": {},
+}
+# Python extras installed into the venv for each profile (see pyproject.toml).
+EXTRAS = {"test": "test", "film": "test"}
+
+
+class SetupError(Exception):
+    pass
+
+
+def log(message: str) -> None:
+    print(f"setup: {message}", file=sys.stderr, flush=True)
+
+
+def installed(package: str) -> bool:
+    """True when dpkg knows the package as installed."""
+    try:
+        result = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package],
+                                capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        return False
+    return result.returncode == 0 and "install ok installed" in result.stdout
+
+
+def missing_system_packages(profile: str, is_installed=installed) -> list[str]:
+    wanted = dict(SYSTEM_PACKAGES[profile])
+    if not venv_supported():
+        wanted["python3-venv"] = "the venv and ensurepip modules"
+    return [package for package in wanted if not is_installed(package)]
+
+
+def venv_supported() -> bool:
+    """Debian's python3 needs python3-venv before `python3 -m venv` can install pip."""
+    try:
+        import ensurepip  # noqa: F401
+        import venv  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def install_system_packages(packages: list[str], is_root: bool | None = None,
+                            has_apt: bool | None = None, run=subprocess.run) -> None:
+    """apt-get install what is missing when we may; otherwise say exactly what to run."""
+    if not packages:
+        return
+    is_root = os.geteuid() == 0 if is_root is None else is_root
+    has_apt = shutil.which("apt-get") is not None if has_apt is None else has_apt
+    listed = " ".join(packages)
+    if not has_apt:
+        raise SetupError(
+            f"these system packages are missing: {listed}\n"
+            f"This is not a Debian-style system (no apt-get): install their equivalents with your "
+            f"package manager, then run the command again."
+        )
+    if not is_root:
+        raise SetupError(
+            f"these system packages are missing: {listed}\n"
+            f"Install them as root, then run the command again:\n"
+            f"    sudo apt-get update && sudo apt-get install -y --no-install-recommends {listed}"
+        )
+    log(f"installing system packages: {listed}")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (["apt-get", "update"],
+                    ["apt-get", "install", "-y", "--no-install-recommends", *packages]):
+        result = run(command, env=env, stdout=sys.stderr, check=False)
+        if result.returncode != 0:
+            raise SetupError(f"`{' '.join(command)}` failed (exit {result.returncode}); see its output above")
+
+
+def stamp_for(profile: str) -> str:
+    """Everything that, when changed, means the venv must be reinstalled."""
+    digest = hashlib.sha256()
+    digest.update((ROOT / "pyproject.toml").read_bytes())
+    digest.update(profile.encode())
+    digest.update(sys.version.encode())
+    return digest.hexdigest()
+
+
+def ensure_venv(profile: str) -> None:
+    stamp_file = VENV / f".setup-{profile}"
+    wanted = stamp_for(profile)
+    if stamp_file.is_file() and stamp_file.read_text() == wanted and (VENV / "bin" / "film").exists():
+        return
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        log(f"creating {VENV.relative_to(ROOT)}/")
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, stdout=sys.stderr)
+    log(f"installing the project into {VENV.relative_to(ROOT)}/ (editable, extras: {EXTRAS[profile]})")
+    pip = [str(python), "-m", "pip", "--disable-pip-version-check", "install", "--quiet"]
+    result = subprocess.run([*pip, "-e", f"{ROOT}[{EXTRAS[profile]}]"], stdout=sys.stderr, check=False)
+    if result.returncode != 0:
+        raise SetupError(f"pip could not install the project (exit {result.returncode}); see its output above")
+    stamp_file.write_text(wanted)
+
+
+def main(argv: list[str]) -> int:
+    profile = argv[0] if argv else "test"
+    if profile not in SYSTEM_PACKAGES:
+        print(f"setup: unknown profile {profile!r}; use one of {', '.join(SYSTEM_PACKAGES)}", file=sys.stderr)
+        return 2
+    try:
+        install_system_packages(missing_system_packages(profile))
+        ensure_venv(profile)
+    except SetupError as error:
+        print(f"setup: error: {error}", file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as error:
+        print(f"setup: error: `{' '.join(map(str, error.cmd))}` failed (exit {error.returncode})", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

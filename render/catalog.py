@@ -1,0 +1,200 @@
+"""Loads and validates everything in data/: GPUs, models, data types and measured timings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from render.errors import FilmError, unknown_name_error
+from render.specs import DataType, Gpu, Model
+from render.yamlio import YamlList, YamlMap, check_fields, display_path, load_yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = PROJECT_ROOT / "data"
+
+NUMBER = (int, float)
+MAYBE_NUMBER = (int, float, type(None))
+
+GPU_FIELDS = {
+    "id": str, "name": str, "short_name": str, "spoken_name": str, "article": str,
+    "bf16_flops": NUMBER, "fp8_flops": MAYBE_NUMBER, "bandwidth": NUMBER,
+    "memory_gib": NUMBER, "sm_count": int, "source": str,
+}
+MODEL_FIELDS = {
+    "id": str, "name": str, "spoken_name": str, "layers": int, "hidden_size": int,
+    "attention_heads": int, "kv_heads": int, "head_dim": int, "ffn_size": int,
+    "vocab_size": int, "tied_embeddings": bool, "qkv_bias": bool, "parameters": int, "source": str,
+}
+DTYPE_FIELDS = {
+    "id": str, "name": str, "spoken_name": str, "bytes_per_weight": NUMBER, "arithmetic": str,
+    "weight_only": bool, "kv_dtype": str, "kv_bytes": NUMBER, "source": str,
+}
+ARITHMETIC_FORMATS = ("bf16", "fp8")
+
+MEASURED_FIELDS = {
+    "id": str, "route": str, "provider": str, "precision": str, "model": str,
+    "compared_gpu": str, "compared_gpu_is_assumption": bool, "source": str, "prompts": list,
+}
+MEASURED_OPTIONAL = {"measured_on": (str, type(None)), "other_providers": list, "label": str}
+MEASURED_PROMPT_FIELDS = {
+    "prompt_tokens": int, "ttft_seconds": MAYBE_NUMBER, "decode_tokens_per_second": MAYBE_NUMBER,
+}
+MEASURED_PROMPT_OPTIONAL = {"ttft_approximate": bool}
+OTHER_PROVIDER_FIELDS = {
+    "provider": (str, type(None)), "precision": str, "decode_tokens_per_second": NUMBER, "source": str,
+}
+
+
+@dataclass(frozen=True)
+class MeasuredPrompt:
+    prompt_tokens: int
+    ttft_seconds: float | None
+    decode_tokens_per_second: float | None
+    ttft_approximate: bool = False
+
+
+@dataclass(frozen=True)
+class OtherProvider:
+    provider: str | None
+    precision: str
+    decode_tokens_per_second: float
+    source: str
+
+
+@dataclass(frozen=True)
+class MeasuredDataset:
+    """Timings from a live endpoint, and which model and GPU they are compared with."""
+
+    id: str
+    route: str
+    provider: str
+    precision: str
+    model: str
+    compared_gpu: str
+    compared_gpu_is_assumption: bool
+    source: str
+    prompts: tuple[MeasuredPrompt, ...]
+    measured_on: str | None = None
+    label: str | None = None
+    other_providers: tuple[OtherProvider, ...] = field(default_factory=tuple)
+    path: str = ""
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Catalog:
+    gpus: dict[str, Gpu]
+    models: dict[str, Model]
+    dtypes: dict[str, DataType]
+    measured_dir: Path
+    data_dir: Path
+
+    def gpu(self, gpu_id: str) -> Gpu:
+        return self._lookup(self.gpus, gpu_id, "GPU", "gpus.yaml")
+
+    def model(self, model_id: str) -> Model:
+        return self._lookup(self.models, model_id, "model", "models.yaml")
+
+    def dtype(self, dtype_id: str) -> DataType:
+        return self._lookup(self.dtypes, dtype_id.lower(), "data type", "dtypes.yaml")
+
+    def measured_ids(self) -> list[str]:
+        return sorted(path.stem for path in self.measured_dir.glob("*.yaml"))
+
+    def measured(self, dataset_id: str) -> MeasuredDataset:
+        path = self.measured_dir / f"{dataset_id}.yaml"
+        if not path.is_file():
+            raise unknown_name_error(
+                "measured dataset", dataset_id, self.measured_ids(), display_path(self.measured_dir)
+            )
+        dataset = load_measured(path)
+        self.gpu(dataset.compared_gpu)
+        self.model(dataset.model)
+        self.dtype(dataset.precision)
+        return dataset
+
+    def _lookup(self, table: dict[str, T], key: str, kind: str, filename: str) -> T:
+        if key not in table:
+            raise unknown_name_error(kind, key, table, display_path(self.data_dir / filename))
+        return table[key]
+
+
+def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
+    data_dir = Path(data_dir)
+    gpus = {gpu.id: gpu for gpu in load_entries(data_dir / "gpus.yaml", "gpus", "GPU", GPU_FIELDS, Gpu)}
+    models = {m.id: m for m in load_entries(data_dir / "models.yaml", "models", "model", MODEL_FIELDS, Model)}
+    dtypes = {d.id: d for d in load_entries(data_dir / "dtypes.yaml", "dtypes", "data type", DTYPE_FIELDS, DataType)}
+    return Catalog(gpus, models, dtypes, data_dir / "measured", data_dir)
+
+
+def load_entries(path: Path, top_key: str, kind: str, fields: dict, make: type[T]) -> list[T]:
+    document = load_yaml(path)
+    if not isinstance(document, YamlMap) or top_key not in document:
+        raise FilmError(f"{display_path(path)}: expected a top-level '{top_key}:' list")
+    check_fields(document, display_path(path), {top_key: list})
+    entries: YamlList = document[top_key]
+    result, seen = [], {}
+    for index, entry in enumerate(entries):
+        label = f"{kind} {entry.get('id', index + 1)!r}" if isinstance(entry, dict) else f"{kind} {index + 1}"
+        if not isinstance(entry, YamlMap):
+            raise FilmError(f"{entries.where(index)}: {label} should be a mapping of keys to values")
+        check_fields(entry, label, fields)
+        if entry["id"] in seen:
+            raise FilmError(f"{entry.where('id')}: {label} is defined twice (first at line {seen[entry['id']]})")
+        seen[entry["id"]] = entry.key_lines["id"]
+        check_entry(entry, kind, label)
+        result.append(make(**{key: entry[key] for key in fields}))
+    return result
+
+
+def check_entry(entry: YamlMap, kind: str, label: str) -> None:
+    """Value checks beyond types: what would make the roofline meaningless."""
+    positive = [key for key, value in entry.items()
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0]
+    if positive:
+        key = positive[0]
+        raise FilmError(f"{entry.where(key)}: {label}: {key!r} must be positive, not {entry[key]!r}")
+    if kind == "GPU" and entry["article"] not in ("a", "an"):
+        raise FilmError(f"{entry.where('article')}: {label}: 'article' must be 'a' or 'an', not {entry['article']!r}")
+    if kind == "data type" and entry["arithmetic"] not in ARITHMETIC_FORMATS:
+        raise FilmError(
+            f"{entry.where('arithmetic')}: {label}: 'arithmetic' must be one of "
+            f"{', '.join(ARITHMETIC_FORMATS)}, not {entry['arithmetic']!r}"
+        )
+    if kind == "model" and entry["attention_heads"] % entry["kv_heads"]:
+        raise FilmError(f"{entry.where('kv_heads')}: {label}: attention_heads must be a multiple of kv_heads")
+
+
+def load_measured(path: Path) -> MeasuredDataset:
+    document = load_yaml(path)
+    label = f"measured dataset {path.stem!r}"
+    check_fields(document, label, MEASURED_FIELDS, MEASURED_OPTIONAL)
+    if document["id"] != path.stem:
+        raise FilmError(
+            f"{document.where('id')}: {label}: id {document['id']!r} should match the file name {path.stem!r}"
+        )
+    prompts = []
+    for index, entry in enumerate(document["prompts"]):
+        what = f"{label}, prompt {index + 1}"
+        check_fields(entry, what, MEASURED_PROMPT_FIELDS, MEASURED_PROMPT_OPTIONAL)
+        prompts.append(MeasuredPrompt(**entry))
+    if len(prompts) < 2:
+        raise FilmError(f"{document.where('prompts')}: {label}: needs at least two prompt lengths, has {len(prompts)}")
+    lengths = [prompt.prompt_tokens for prompt in prompts]
+    if lengths != sorted(set(lengths)):
+        raise FilmError(f"{document.where('prompts')}: {label}: prompt lengths must increase, got {lengths}")
+    others = []
+    for index, entry in enumerate(document.get("other_providers") or []):
+        check_fields(entry, f"{label}, other provider {index + 1}", OTHER_PROVIDER_FIELDS)
+        others.append(OtherProvider(**entry))
+    return MeasuredDataset(
+        **{key: document[key] for key in MEASURED_FIELDS if key != "prompts"},
+        prompts=tuple(prompts),
+        measured_on=document.get("measured_on"),
+        label=document.get("label"),
+        other_providers=tuple(others),
+        path=display_path(path),
+    )

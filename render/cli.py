@@ -1,0 +1,233 @@
+"""The `film` command: resolve the plan, query the roofline, list what the data knows."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from render import __version__, formatting as fmt, roofline as rl
+from render.atomic import write_text_atomic
+from render.catalog import DATA_DIR, load_catalog
+from render.errors import FilmError
+from render.plan import resolve_plan
+from render.storyboard import STORYBOARD_PATH, format_timestamp, load_storyboard
+
+log = logging.getLogger("film")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO if not args.quiet else logging.WARNING,
+                        format="film: %(message)s")
+    try:
+        return args.run(args)
+    except FilmError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="film", description="Render the 'Prefill vs decode' film from data.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    plan = commands.add_parser("plan", help="resolve the storyboard into the plan (every number and line)")
+    add_choice_arguments(plan)
+    plan.add_argument("--compare-gpu", help="the wasted-money beat's other GPU (default: the storyboard's)")
+    plan.add_argument("--measured", help="measured dataset in data/measured/ (default: the storyboard's)")
+    plan.add_argument("--storyboard", default=STORYBOARD_PATH, help="storyboard file (default: %(default)s)")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.add_argument("--out", type=Path, help="also write the JSON plan to this file (atomically)")
+    plan.set_defaults(run=run_plan)
+
+    roof = commands.add_parser("roofline", help="print the roofline numbers for a GPU and model")
+    add_choice_arguments(roof)
+    roof.add_argument("--prompt", type=positive_int, help="prefill prompt length in tokens (default: the storyboard's)")
+    roof.add_argument("--batch", type=positive_int, default=1, help="decode batch size (default: %(default)s)")
+    roof.add_argument("--context", type=non_negative_int, default=0,
+                      help="cached tokens each sequence rereads per decode step (default: %(default)s)")
+    roof.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    roof.set_defaults(run=run_roofline)
+
+    listing = commands.add_parser("list", help="list the known GPUs, models, data types or measured datasets")
+    listing.add_argument("what", choices=("gpus", "models", "dtypes", "measured"))
+    listing.set_defaults(run=run_list)
+    return parser
+
+
+def add_choice_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gpu", help="GPU id (film list gpus); default: the storyboard's")
+    parser.add_argument("--model", help="model id (film list models); default: the storyboard's")
+    parser.add_argument("--dtype", help="weight data type (film list dtypes); default: the storyboard's")
+
+
+def positive_int(text: str) -> int:
+    value = non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {text}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, not {text}")
+    return value
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    plan = resolve_plan(gpu=args.gpu, model=args.model, dtype=args.dtype, compare_gpu=args.compare_gpu,
+                        measured=args.measured, storyboard_path=args.storyboard)
+    log.info("resolved %s for %s, %s, %s (%d beats, %s)", plan.title, plan.gpu.id, plan.model.id,
+             plan.dtype.id, len(plan.beats), format_timestamp(plan.duration))
+    for note in plan.notes:
+        log.info("note: %s", note)
+    if args.out:
+        write_text_atomic(args.out, plan.to_json() + "\n")
+        log.info("wrote %s", args.out)
+    if args.json:
+        print(plan.to_json())
+        return 0
+    if args.out:
+        return 0
+    print(f"{plan.title}: {plan.gpu.name}, {plan.model.name}, {plan.dtype.name} "
+          f"(compared with {plan.compare_gpu.name}; measured: {plan.measured.id})")
+    for beat in plan.beats:
+        print(f"\n{format_timestamp(beat.start)}-{format_timestamp(beat.end)}  {beat.title}  [{beat.scene}]")
+        print(f"  {beat.narration}")
+        for name, caption in beat.captions.items():
+            print(f"  ({name}) {caption}")
+    return 0
+
+
+def run_roofline(args: argparse.Namespace) -> int:
+    catalog = load_catalog(DATA_DIR)
+    defaults = load_storyboard().defaults
+    gpu = catalog.gpu(args.gpu or defaults["gpu"])
+    model = catalog.model(args.model or defaults["model"])
+    dtype = catalog.dtype(args.dtype or defaults["dtype"])
+    prompt = args.prompt or load_storyboard().parameters["prompt_tokens"]
+    rl.check_fits(gpu, model, dtype, max(prompt, args.batch * args.context),
+                  f"a {prompt:,}-token prompt" if prompt >= args.batch * args.context
+                  else f"{args.batch} sequences of {args.context:,} cached tokens")
+    report = roofline_report(gpu, model, dtype, prompt, args.batch, args.context)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(roofline_table(gpu, model, dtype, report))
+    return 0
+
+
+def roofline_report(gpu, model, dtype, prompt: int, batch: int, context: int) -> dict:
+    prefill = rl.time_on(gpu, dtype, rl.prefill(model, dtype, prompt))
+    phases = {"prefill": (prefill, prompt, 1, 0, 1 / prefill.seconds)}
+    single = rl.time_on(gpu, dtype, rl.decode_step(model, dtype, 1, context))
+    phases["decode"] = (single, 1, 1, context, 1 / single.seconds)
+    if batch > 1:
+        batched = rl.time_on(gpu, dtype, rl.decode_step(model, dtype, batch, context))
+        phases["decode_batch"] = (batched, batch, batch, context, batch / batched.seconds)
+    return {
+        "gpu": gpu.id, "model": model.id, "dtype": dtype.id,
+        "arithmetic": rl.arithmetic_format(gpu, dtype),
+        "peak_flops": rl.peak_flops(gpu, dtype),
+        "memory_bandwidth": gpu.bandwidth,
+        "ridge_ops_per_byte": rl.ridge_ops_per_byte(gpu, dtype),
+        "weight_bytes": rl.weight_bytes(model, dtype),
+        "kv_bytes_per_token": rl.kv_bytes_per_token(model, dtype),
+        "prefill_attention_fraction": rl.prefill_attention_fraction(model, prompt),
+        "batch_size_at_ridge": rl.batch_size_at_ridge(gpu, model, dtype, context),
+        "phases": {
+            name: {"tokens": tokens, "batch": b, "context_tokens": c, "operations": t.step.operations,
+                   "bytes": t.step.bytes, "ops_per_byte": t.step.ops_per_byte, "seconds": t.seconds,
+                   "compute_seconds": t.compute_seconds, "memory_seconds": t.memory_seconds,
+                   "bound": t.bound, "tokens_per_second": rate}
+            for name, (t, tokens, b, c, rate) in phases.items()
+        },
+    }
+
+
+def roofline_table(gpu, model, dtype, report: dict) -> str:
+    ridge = report["ridge_ops_per_byte"]
+    at_ridge = report["batch_size_at_ridge"]
+    lines = [
+        f"{gpu.name} · {model.name} · {dtype.name}"
+        + (" (weight-only, BF16 arithmetic)" if report["arithmetic"] != dtype.arithmetic or dtype.weight_only else ""),
+        f"  peak {fmt.teraflops(report['peak_flops'], short=True)}, bandwidth "
+        f"{fmt.bandwidth(report['memory_bandwidth'], short=True)}, ridge {fmt.ops_per_byte(ridge, short=True)}",
+        f"  weights {fmt.gigabytes(report['weight_bytes'], short=True)}, KV cache "
+        f"{fmt.count(report['kv_bytes_per_token'])} bytes/token ({fmt.bytes_per_token(report['kv_bytes_per_token'], short=True)})",
+        "",
+        f"  {'phase':<13}{'tokens':>8}{'batch':>7}{'context':>9}{'operations':>12}{'bytes':>10}"
+        f"{'ops/byte':>10}{'time':>10}  {'bound':<8}{'rate':>14}",
+    ]
+    for name, phase in report["phases"].items():
+        rate = (f"TTFT {fmt.duration(phase['seconds'], short=True)}" if name == "prefill"
+                else fmt.tokens_per_second(phase["tokens_per_second"], short=True))
+        lines.append(
+            f"  {name.replace('_', ' '):<13}{fmt.count(phase['tokens']):>8}{phase['batch']:>7}"
+            f"{fmt.count(phase['context_tokens']):>9}{fmt.large(phase['operations'], short=True):>12}"
+            f"{fmt.gigabytes(phase['bytes'], short=True):>10}{fmt.ops_per_byte(phase['ops_per_byte'], unit=False):>10}"
+            f"{fmt.duration(phase['seconds'], short=True):>10}  {phase['bound']:<8}{rate:>14}"
+        )
+    lines.append("")
+    lines.append(f"  prefill attention: {fmt.percent(report['prefill_attention_fraction'], short=True)} of its operations")
+    lines.append(
+        f"  decode reaches the ridge at batch {fmt.count(at_ridge)}" if at_ridge
+        else "  decode never reaches the ridge at this context: each sequence's KV cache grows with the batch"
+    )
+    return "\n".join(lines)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    catalog = load_catalog(DATA_DIR)
+    if args.what == "gpus":
+        rows = [(g.id, g.name, fmt.teraflops(g.bf16_flops, short=True),
+                 fmt.teraflops(g.fp8_flops, short=True) if g.fp8_flops else "-",
+                 fmt.bandwidth(g.bandwidth, short=True), f"{g.memory_gib:g} GiB", str(g.sm_count), g.source)
+                for g in catalog.gpus.values()]
+        header = ("id", "name", "BF16", "FP8", "bandwidth", "memory", "SMs", "source")
+    elif args.what == "models":
+        rows = [(m.id, m.name, f"{m.parameters / 1e9:.2f}B", str(m.layers), str(m.hidden_size),
+                 f"{m.attention_heads}/{m.kv_heads}", str(m.head_dim), str(m.ffn_size), f"{m.vocab_size:,}", m.source)
+                for m in catalog.models.values()]
+        header = ("id", "name", "params", "layers", "hidden", "heads/kv", "head_dim", "ffn", "vocab", "source")
+    elif args.what == "dtypes":
+        rows = [(d.id, d.name, f"{d.bytes_per_weight:g}", d.arithmetic, "yes" if d.weight_only else "no",
+                 f"{d.kv_dtype} ({d.kv_bytes:g} B)", d.source) for d in catalog.dtypes.values()]
+        header = ("id", "name", "bytes/weight", "arithmetic", "weight-only", "KV cache", "source")
+    else:
+        rows = []
+        for dataset_id in catalog.measured_ids():
+            data = catalog.measured(dataset_id)
+            rows.append((data.id, data.provider, data.precision, data.model, data.compared_gpu
+                         + (" (assumed)" if data.compared_gpu_is_assumption else ""),
+                         ", ".join(f"{p.prompt_tokens:,}" for p in data.prompts), data.source))
+        header = ("id", "provider", "precision", "model", "compared with", "prompts", "source")
+    print(table(header, rows))
+    return 0
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded to fit; the last column (the source) is left to run on."""
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header) - 1)]
+    lines = []
+    for row in [header, *rows]:
+        cells = [str(cell).ljust(width) for cell, width in zip(row, widths)]
+        lines.append("  ".join([*cells, " ".join(str(row[-1]).split())]))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""The one number formatter: how every number in the narration, subtitles and on screen is written.
+
+Each function returns the written form the narration uses ("33 trillion", "4.8 milliseconds",
+"3.35 terabytes a second"); with `short=True` the on-screen form ("33T", "4.8 ms", "3.35 TB/s").
+Rounding rules live here once, so the narration and the picture always agree.
+"""
+
+from __future__ import annotations
+
+import math
+
+SMALL_NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+# Fractions a narrator says in words, and how close a value must be to be called one.
+FRACTION_WORDS = (
+    (1 / 10, "a tenth"), (1 / 5, "a fifth"), (1 / 4, "a quarter"), (1 / 3, "a third"),
+    (2 / 5, "two fifths"), (1 / 2, "half"), (3 / 5, "three fifths"), (2 / 3, "two thirds"),
+    (3 / 4, "three quarters"), (4 / 5, "four fifths"), (9 / 10, "nine tenths"),
+)
+FRACTION_TOLERANCE = 0.02
+
+LARGE_SCALES = ((1e15, "quadrillion", "P"), (1e12, "trillion", "T"), (1e9, "billion", "G"),
+                (1e6, "million", "M"), (1e3, "thousand", "k"))
+
+
+def significant(value: float, digits: int = 2) -> float:
+    """Round to `digits` significant figures."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(value, digits - 1 - math.floor(math.log10(abs(value))))
+
+
+def significant_floor(value: float, digits: int = 2) -> float:
+    """Round down to `digits` significant figures (11,776 -> 11,000), for "over N"."""
+    if value <= 0 or not math.isfinite(value):
+        return value
+    scale = 10 ** (math.floor(math.log10(value)) - digits + 1)
+    return math.floor(value / scale + 1e-9) * scale
+
+
+def plain(value: float) -> str:
+    """A rounded value without trailing zeros, with thousands separators: 2000 -> '2,000', 4.80 -> '4.8'."""
+    if abs(value - round(value)) < 1e-9:
+        return f"{int(round(value)):,}"
+    text = f"{value:,.6f}".rstrip("0").rstrip(".")
+    return text
+
+
+def count(value: float) -> str:
+    """A whole number as written: 2000 -> '2,000'."""
+    return f"{int(round(value)):,}"
+
+
+def approx(value: float) -> str:
+    """Two significant figures: 2032 -> '2,000', 0.79 -> '0.79'."""
+    return plain(significant(value, 2))
+
+
+def round_down(value: float) -> str:
+    """Two significant figures, rounded down: 11,776 -> '11,000', 2,081 -> '2,000'."""
+    return plain(significant_floor(value, 2))
+
+
+def integer(value: float) -> str:
+    """Nearest whole number: 208.6 -> '209', 295.2 -> '295'."""
+    return count(value)
+
+
+def number_word(value: float) -> str:
+    """Small whole numbers in words ('one', 'two'); anything else as digits."""
+    rounded = round(value)
+    if abs(value - rounded) < 0.05 and 0 <= rounded < len(SMALL_NUMBER_WORDS):
+        return SMALL_NUMBER_WORDS[rounded]
+    return approx(value)
+
+
+def quantity(value: float, noun: str) -> str:
+    """'one operation', 'two operations', '2,000 operations'."""
+    word = number_word(value)
+    return f"{word} {noun}" if word == "one" else f"{word} {noun}s"
+
+
+def large(value: float, short: bool = False) -> str:
+    """Big counts in words: 3.32e13 -> '33 trillion' ('33T'), 1.41e11 -> '141 billion'."""
+    for scale, word, symbol in LARGE_SCALES:
+        if abs(value) >= scale:
+            mantissa = value / scale
+            # Whole units from 100 up (141 billion), as gigabytes() does; else two figures.
+            mantissa = round(mantissa) if mantissa >= 100 else significant(mantissa, 2)
+            if mantissa >= 1000:
+                continue
+            return f"{plain(mantissa)}{symbol}" if short else f"{plain(mantissa)} {word}"
+    return approx(value)
+
+
+def gigabytes(value: float, short: bool = False) -> str:
+    """Bytes as GB (10^9): two significant figures below 100 GB, whole GB above."""
+    gb = value / 1e9
+    number = count(gb) if gb >= 100 else plain(significant(gb, 2))
+    return f"{number} GB" if short else f"{number} gigabytes"
+
+
+def bytes_per_token(value: float, short: bool = False) -> str:
+    """KV bytes per token, exact ('131,072 bytes'); shown in KiB on screen, as the source does."""
+    if short:
+        return f"{plain(value / 1024)} KiB"
+    return f"{count(value)} bytes"
+
+
+def teraflops(value: float, short: bool = False) -> str:
+    """Peak FLOP/s in TFLOP/s: '989 teraflops', '165 teraflops', '82.6 teraflops'."""
+    tera = value / 1e12
+    number = count(tera) if tera >= 100 else plain(significant(tera, 3))
+    return f"{number} TFLOP/s" if short else f"{number} teraflops"
+
+
+def bandwidth(value: float, short: bool = False) -> str:
+    """Bytes/s, three significant figures: '3.35 terabytes a second', '864 gigabytes a second'."""
+    if value >= 1e12:
+        number, unit, symbol = plain(significant(value / 1e12, 3)), "terabytes", "TB/s"
+    else:
+        number, unit, symbol = plain(significant(value / 1e9, 3)), "gigabytes", "GB/s"
+    return f"{number} {symbol}" if short else f"{number} {unit} a second"
+
+
+def milliseconds(seconds: float, short: bool = False, unit: bool = True) -> str:
+    """Two significant figures in ms: 0.0335 -> '34 milliseconds', 0.00479 -> '4.8 milliseconds'."""
+    ms = seconds * 1e3
+    number = count(ms) if ms >= 100 else plain(significant(ms, 2))
+    if not unit:
+        return number
+    return f"{number} ms" if short else f"{number} milliseconds"
+
+
+def duration(seconds: float, short: bool = False) -> str:
+    """A computed time as a narrator rounds it.
+
+    Under 0.1 s in milliseconds ('34 milliseconds'); up to half a second to two decimals
+    ('0.15 seconds'); up to ten seconds to one decimal ('0.8 seconds'); whole seconds beyond.
+    """
+    if seconds < 0.1:
+        return milliseconds(seconds, short)
+    if seconds < 0.5:
+        number = plain(round(seconds, 2))
+    elif seconds < 10:
+        number = plain(round(seconds, 1))
+    else:
+        number = count(seconds)
+    return f"{number} s" if short else f"{number} {'second' if number == '1' else 'seconds'}"
+
+
+def seconds(value: float, short: bool = False) -> str:
+    """A measured time at two significant figures, always in seconds: '0.74 seconds', '0.3 seconds'."""
+    number = plain(significant(value, 2))
+    return f"{number} s" if short else f"{number} {'second' if number == '1' else 'seconds'}"
+
+
+def tokens_per_second(value: float, short: bool = False) -> str:
+    """'209 tokens a second' ('209 tokens/s'); two significant figures from 10,000 up."""
+    number = approx(value) if value >= 10_000 else integer(value)
+    return f"{number} tokens/s" if short else f"{number} tokens a second"
+
+
+def ops_per_byte(value: float, short: bool = False, unit: bool = True) -> str:
+    """Arithmetic intensity: whole numbers from 10 up, else two significant figures."""
+    number = integer(value) if value >= 10 else plain(significant(value, 2))
+    if not unit:
+        return number
+    return f"{number} ops/byte" if short else f"{number} operations per byte"
+
+
+def percent(fraction: float, short: bool = False) -> str:
+    """0.128 -> '13 percent' ('13%')."""
+    number = count(fraction * 100) if abs(fraction) >= 0.01 else plain(significant(fraction * 100, 1))
+    return f"{number}%" if short else f"{number} percent"
+
+
+def fraction(value: float, short: bool = False) -> str:
+    """A share in words where one fits ('a third', 'three quarters'), else a percentage."""
+    if not short:
+        for target, words in FRACTION_WORDS:
+            if abs(value - target) <= FRACTION_TOLERANCE:
+                return words
+    return percent(value, short)
+
+
+def times(ratio: float, short: bool = False) -> str:
+    """A ratio as a multiple: 3.17 -> 'three times', 1.64 -> '1.6 times', 0.5 -> 'half', ~1 -> 'the same'.
+
+    Whole multiples from three up are said in words when the ratio is within 0.2 of one;
+    below one, a common fraction where one fits.
+    """
+    if short:
+        return f"{plain(significant(ratio, 2))}×"
+    if abs(ratio - 1) < 0.05:
+        return "the same"
+    if ratio < 1:
+        words = fraction(ratio)
+        return words if not words.endswith("percent") else f"{plain(significant(ratio, 2))} times"
+    if abs(ratio - 2) < 0.05:
+        return "twice"
+    whole = round(ratio)
+    if ratio >= 2.95 and abs(ratio - whole) <= 0.2:
+        return f"{number_word(whole)} times"
+    return f"{plain(round(ratio, 1))} times"
+
+
+def faster(ratio: float) -> str:
+    """A speed-up: '1.6 times faster', 'three times faster', but 'twice as fast'."""
+    words = times(ratio)
+    return "twice as fast" if words == "twice" else f"{words} faster"
+
+
+def with_article(thing) -> str:
+    """'an H100', 'a B200': the article comes from how the name is spoken (in the data)."""
+    return f"{thing.article} {thing.short_name}"
+
+
+def possessive(thing) -> str:
+    """'an H100's'."""
+    return f"{with_article(thing)}'s"

@@ -1,0 +1,145 @@
+"""Reads and validates script/storyboard.yaml: the film's beats, timings and parameters."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from render.catalog import PROJECT_ROOT
+from render.errors import FilmError, unknown_name_error
+from render.templating import compile_template
+from render.yamlio import YamlMap, check_fields, display_path, load_yaml
+
+STORYBOARD_PATH = PROJECT_ROOT / "script" / "storyboard.yaml"
+
+# The scene families of the design card; scenes/ has one module for each.
+SCENE_FAMILIES = ("two-waits", "sluice-and-tap", "roofline", "batching", "measured-timings")
+
+TOP_FIELDS = {"film": dict, "defaults": dict, "parameters": dict, "beats": list}
+FILM_FIELDS = {"title": str, "end": (str, int, float), "source": str}
+DEFAULT_FIELDS = {"gpu": str, "model": str, "dtype": str, "measured": str}
+PARAMETER_FIELDS = {
+    "prompt_tokens": int, "batch_size": int, "batch_context_tokens": int, "long_prompt_tokens": int,
+    "compare_gpu": str, "compare_gpu_when_same": str, "roofline_pills": list,
+}
+BEAT_FIELDS = {"id": str, "title": str, "start": (str, int, float), "scene": str, "narration": str}
+BEAT_OPTIONAL = {"captions": dict}
+
+TIMESTAMP = re.compile(r"^(?:(\d+):)?(\d+):(\d{2}(?:\.\d+)?)$")
+
+
+@dataclass(frozen=True)
+class StoryBeat:
+    id: str
+    title: str
+    start: float
+    end: float
+    scene: str
+    narration: str            # the template, unfilled
+    captions: dict[str, str]  # on-screen sentences, templates too
+    where: str                # file:line of the beat, for messages
+
+
+@dataclass(frozen=True)
+class Storyboard:
+    title: str
+    end: float
+    source: str
+    defaults: dict[str, str]
+    parameters: dict
+    beats: tuple[StoryBeat, ...]
+    path: Path
+    locations: dict[str, str] = field(default_factory=dict)  # parameter -> file:line
+
+    def where(self, key: str) -> str:
+        return self.locations.get(key, display_path(self.path))
+
+
+def parse_timestamp(value: str | int | float, where: str, what: str) -> float:
+    """'1:07' or '0:01:07' or a number of seconds -> seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # YAML 1.1 reads an unquoted 2:34 as the base-60 integer 154, which is already seconds.
+        return float(value)
+    match = TIMESTAMP.match(str(value).strip())
+    if not match:
+        raise FilmError(f"{where}: {what}: {value!r} is not a timestamp; write minutes:seconds, e.g. \"1:07\"")
+    hours, minutes, secs = match.groups()
+    if float(secs) >= 60:
+        raise FilmError(f"{where}: {what}: {value!r} has {secs} seconds; seconds must be below 60")
+    return int(hours or 0) * 3600 + int(minutes) * 60 + float(secs)
+
+
+def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
+    path = Path(path)
+    document = load_yaml(path)
+    name = display_path(path)
+    if not isinstance(document, YamlMap):
+        raise FilmError(f"{name}: expected a mapping with film, defaults, parameters and beats")
+    check_fields(document, "the storyboard", TOP_FIELDS)
+    film, defaults, parameters = document["film"], document["defaults"], document["parameters"]
+    check_fields(film, "film", FILM_FIELDS)
+    check_fields(defaults, "defaults", DEFAULT_FIELDS)
+    check_fields(parameters, "parameters", PARAMETER_FIELDS)
+    for key in ("prompt_tokens", "batch_size", "long_prompt_tokens"):
+        if parameters[key] < 1:
+            raise FilmError(f"{parameters.where(key)}: parameters: {key} must be at least 1, not {parameters[key]}")
+    if parameters["batch_context_tokens"] < 0:
+        raise FilmError(f"{parameters.where('batch_context_tokens')}: parameters: batch_context_tokens cannot be negative")
+
+    film_end = parse_timestamp(film["end"], film.where("end"), "film end")
+    beats_list = document["beats"]
+    if not beats_list:
+        raise FilmError(f"{document.where('beats')}: the storyboard has no beats")
+
+    raw = []
+    seen: dict[str, str] = {}
+    for index, beat in enumerate(beats_list):
+        label = f"beat {beat.get('id', index + 1)!r}" if isinstance(beat, dict) else f"beat {index + 1}"
+        check_fields(beat, label, BEAT_FIELDS, BEAT_OPTIONAL)
+        if beat["id"] in seen:
+            raise FilmError(f"{beat.where('id')}: {label} is defined twice (first at {seen[beat['id']]})")
+        seen[beat["id"]] = beat.where("id")
+        if beat["scene"] not in SCENE_FAMILIES:
+            raise unknown_name_error("scene", beat["scene"], SCENE_FAMILIES, "scene families in scenes/") \
+                .with_prefix(f"{beat.where('scene')}: {label}: ")
+        start = parse_timestamp(beat["start"], beat.where("start"), f"{label} start")
+        compile_template(beat["narration"], beat.where("narration"), f"{label} narration")
+        captions = beat.get("captions") or {}
+        for caption, template in captions.items():
+            if not isinstance(template, str):
+                raise FilmError(f"{captions.where(caption)}: {label}: caption {caption!r} should be text")
+            compile_template(template, captions.where(caption), f"{label} caption {caption!r}")
+        raw.append((beat, label, start, dict(captions)))
+
+    previous_start, previous_label = None, None
+    for beat, label, start, _ in raw:
+        if previous_start is None and start != 0:
+            raise FilmError(f"{beat.where('start')}: {label} is the first beat and must start at 0:00, not {beat['start']}")
+        if previous_start is not None and start <= previous_start:
+            raise FilmError(
+                f"{beat.where('start')}: {label} starts at {beat['start']}, not after {previous_label} "
+                f"({format_timestamp(previous_start)}); beats must be in time order"
+            )
+        if start >= film_end:
+            raise FilmError(
+                f"{beat.where('start')}: {label} starts at {beat['start']}, at or past the film's end "
+                f"({film['end']}, {film.where('end')})"
+            )
+        previous_start, previous_label = start, label
+
+    beats = []
+    for position, (beat, label, start, captions) in enumerate(raw):
+        end = raw[position + 1][2] if position + 1 < len(raw) else film_end
+        beats.append(StoryBeat(beat["id"], beat["title"], start, end, beat["scene"], beat["narration"],
+                               captions, beat.where("id")))
+
+    locations = {key: parameters.where(key) for key in parameters}
+    locations.update({f"defaults.{key}": defaults.where(key) for key in defaults})
+    return Storyboard(film["title"], film_end, film["source"], dict(defaults), dict(parameters),
+                      tuple(beats), path, locations)
+
+
+def format_timestamp(seconds: float) -> str:
+    minutes, secs = divmod(seconds, 60)
+    return f"{int(minutes)}:{secs:05.2f}".replace(".00", "")

@@ -1,0 +1,83 @@
+"""Narration templates: sandboxed Jinja2 whose only vocabulary is the plan and the formatter.
+
+Undefined names are errors, never blanks, and the filters are the shared formatter's
+functions, so a number reads the same in the narration, the subtitles and on screen.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+
+import jinja2
+from jinja2 import meta
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from render import formatting
+from render.errors import FilmError, close_matches
+
+FILTERS = {
+    name: getattr(formatting, name)
+    for name in (
+        "count", "approx", "round_down", "integer", "number_word", "quantity", "large", "gigabytes",
+        "bytes_per_token", "teraflops", "bandwidth", "milliseconds", "duration", "seconds",
+        "tokens_per_second", "ops_per_byte", "percent", "fraction", "times", "faster", "with_article",
+        "possessive",
+    )
+}
+
+
+def environment() -> ImmutableSandboxedEnvironment:
+    env = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
+                                        keep_trailing_newline=False)
+    env.filters.update(FILTERS)
+    return env
+
+
+ENVIRONMENT = environment()
+
+
+def compile_template(source: str, where: str, what: str) -> jinja2.Template:
+    """Parse a template now, so a syntax error is reported before anything is computed."""
+    try:
+        return compiled(source)
+    except jinja2.TemplateSyntaxError as error:
+        raise FilmError(f"{where}: {what}: template error on its line {error.lineno}: {error.message}") from None
+
+
+@functools.lru_cache(maxsize=256)
+def compiled(source: str) -> jinja2.Template:
+    """Compiling is the slow part of a resolve; the same text always compiles the same."""
+    return ENVIRONMENT.from_string(source)
+
+
+@functools.lru_cache(maxsize=256)
+def names_used(source: str) -> frozenset[str]:
+    return frozenset(meta.find_undeclared_variables(ENVIRONMENT.parse(source)))
+
+
+def fill(source: str, context: Mapping[str, object], where: str, what: str) -> str:
+    """Render a template against the plan; unknown names get the close matches and the fix."""
+    unknown = sorted(names_used(source) - set(context))
+    if unknown:
+        name = unknown[0]
+        hint = close_matches(name, context)
+        did_you_mean = f"; did you mean {', '.join(hint)}?" if hint else ""
+        raise FilmError(
+            f"{where}: {what} names {name!r}, which the plan does not have{did_you_mean}\n"
+            f"Values a template can use: {', '.join(sorted(context))}"
+        )
+    try:
+        text = compile_template(source, where, what).render(**context)
+    except jinja2.UndefinedError as error:
+        raise FilmError(f"{where}: {what}: {error.message}; check the name against the plan (make plan)") from None
+    except (TypeError, ValueError, ZeroDivisionError) as error:
+        raise FilmError(f"{where}: {what}: cannot be filled: {error}") from None
+    return tidy(text)
+
+
+def tidy(text: str) -> str:
+    """Collapse the whitespace that template tags and folded YAML leave behind."""
+    text = re.sub(r"\s+", " ", text).strip()
+    return re.sub(r" +([,.;:!?])", r"\1", text)

@@ -1,0 +1,166 @@
+"""YAML loading that remembers line numbers, and the field checks every data file shares.
+
+Errors name the file and line, so a user can go straight to the mistake.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from render.errors import FilmError, close_matches
+
+
+class Node:
+    """Where a YAML value came from: file and 1-based line."""
+
+    def __init__(self, path: Path, line: int):
+        self.path = path
+        self.line = line
+
+    def where(self) -> str:
+        return f"{display_path(self.path)}:{self.line}"
+
+
+class YamlMap(dict):
+    """A mapping that knows its own line and the line of each key."""
+
+    source: Node
+    key_lines: dict[str, int]
+
+    def where(self, key: str | None = None) -> str:
+        line = self.key_lines.get(key, self.source.line) if key is not None else self.source.line
+        return f"{display_path(self.source.path)}:{line}"
+
+
+class YamlList(list):
+    source: Node
+    item_lines: list[int]
+
+    def where(self, index: int | None = None) -> str:
+        line = self.item_lines[index] if index is not None else self.source.line
+        return f"{display_path(self.source.path)}:{line}"
+
+
+def display_path(path: Path) -> str:
+    """The path relative to the working directory where possible (what a user typed)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+class LineLoader(yaml.SafeLoader):
+    """SafeLoader that also reads 1e12 and 989.0e12 as numbers (YAML 1.2), not text."""
+
+
+LineLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def load_yaml(path: Path) -> Any:
+    """Parse a YAML file into YamlMap/YamlList values; syntax errors name the file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FilmError(f"{display_path(path)}: file not found") from None
+    except OSError as error:
+        raise FilmError(f"{display_path(path)}: cannot read: {error.strerror}") from None
+
+    class Loader(LineLoader):
+        pass
+
+    def construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> YamlMap:
+        result = YamlMap()
+        result.source = Node(path, node.start_mark.line + 1)
+        result.key_lines = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if key in result:
+                raise FilmError(
+                    f"{display_path(path)}:{key_node.start_mark.line + 1}: duplicate key {key!r}"
+                )
+            result[key] = loader.construct_object(value_node, deep=True)
+            result.key_lines[key] = key_node.start_mark.line + 1
+        return result
+
+    def construct_sequence(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> YamlList:
+        result = YamlList(loader.construct_object(child, deep=True) for child in node.value)
+        result.source = Node(path, node.start_mark.line + 1)
+        result.item_lines = [child.start_mark.line + 1 for child in node.value]
+        return result
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_sequence)
+    try:
+        return yaml.load(text, Loader=Loader)  # noqa: S506 - Loader derives from SafeLoader
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        problem = error.problem or error.context or "invalid YAML"
+        raise FilmError(f"{display_path(path)}{line}: malformed YAML: {problem}") from None
+    except yaml.YAMLError as error:
+        raise FilmError(f"{display_path(path)}: malformed YAML: {error}") from None
+
+
+def check_fields(
+    mapping: Any,
+    what: str,
+    required: dict[str, type | tuple[type, ...]],
+    optional: dict[str, type | tuple[type, ...]] | None = None,
+) -> None:
+    """Every required key present, no unknown key, each value of the expected type.
+
+    `what` describes the mapping for the message ("GPU 'h100-sxm'", "beat 3").
+    """
+    optional = optional or {}
+    if not isinstance(mapping, YamlMap):
+        where = mapping.where() if hasattr(mapping, "where") else "?"
+        raise FilmError(f"{where}: {what} should be a mapping of keys to values")
+    allowed = {**required, **optional}
+    for key in mapping:
+        if key not in allowed:
+            hint = close_matches(str(key), allowed)
+            did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
+            raise FilmError(
+                f"{mapping.where(key)}: {what}: unknown key {key!r}{did_you_mean}; "
+                f"allowed keys: {', '.join(allowed)}"
+            )
+    missing = [key for key in required if key not in mapping]
+    if missing:
+        raise FilmError(
+            f"{mapping.where()}: {what}: missing {', '.join(repr(key) for key in missing)}; "
+            f"add {'it' if len(missing) == 1 else 'them'} to the entry"
+        )
+    for key, expected in allowed.items():
+        if key not in mapping or mapping[key] is None and key in optional:
+            continue
+        value = mapping[key]
+        if isinstance(expected, tuple):
+            ok = isinstance(value, expected) and not (isinstance(value, bool) and bool not in expected)
+        else:
+            ok = isinstance(value, expected) and not (isinstance(value, bool) and expected is not bool)
+        if not ok:
+            raise FilmError(
+                f"{mapping.where(key)}: {what}: {key!r} should be {type_words(expected)}, "
+                f"not {value!r}"
+            )
+
+
+def type_words(expected: type | tuple[type, ...]) -> str:
+    names = {str: "text", int: "a whole number", float: "a number", bool: "true or false",
+             list: "a list", dict: "a mapping", type(None): "null"}
+    options = expected if isinstance(expected, tuple) else (expected,)
+    words = []
+    for option in options:
+        word = names.get(option, option.__name__)
+        if word not in words:
+            words.append(word)
+    return " or ".join(words)
