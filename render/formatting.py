@@ -156,8 +156,8 @@ def seconds(value: float, short: bool = False) -> str:
 
 
 def tokens_per_second(value: float, short: bool = False) -> str:
-    """'209 tokens a second' ('209 tokens/s'); two significant figures from 10,000 up."""
-    number = approx(value) if value >= 10_000 else integer(value)
+    """'209 tokens a second' ('209 tokens/s'), to the nearest token."""
+    number = integer(value)
     return f"{number} tokens/s" if short else f"{number} tokens a second"
 
 
@@ -187,6 +187,8 @@ def fraction(value: float, short: bool = False) -> str:
 def times(ratio: float, short: bool = False) -> str:
     """A ratio as a multiple: 3.17 -> 'three times', 1.64 -> '1.6 times', 0.5 -> 'half', ~1 -> 'the same'.
 
+    Reads before a noun phrase: "three times an A100's teraflops", "a third of its bandwidth".
+
     Whole multiples from three up are said in words when the ratio is within 0.2 of one;
     below one, a common fraction where one fits.
     """
@@ -196,7 +198,9 @@ def times(ratio: float, short: bool = False) -> str:
         return "the same"
     if ratio < 1:
         words = fraction(ratio)
-        return words if not words.endswith("percent") else f"{plain(significant(ratio, 2))} times"
+        if words.endswith("percent"):
+            return f"{plain(significant(ratio, 2))} times"
+        return words if words == "half" else f"{words} of"  # "half its bandwidth", "a third of its bandwidth"
     if abs(ratio - 2) < 0.05:
         return "twice"
     whole = round(ratio)

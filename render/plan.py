@@ -154,8 +154,8 @@ def resolve_plan(
     beats = tuple(
         PlannedBeat(
             beat.id, beat.title, beat.start, beat.end, beat.scene,
-            fill(beat.narration, context, beat.where, f"beat {beat.id!r} narration"),
-            {name: fill(template, context, beat.where, f"beat {beat.id!r} caption {name!r}")
+            fill(beat.narration, context, beat.where["narration"], f"beat {beat.id!r} narration"),
+            {name: fill(template, context, beat.where[name], f"beat {beat.id!r} caption {name!r}")
              for name, template in beat.captions.items()},
         )
         for beat in storyboard.beats

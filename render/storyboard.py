@@ -38,7 +38,7 @@ class StoryBeat:
     scene: str
     narration: str            # the template, unfilled
     captions: dict[str, str]  # on-screen sentences, templates too
-    where: str                # file:line of the beat, for messages
+    where: dict[str, str]     # file:line of "narration" and of each caption, for messages
 
 
 @dataclass(frozen=True)
@@ -131,8 +131,10 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     beats = []
     for position, (beat, label, start, captions) in enumerate(raw):
         end = raw[position + 1][2] if position + 1 < len(raw) else film_end
+        where = {"narration": beat.where("narration")}
+        where.update({name: beat["captions"].where(name) for name in captions})
         beats.append(StoryBeat(beat["id"], beat["title"], start, end, beat["scene"], beat["narration"],
-                               captions, beat.where("id")))
+                               captions, where))
 
     locations = {key: parameters.where(key) for key in parameters}
     locations.update({f"defaults.{key}": defaults.where(key) for key in defaults})

@@ -105,6 +105,8 @@ def load_yaml(path: Path) -> Any:
         mark = error.problem_mark or error.context_mark
         line = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
         problem = error.problem or error.context or "invalid YAML"
+        if error.context and error.context_mark and mark is not error.context_mark:
+            problem += f" ({error.context} that starts on line {error.context_mark.line + 1})"
         raise FilmError(f"{display_path(path)}{line}: malformed YAML: {problem}") from None
     except yaml.YAMLError as error:
         raise FilmError(f"{display_path(path)}: malformed YAML: {error}") from None

@@ -1,0 +1,128 @@
+"""Bad input: one clear message naming the file, the place and the fix; never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from render.errors import FilmError
+from render.plan import resolve_plan
+
+from conftest import run_film
+
+
+def refusal(storyboard) -> str:
+    with pytest.raises(FilmError) as error:
+        resolve_plan(storyboard_path=storyboard)
+    return str(error.value)
+
+
+def line_of(path, text: str) -> int:
+    return next(number for number, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def test_malformed_yaml_names_file_and_line(storyboard_copy):
+    path = storyboard_copy("    title: Decode\n", "    title: [Decode\n")
+    message = refusal(path)
+    assert message.startswith(f"{path}:")
+    assert "malformed YAML" in message
+    assert f":{line_of(path, 'title: [Decode') + 1}:" in message or f":{line_of(path, 'title: [Decode')}:" in message
+
+
+def test_an_unknown_key_is_named_with_a_suggestion(storyboard_copy):
+    path = storyboard_copy("    narration: >-\n      Decode is", "    narations: >-\n      Decode is")
+    message = refusal(path)
+    assert f"{path}:{line_of(path, 'narations')}: beat 'decode': unknown key 'narations' (did you mean 'narration'?)" in message
+
+
+def test_a_missing_field_is_named(storyboard_copy):
+    path = storyboard_copy("    scene: roofline\n    narration: >-\n      That is", "    narration: >-\n      That is")
+    assert "beat 'roofline': missing 'scene'; add it to the entry" in refusal(path)
+
+
+def test_timestamps_must_increase(storyboard_copy):
+    path = storyboard_copy('start: "1:07"', 'start: "0:50"')
+    message = refusal(path)
+    line = line_of(path, '"0:50"')
+    assert f"{path}:{line}: beat 'batching' starts at 0:50, not after beat 'roofline' (0:52)" in message
+
+
+def test_a_beat_past_the_end_is_refused(storyboard_copy):
+    path = storyboard_copy('start: "2:18"', 'start: "2:40"')
+    assert "beat 'two-budgets' starts at 2:40, at or past the film's end (2:34" in refusal(path)
+
+
+def test_a_malformed_timestamp_says_how_to_write_one(storyboard_copy):
+    path = storyboard_copy('start: "0:33"', 'start: "33s"')
+    assert "beat 'decode' start: '33s' is not a timestamp; write minutes:seconds" in refusal(path)
+
+
+def test_an_unknown_scene_lists_close_matches(storyboard_copy):
+    path = storyboard_copy("scene: batching", "scene: batch")
+    message = refusal(path)
+    assert f"{path}:{line_of(path, 'scene: batch')}: beat 'batching': unknown scene 'batch'; did you mean batching?" in message
+    assert "Known scenes" in message and "sluice-and-tap" in message
+
+
+def test_a_template_naming_an_unknown_value(storyboard_copy):
+    path = storyboard_copy("{{ prefill_ops|large }}", "{{ prefil_ops|large }}")
+    message = refusal(path)
+    assert "beat 'prefill' narration names 'prefil_ops', which the plan does not have; did you mean prefill_ops" in message
+    assert "Values a template can use:" in message
+
+
+def test_a_template_naming_an_unknown_attribute(storyboard_copy):
+    path = storyboard_copy("{{ model.name }} is", "{{ model.nam }} is")
+    assert "beat 'prefill' narration: 'render.specs.Model object' has no attribute 'nam'" in refusal(path)
+
+
+def test_a_template_syntax_error(storyboard_copy):
+    path = storyboard_copy("{{ prefill_ops|large }}", "{{ prefill_ops|large }")
+    assert "beat 'prefill' narration: template error" in refusal(path)
+
+
+def test_the_comparison_gpu_cannot_be_the_films_own():
+    with pytest.raises(FilmError, match="the comparison GPU is the film's own GPU \\(h100-sxm\\)"):
+        resolve_plan(compare_gpu="h100-sxm")
+
+
+def test_weights_that_do_not_fit_give_sizes_and_fixes():
+    with pytest.raises(FilmError) as error:
+        resolve_plan(gpu="rtx-4090", model="llama-3.1-70b")
+    message = str(error.value)
+    assert "Llama 3.1 70B in BF16 does not fit on one GeForce RTX 4090: it needs 151.6 GB" in message
+    assert "the GPU has 25.8 GB (24 GiB)" in message
+    assert "Try a GPU with more memory (GPU=b200 or mi300x)" in message
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["plan", "--gpu", "h100"], "error: unknown GPU 'h100'; did you mean h100-sxm"),
+    (["plan", "--model", "llama3-8b"], "error: unknown model 'llama3-8b'"),
+    (["plan", "--dtype", "fp4"], "error: unknown data type 'fp4'"),
+    (["plan", "--gpu", "rtx-4090", "--model", "llama-3.1-70b"], "does not fit on one GeForce RTX 4090"),
+    (["plan", "--compare-gpu", "h100-sxm"], "the comparison GPU is the film's own GPU"),
+    (["roofline", "--gpu", "rtx-4090", "--model", "llama-3.1-70b"], "does not fit on one GeForce RTX 4090"),
+    (["list", "gpu"], "invalid choice: 'gpu'"),
+])
+def test_the_command_line_gives_one_message_and_a_nonzero_exit(args, expected):
+    result = run_film(*args)
+    assert result.returncode != 0
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_a_broken_storyboard_through_the_command_line(storyboard_copy):
+    path = storyboard_copy("scene: batching", "scene: batch")
+    result = run_film("plan", "--storyboard", str(path), "--json")
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"error: {path}:")
+    assert "Traceback" not in result.stderr
+
+
+def test_a_failed_plan_leaves_the_earlier_output_intact(tmp_path):
+    out = tmp_path / "plan.json"
+    assert run_film("plan", "--out", str(out)).returncode == 0
+    good = out.read_text()
+    result = run_film("plan", "--gpu", "rtx-4090", "--model", "llama-3.1-70b", "--out", str(out))
+    assert result.returncode == 1
+    assert out.read_text() == good
+    assert list(tmp_path.iterdir()) == [out]  # no temporary file left behind
