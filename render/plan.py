@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from render import roofline as rl
-from render.catalog import DATA_DIR, Catalog, MeasuredDataset, MeasuredPrompt, load_catalog
+from render.catalog import DATA_DIR, PROJECT_ROOT, Catalog, MeasuredDataset, MeasuredPrompt, load_catalog
 from render.errors import FilmError
 from render.formatting import with_article
 from render.specs import DataType, Gpu, Model
 from render.storyboard import STORYBOARD_PATH, Storyboard, load_storyboard
-from render.templating import fill
+from render.pronunciation import load_pronunciations
+from render.speech import parse_voice
+from render.templating import extract_cues, fill
 
 # The beats other stages rely on, in film order.
 BEAT_IDS = ("two-waits", "prefill", "decode", "roofline", "batching", "wasted-money",
@@ -36,6 +38,7 @@ class PlannedBeat:
     scene: str
     narration: str
     captions: dict[str, str]
+    cues: dict[str, int]  # cue name -> character offset in the narration
 
     @property
     def duration(self) -> float:
@@ -44,7 +47,7 @@ class PlannedBeat:
     def to_dict(self) -> dict:
         return {"id": self.id, "title": self.title, "start": self.start, "end": self.end,
                 "duration": self.duration, "scene": self.scene, "narration": self.narration,
-                "captions": self.captions}
+                "captions": self.captions, "cues": self.cues}
 
 
 @dataclass(frozen=True)
@@ -64,9 +67,15 @@ class Plan:
     measured_gpu: Gpu
     measured_dtype: DataType
     parameters: dict
+    narration: dict
+    pronunciations: tuple[tuple[str, str], ...]
     numbers: dict[str, float | None]
     beats: tuple[PlannedBeat, ...]
     notes: tuple[str, ...]
+
+    @property
+    def choice(self) -> tuple[str, str, str]:
+        return self.gpu.id, self.model.id, self.dtype.id
 
     def beat(self, beat_id: str) -> PlannedBeat:
         for beat in self.beats:
@@ -97,6 +106,8 @@ class Plan:
                 "other_providers": [vars(other) for other in measured.other_providers],
             },
             "parameters": self.parameters,
+            "narration": self.narration,
+            "pronunciations": [list(pair) for pair in self.pronunciations],
             "numbers": self.numbers,
             "beats": [beat.to_dict() for beat in self.beats],
             "notes": list(self.notes),
@@ -112,6 +123,8 @@ def resolve_plan(
     dtype: str | None = None,
     compare_gpu: str | None = None,
     measured: str | None = None,
+    voice: str | None = None,
+    recordings: Path | None = None,
     storyboard_path: Path = STORYBOARD_PATH,
     data_dir: Path = DATA_DIR,
 ) -> Plan:
@@ -151,15 +164,19 @@ def resolve_plan(
 
     context = template_context(numbers, the_gpu, the_model, the_dtype, the_compare, comparison,
                                dataset, measured_model, measured_gpu, measured_dtype)
-    beats = tuple(
-        PlannedBeat(
-            beat.id, beat.title, beat.start, beat.end, beat.scene,
-            fill(beat.narration, context, beat.where["narration"], f"beat {beat.id!r} narration"),
-            {name: fill(template, context, beat.where[name], f"beat {beat.id!r} caption {name!r}")
-             for name, template in beat.captions.items()},
-        )
-        for beat in storyboard.beats
-    )
+    beats = []
+    for beat in storyboard.beats:
+        where, what = beat.where["narration"], f"beat {beat.id!r} narration"
+        narration, cues = extract_cues(fill(beat.narration, context, where, what), where, what)
+        captions = {name: fill(template, context, beat.where[name], f"beat {beat.id!r} caption {name!r}")
+                    for name, template in beat.captions.items()}
+        beats.append(PlannedBeat(beat.id, beat.title, beat.start, beat.end, beat.scene, narration, captions, cues))
+
+    named = [(g.short_name, g.spoken_name) for g in catalog.gpus.values()]
+    named += [(m.name, m.spoken_name) for m in catalog.models.values()]
+    named += [(d.name, d.spoken_name) for d in catalog.dtypes.values()]
+    pronunciations = load_pronunciations(data_dir / "pronunciations.yaml", named)
+    narration = resolve_narration(storyboard, voice, recordings)
     return Plan(
         title=storyboard.title, duration=storyboard.end, source=storyboard.source,
         gpu=the_gpu, model=the_model, dtype=the_dtype, arithmetic=arithmetic,
@@ -168,8 +185,19 @@ def resolve_plan(
                               "peak_flops": rl.peak_flops(pill, the_dtype), "memory_bandwidth": pill.bandwidth,
                               "ridge_ops_per_byte": rl.ridge_ops_per_byte(pill, the_dtype)} for pill in pills),
         measured=dataset, measured_model=measured_model, measured_gpu=measured_gpu, measured_dtype=measured_dtype,
-        parameters=dict(params), numbers=numbers, beats=beats, notes=tuple(notes),
+        parameters=dict(params), narration=narration, pronunciations=pronunciations,
+        numbers=numbers, beats=tuple(beats), notes=tuple(notes),
     )
+
+
+def resolve_narration(storyboard: Storyboard, voice: str | None, recordings: Path | None) -> dict:
+    """The storyboard's narration settings, with the command line's voice and recordings folder."""
+    settings = dict(storyboard.narration)
+    settings["voice"] = voice or settings["voice"]
+    parse_voice(settings["voice"])  # an unknown engine fails here, before anything is synthesised
+    folder = Path(recordings) if recordings is not None else Path(settings["recordings"])
+    settings["recordings"] = str(folder if folder.is_absolute() else PROJECT_ROOT / folder)
+    return settings
 
 
 def choose_compare_gpu(catalog: Catalog, storyboard: Storyboard, gpu: Gpu, explicit: str | None) -> Gpu:

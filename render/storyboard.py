@@ -16,12 +16,17 @@ STORYBOARD_PATH = PROJECT_ROOT / "script" / "storyboard.yaml"
 # The scene families of the design card; scenes/ has one module for each.
 SCENE_FAMILIES = ("two-waits", "sluice-and-tap", "roofline", "batching", "measured-timings")
 
-TOP_FIELDS = {"film": dict, "defaults": dict, "parameters": dict, "beats": list}
+TOP_FIELDS = {"film": dict, "defaults": dict, "parameters": dict, "narration": dict, "beats": list}
 FILM_FIELDS = {"title": str, "end": (str, int, float), "source": str}
 DEFAULT_FIELDS = {"gpu": str, "model": str, "dtype": str, "measured": str}
 PARAMETER_FIELDS = {
     "prompt_tokens": int, "batch_size": int, "batch_context_tokens": int, "long_prompt_tokens": int,
     "compare_gpu": str, "compare_gpu_when_same": str, "roofline_pills": list,
+}
+NUMBER = (int, float)
+NARRATION_FIELDS = {
+    "voice": str, "recordings": str, "lead_in": NUMBER, "gap": NUMBER, "max_tempo": NUMBER,
+    "clause_pause": NUMBER, "sentence_pause": NUMBER, "loudness_lufs": NUMBER, "true_peak_dbtp": NUMBER,
 }
 BEAT_FIELDS = {"id": str, "title": str, "start": (str, int, float), "scene": str, "narration": str}
 BEAT_OPTIONAL = {"captions": dict}
@@ -48,6 +53,7 @@ class Storyboard:
     source: str
     defaults: dict[str, str]
     parameters: dict
+    narration: dict
     beats: tuple[StoryBeat, ...]
     path: Path
     locations: dict[str, str] = field(default_factory=dict)  # parameter -> file:line
@@ -81,6 +87,9 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     check_fields(film, "film", FILM_FIELDS)
     check_fields(defaults, "defaults", DEFAULT_FIELDS)
     check_fields(parameters, "parameters", PARAMETER_FIELDS)
+    narration = document["narration"]
+    check_fields(narration, "narration", NARRATION_FIELDS)
+    check_narration(narration)
     for key in ("prompt_tokens", "batch_size", "long_prompt_tokens"):
         if parameters[key] < 1:
             raise FilmError(f"{parameters.where(key)}: parameters: {key} must be at least 1, not {parameters[key]}")
@@ -138,8 +147,19 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
 
     locations = {key: parameters.where(key) for key in parameters}
     locations.update({f"defaults.{key}": defaults.where(key) for key in defaults})
+    locations.update({f"narration.{key}": narration.where(key) for key in narration})
     return Storyboard(film["title"], film_end, film["source"], dict(defaults), dict(parameters),
-                      tuple(beats), path, locations)
+                      dict(narration), tuple(beats), path, locations)
+
+
+def check_narration(narration: YamlMap) -> None:
+    """Settings that would make fitting meaningless."""
+    limits = {"lead_in": (0, 5), "gap": (0, 5), "max_tempo": (1, 2), "clause_pause": (0, 2),
+              "sentence_pause": (0, 3), "loudness_lufs": (-40, -5), "true_peak_dbtp": (-20, 0)}
+    for key, (low, high) in limits.items():
+        if not low <= narration[key] <= high:
+            raise FilmError(f"{narration.where(key)}: narration: {key} must be between {low} and {high}, "
+                            f"not {narration[key]}")
 
 
 def format_timestamp(seconds: float) -> str:

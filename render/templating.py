@@ -81,3 +81,31 @@ def tidy(text: str) -> str:
     """Collapse the whitespace that template tags and folded YAML leave behind."""
     text = re.sub(r"\s+", " ", text).strip()
     return re.sub(r" +([,.;:!?])", r"\1", text)
+
+
+CUE_MARKER = re.compile(r"\[\[([^\[\]]*)\]\]\s*")
+CUE_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+def extract_cues(text: str, where: str, what: str) -> tuple[str, dict[str, int]]:
+    """'is [[ops]]33 trillion' -> ('is 33 trillion', {'ops': 3}): named points in the narration.
+
+    A cue marks where the voice says something the picture shows; the narration stage turns
+    its character offset into the moment it is spoken.
+    """
+    cues: dict[str, int] = {}
+    clean, cursor = [], 0
+    length = 0
+    for match in CUE_MARKER.finditer(text):
+        name = match.group(1)
+        if not CUE_NAME.match(name):
+            raise FilmError(f"{where}: {what}: cue [[{name}]] should be lowercase letters, digits and dashes")
+        if name in cues:
+            raise FilmError(f"{where}: {what}: cue [[{name}]] is marked twice")
+        piece = text[cursor:match.start()]
+        clean.append(piece)
+        length += len(piece)
+        cues[name] = length
+        cursor = match.end()
+    clean.append(text[cursor:])
+    return "".join(clean), cues

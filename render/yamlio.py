@@ -48,7 +48,7 @@ class YamlList(list):
 def display_path(path: Path) -> str:
     """The path relative to the working directory where possible (what a user typed)."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
 

