@@ -2,6 +2,7 @@
 #   make film    set up whatever is missing, then render the film into build/
 #   make test    set up whatever is missing, then run the test suite
 # Choices: make plan GPU=a100-sxm-80gb MODEL=llama-3.1-70b DTYPE=int8 [COMPARE_GPU=…] [MEASURED=…]
+#          make narration [GPU=… MODEL=… DTYPE=…] [VOICE=hibari|piper|recorded] [RECORDINGS=dir]
 
 PYTHON ?= python3
 VENV   := .venv
@@ -10,8 +11,9 @@ BUILD  := build
 
 CHOICES := $(if $(GPU),--gpu $(GPU)) $(if $(MODEL),--model $(MODEL)) $(if $(DTYPE),--dtype $(DTYPE))
 PLAN_CHOICES := $(CHOICES) $(if $(COMPARE_GPU),--compare-gpu $(COMPARE_GPU)) $(if $(MEASURED),--measured $(MEASURED))
+VOICE_CHOICES := $(PLAN_CHOICES) $(if $(VOICE),--voice $(VOICE)) $(if $(RECORDINGS),--recordings $(RECORDINGS))
 
-.PHONY: setup setup-film test plan roofline film clean
+.PHONY: setup setup-film test plan roofline narration film clean
 
 setup:
 	@$(PYTHON) render/bootstrap.py test
@@ -27,6 +29,9 @@ plan: setup
 
 roofline: setup
 	@$(FILM) roofline $(CHOICES)
+
+narration: setup
+	@$(FILM) narration $(VOICE_CHOICES)
 
 film: setup-film
 	@$(FILM) plan $(PLAN_CHOICES) --out $(BUILD)/plan.json

@@ -16,6 +16,7 @@ import numpy as np
 from render.errors import FilmError
 
 TRACK_RATE = 48_000
+LEVELLING_VERSION = 1  # bump when level_track's processing changes
 
 
 def ffmpeg() -> str:
@@ -122,7 +123,7 @@ def level_track(audio: np.ndarray, out_path: Path, lufs: float, true_peak: float
     measured = json.loads(re.search(r"\{[^{}]*\"input_i\"[^{}]*\}", first.stderr.decode()).group(0))
     chain = (f"loudnorm={target}:measured_I={measured['input_i']}:measured_TP={measured['input_tp']}:"
              f"measured_LRA={measured['input_lra']}:measured_thresh={measured['input_thresh']}:"
-             f"offset={measured['target_offset']}:linear=true,aresample={rate},"
+             f"offset={measured['target_offset']}:linear=true,aresample={rate},aformat=channel_layouts=mono,"
              f"apad=whole_len={len(audio)},atrim=end_sample={len(audio)}")
     temporary = out_path.with_name(f".{out_path.name}.tmp.wav")
     try:

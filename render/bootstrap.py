@@ -22,8 +22,8 @@ VENV = ROOT / ".venv"
 # Debian packages each profile needs, with what shows each one is present. The film
 # profile grows as the renderer arrives (Manim's Cairo, Pango, LaTeX and ffmpeg).
 SYSTEM_PACKAGES: dict[str, dict[str, str]] = {
-    "test": {},
-    "film": {},
+    "test": {"ffmpeg": "decoding, levelling and muxing audio"},
+    "film": {"ffmpeg": "decoding, levelling and muxing audio"},
 }
 # Python extras installed into the venv for each profile (see pyproject.toml).
 EXTRAS = {"test": "test", "film": "test"}

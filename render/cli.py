@@ -13,7 +13,9 @@ from render import __version__, formatting as fmt, roofline as rl
 from render.atomic import write_text_atomic
 from render.catalog import DATA_DIR, load_catalog
 from render.errors import FilmError
+from render.paths import BUILD_DIR, cache_dir, output_dir
 from render.plan import resolve_plan
+from render.yamlio import display_path
 from render.storyboard import STORYBOARD_PATH, format_timestamp, load_storyboard
 
 log = logging.getLogger("film")
@@ -57,6 +59,16 @@ def build_parser() -> argparse.ArgumentParser:
                       help="cached tokens each sequence rereads per decode step (default: %(default)s)")
     roof.add_argument("--json", action="store_true", help="print the numbers as JSON")
     roof.set_defaults(run=run_roofline)
+
+    narration = commands.add_parser("narration", help="voice the narration: track, subtitles and timed plan")
+    add_choice_arguments(narration)
+    narration.add_argument("--compare-gpu", help="the wasted-money beat's other GPU (default: the storyboard's)")
+    narration.add_argument("--measured", help="measured dataset in data/measured/ (default: the storyboard's)")
+    narration.add_argument("--voice", help="hibari, piper or recorded, optionally engine:voice (default: the storyboard's)")
+    narration.add_argument("--recordings", type=Path, help="folder of <beat-id>.wav/.flac recordings (default: the storyboard's)")
+    narration.add_argument("--storyboard", default=STORYBOARD_PATH, help="storyboard file (default: %(default)s)")
+    narration.add_argument("--build", type=Path, default=BUILD_DIR, help="build folder (default: build/)")
+    narration.set_defaults(run=run_narration)
 
     listing = commands.add_parser("list", help="list the known GPUs, models, data types or measured datasets")
     listing.add_argument("what", choices=("gpus", "models", "dtypes", "measured"))
@@ -109,6 +121,24 @@ def run_plan(args: argparse.Namespace) -> int:
         print(f"  {beat.narration}")
         for name, caption in beat.captions.items():
             print(f"  ({name}) {caption}")
+    return 0
+
+
+def run_narration(args: argparse.Namespace) -> int:
+    from render.narration import fit_table, make_narration
+
+    plan = resolve_plan(gpu=args.gpu, model=args.model, dtype=args.dtype, compare_gpu=args.compare_gpu,
+                        measured=args.measured, voice=args.voice, recordings=args.recordings,
+                        storyboard_path=args.storyboard)
+    out = output_dir(plan, args.build)
+    log.info("narrating %s for %s, %s, %s with %s", plan.title, *plan.choice, plan.narration["voice"])
+    result = make_narration(plan, out, cache_dir(args.build))
+    print(fit_table(result.timed_plan))
+    cache_line = (f"speech cache: {result.synthesised} clips synthesised, {result.reused} reused"
+                  + (f", {result.repaired} damaged ones regenerated" if result.repaired else ""))
+    print(cache_line if result.synthesised else f"{cache_line}: nothing to synthesise")
+    print(f"wrote {display_path(result.track)} ({plan.duration:.3f} s), {display_path(result.srt)}, "
+          f"{display_path(result.vtt)}, {display_path(result.timed_plan_path)} in {result.seconds:.1f} s")
     return 0
 
 

@@ -39,6 +39,7 @@ class PlannedBeat:
     narration: str
     captions: dict[str, str]
     cues: dict[str, int]  # cue name -> character offset in the narration
+    location: str         # file:line of the beat's narration in the storyboard
 
     @property
     def duration(self) -> float:
@@ -47,7 +48,7 @@ class PlannedBeat:
     def to_dict(self) -> dict:
         return {"id": self.id, "title": self.title, "start": self.start, "end": self.end,
                 "duration": self.duration, "scene": self.scene, "narration": self.narration,
-                "captions": self.captions, "cues": self.cues}
+                "captions": self.captions, "cues": self.cues, "location": self.location}
 
 
 @dataclass(frozen=True)
@@ -72,10 +73,16 @@ class Plan:
     numbers: dict[str, float | None]
     beats: tuple[PlannedBeat, ...]
     notes: tuple[str, ...]
+    is_default_choice: bool  # the storyboard's own GPU, model and data type
 
     @property
     def choice(self) -> tuple[str, str, str]:
         return self.gpu.id, self.model.id, self.dtype.id
+
+    @property
+    def choice_name(self) -> str:
+        """'a100-sxm-80gb-llama-3.1-70b-int8': the folder a regenerated film goes to."""
+        return "-".join(self.choice)
 
     def beat(self, beat_id: str) -> PlannedBeat:
         for beat in self.beats:
@@ -170,7 +177,8 @@ def resolve_plan(
         narration, cues = extract_cues(fill(beat.narration, context, where, what), where, what)
         captions = {name: fill(template, context, beat.where[name], f"beat {beat.id!r} caption {name!r}")
                     for name, template in beat.captions.items()}
-        beats.append(PlannedBeat(beat.id, beat.title, beat.start, beat.end, beat.scene, narration, captions, cues))
+        beats.append(PlannedBeat(beat.id, beat.title, beat.start, beat.end, beat.scene, narration, captions,
+                                 cues, where))
 
     named = [(g.short_name, g.spoken_name) for g in catalog.gpus.values()]
     named += [(m.name, m.spoken_name) for m in catalog.models.values()]
@@ -187,6 +195,7 @@ def resolve_plan(
         measured=dataset, measured_model=measured_model, measured_gpu=measured_gpu, measured_dtype=measured_dtype,
         parameters=dict(params), narration=narration, pronunciations=pronunciations,
         numbers=numbers, beats=tuple(beats), notes=tuple(notes),
+        is_default_choice=(the_gpu.id, the_model.id, the_dtype.id) == (defaults["gpu"], defaults["model"], defaults["dtype"]),
     )
 
 
