@@ -86,6 +86,18 @@ def trim(audio: np.ndarray, rate: int) -> np.ndarray:
     return audio[start:end]
 
 
+def fade_edges(audio: np.ndarray, rate: int, seconds: float = 0.005) -> np.ndarray:
+    """A few milliseconds of fade at each end, so a clip cut from its silence never clicks."""
+    ramp = min(len(audio) // 2, int(rate * seconds))
+    if ramp == 0:
+        return audio
+    shaped = audio.copy()
+    window = np.linspace(0, 1, ramp, dtype=np.float32)
+    shaped[:ramp] *= window
+    shaped[-ramp:] *= window[::-1]
+    return shaped
+
+
 def pauses(audio: np.ndarray, rate: int, minimum: float = 0.12, threshold_db: float = -40.0) -> list[tuple[float, float]]:
     """(start, end) seconds of each quiet stretch at least `minimum` long."""
     quiet = frame_levels(audio, rate) <= threshold_db

@@ -204,7 +204,7 @@ class Narrator:
         pieces, spans, cursor = [], [], 0.0
         clause_list = clauses(beat.narration)
         for number, (offset, text) in enumerate(clause_list):
-            clip = audio.trim(self.speak(text, tempo), rate)
+            clip = audio.fade_edges(audio.trim(self.speak(text, tempo), rate), rate)
             spans.append((cursor, cursor + len(clip) / rate))
             pieces.append(clip)
             cursor += len(clip) / rate
@@ -235,7 +235,7 @@ class Narrator:
     def fit_recording(self, beat: PlannedBeat, path: Path, available: float, offsets: list[int]) -> tuple[Speech, float]:
         """A recording replaces the voice; its clause times come from matching a synthetic reading."""
         rate = audio.TRACK_RATE
-        samples = audio.trim(audio.decode(path, rate), rate)
+        samples = audio.fade_edges(audio.trim(audio.decode(path, rate), rate), rate)
         if samples.size == 0:
             raise FilmError(f"{path}: the recording of beat {beat.id!r} is silent")
         tempo = 1.0
