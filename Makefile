@@ -3,6 +3,7 @@
 #   make test    set up whatever is missing, then run the test suite
 # Choices: make plan GPU=a100-sxm-80gb MODEL=llama-3.1-70b DTYPE=int8 [COMPARE_GPU=…] [MEASURED=…]
 #          make narration [GPU=… MODEL=… DTYPE=…] [VOICE=hibari|piper|recorded] [RECORDINGS=dir]
+#          make scene BEAT=prefill [QUALITY=low|medium|high]   make still BEAT=prefill AT=5.5   make sheet
 
 PYTHON ?= python3
 VENV   := .venv
@@ -13,7 +14,10 @@ CHOICES := $(if $(GPU),--gpu $(GPU)) $(if $(MODEL),--model $(MODEL)) $(if $(DTYP
 PLAN_CHOICES := $(CHOICES) $(if $(COMPARE_GPU),--compare-gpu $(COMPARE_GPU)) $(if $(MEASURED),--measured $(MEASURED))
 VOICE_CHOICES := $(PLAN_CHOICES) $(if $(VOICE),--voice $(VOICE)) $(if $(RECORDINGS),--recordings $(RECORDINGS))
 
-.PHONY: setup setup-film test plan roofline narration film clean
+QUALITY ?= low
+RENDER_CHOICES := $(CHOICES) $(if $(VOICE),--voice $(VOICE)) --quality $(QUALITY)
+
+.PHONY: setup setup-film test plan roofline narration scene still sheet film clean
 
 setup:
 	@$(PYTHON) render/bootstrap.py test
@@ -32,6 +36,17 @@ roofline: setup
 
 narration: setup
 	@$(FILM) narration $(VOICE_CHOICES)
+
+scene: setup-film
+	@test -n "$(BEAT)" || { echo "make scene: say which beat, e.g. make scene BEAT=prefill (film plan lists them)" >&2; exit 2; }
+	@$(FILM) scene --beat $(BEAT) $(RENDER_CHOICES)
+
+still: setup-film
+	@test -n "$(BEAT)" -a -n "$(AT)" || { echo "make still: say which beat and when, e.g. make still BEAT=prefill AT=5.5" >&2; exit 2; }
+	@$(FILM) still --beat $(BEAT) --at $(AT) $(RENDER_CHOICES)
+
+sheet: setup-film
+	@$(FILM) sheet $(RENDER_CHOICES)
 
 film: setup-film
 	@$(FILM) plan $(PLAN_CHOICES) --out $(BUILD)/plan.json

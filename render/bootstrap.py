@@ -21,10 +21,15 @@ VENV = ROOT / ".venv"
 
 # Debian packages each profile needs, with what shows each one is present. The film
 # profile grows as the renderer arrives (Manim's Cairo, Pango, LaTeX and ffmpeg).
-SYSTEM_PACKAGES: dict[str, dict[str, str]] = {
-    "test": {"ffmpeg": "decoding, levelling and muxing audio"},
-    "film": {"ffmpeg": "decoding, levelling and muxing audio"},
+RENDERING = {
+    "ffmpeg": "decoding, levelling and muxing audio and video",
+    "libcairo2-dev": "Manim's drawing (pycairo builds against it)",
+    "libpango1.0-dev": "Manim's text",
+    "pkg-config": "finding Cairo and Pango when pycairo builds",
+    "fonts-inter": "the film's typeface",
+    "fontconfig": "finding the typeface",
 }
+SYSTEM_PACKAGES: dict[str, dict[str, str]] = {"test": RENDERING, "film": RENDERING}
 # Python extras installed into the venv for each profile (see pyproject.toml).
 EXTRAS = {"test": "test", "film": "test"}
 

@@ -70,6 +70,20 @@ def build_parser() -> argparse.ArgumentParser:
     narration.add_argument("--build", type=Path, default=BUILD_DIR, help="build folder (default: build/)")
     narration.set_defaults(run=run_narration)
 
+    for name, help_text in (("scene", "render one beat with its narration to build/beats/<beat>.mp4"),
+                            ("still", "render one frame of a beat to build/stills/<beat>@<seconds>.png"),
+                            ("sheet", "render a contact sheet of every beat to build/sheet.png")):
+        command = commands.add_parser(name, help=help_text)
+        add_choice_arguments(command)
+        command.add_argument("--voice", help="hibari, piper or recorded (default: the storyboard's)")
+        command.add_argument("--quality", default="low", help="tiny, low (480p15), medium (720p30) or high (1080p60)")
+        command.add_argument("--build", type=Path, default=BUILD_DIR, help="build folder (default: build/)")
+        if name != "sheet":
+            command.add_argument("--beat", required=True, help="beat id (film plan lists them)")
+        if name == "still":
+            command.add_argument("--at", type=float, required=True, help="seconds into the beat")
+        command.set_defaults(run=run_render)
+
     listing = commands.add_parser("list", help="list the known GPUs, models, data types or measured datasets")
     listing.add_argument("what", choices=("gpus", "models", "dtypes", "measured"))
     listing.set_defaults(run=run_list)
@@ -139,6 +153,27 @@ def run_narration(args: argparse.Namespace) -> int:
     print(cache_line if result.synthesised else f"{cache_line}: nothing to synthesise")
     print(f"wrote {display_path(result.track)} ({plan.duration:.3f} s), {display_path(result.srt)}, "
           f"{display_path(result.vtt)}, {display_path(result.timed_plan_path)} in {result.seconds:.1f} s")
+    return 0
+
+
+def run_render(args: argparse.Namespace) -> int:
+    """scene, still and sheet: resolve, narrate (cached), then render from the timed plan."""
+    from render import beats
+    from render.narration import make_narration
+
+    beats.quality(args.quality)  # an unknown quality fails before anything is done
+    plan = resolve_plan(gpu=args.gpu, model=args.model, dtype=args.dtype, voice=args.voice)
+    if args.command != "sheet":
+        beats.beat_entry(plan.to_dict(), args.beat)
+    out = output_dir(plan, args.build)
+    narration = make_narration(plan, out, cache_dir(args.build))
+    if args.command == "scene":
+        path = beats.render_beat(narration.timed_plan_path, narration.track, args.beat, args.quality, out / "beats")
+    elif args.command == "still":
+        path = beats.render_still(narration.timed_plan_path, args.beat, args.at, args.quality, out / "stills")
+    else:
+        path = beats.make_sheet(narration.timed_plan_path, args.quality, out / "sheet.png")
+    print(display_path(path))
     return 0
 
 

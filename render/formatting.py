@@ -166,7 +166,9 @@ def ops_per_byte(value: float, short: bool = False, unit: bool = True) -> str:
     number = integer(value) if value >= 10 else plain(significant(value, 2))
     if not unit:
         return number
-    return f"{number} ops/byte" if short else f"{number} operations per byte"
+    if short:
+        return f"{number} op/byte" if number == "1" else f"{number} ops/byte"
+    return f"{number} operation per byte" if number == "1" else f"{number} operations per byte"
 
 
 def percent(fraction: float, short: bool = False) -> str:

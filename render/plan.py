@@ -106,7 +106,9 @@ class Plan:
             "measured": {
                 "id": measured.id, "path": measured.path, "route": measured.route,
                 "provider": measured.provider, "precision": measured.precision,
-                "model": measured.model, "compared_gpu": measured.compared_gpu,
+                "model": measured.model, "model_name": self.measured_model.name,
+                "compared_gpu": measured.compared_gpu, "compared_gpu_name": self.measured_gpu.short_name,
+                "precision_name": self.measured_dtype.name,
                 "compared_gpu_is_assumption": measured.compared_gpu_is_assumption,
                 "measured_on": measured.measured_on, "label": measured.label, "source": measured.source,
                 "prompts": [vars(prompt) for prompt in measured.prompts],

@@ -72,7 +72,7 @@ def test_spoken_forms(function, value, expected):
     (fmt.large, 3.3169e13, "33T"),
     (fmt.bytes_per_token, 131_072, "128 KiB"),
     (fmt.ops_per_byte, 295.2, "295 ops/byte"),
-    (fmt.ops_per_byte, 1.0, "1 ops/byte"),
+    (fmt.ops_per_byte, 1.0, "1 op/byte"),
     (fmt.percent, 0.128, "13%"),
     (fmt.times, 3.17, "3.2×"),
 ])

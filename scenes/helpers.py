@@ -1,0 +1,323 @@
+"""The film's recurring objects, each drawn by exactly one builder so it looks the same in every beat.
+
+get_text / get_title   text in the film's one font
+Chip                   the GPU: a grid of streaming multiprocessors that light up when busy
+WeightsWall            the model's weights as a wall of bricks; a read is a band sweeping across it
+KVStack                the KV cache: accent bricks stacked beside the wall, one stack per sequence
+RooflineChart          log-log roofline: memory slope, ridge, compute roof, and points on it
+Counter                a number that counts to its value, with its unit, via the shared formatter
+Bar                    a labelled bar that grows from its base
+BudgetCard             a card with a metric and its levers
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+from manim import (DOWN, LEFT, RIGHT, UL, UP, Animation, AnimationGroup, Create, DashedLine, Dot, FadeIn, FadeOut,
+                   Line, Rectangle, RoundedRectangle, Square, Succession, Text, ValueTracker, VGroup, always_redraw,
+                   interpolate_color, ManimColor)
+
+from scenes.style import (BODY_SIZE, COMPUTE, FONT, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY, MUTED,
+                          NUMBER_SIZE, PANEL, SAFE_LEFT, SAFE_TOP, SMALL_SIZE, TEXT, TITLE_SIZE)
+
+# -- text ----------------------------------------------------------------------------------------
+
+
+def get_text(text: str, size: float = BODY_SIZE, color: str = TEXT, weight: str = "NORMAL") -> Text:
+    return Text(text, font=FONT, font_size=size, color=color, weight=weight)
+
+
+def get_title(beat_title: str, context: str = "") -> VGroup:
+    """The beat's title in the top-left corner, with what it is about in muted text beneath."""
+    title = get_text(beat_title, TITLE_SIZE, weight="BOLD")
+    group = VGroup(title)
+    if context:
+        group.add(get_text(context, SMALL_SIZE, MUTED).next_to(title, DOWN, aligned_edge=LEFT, buff=0.12))
+    return group.to_corner(UL, buff=0).move_to([SAFE_LEFT, SAFE_TOP, 0], aligned_edge=UL)
+
+
+def get_caption(text: str, color: str = TEXT, size: float = BODY_SIZE, width: float = 11.0) -> Text:
+    caption = get_text(text, size, color)
+    if caption.width > width:
+        caption.scale_to_fit_width(width)
+    return caption
+
+
+def get_pill(text: str, color: str, size: float = LABEL_SIZE) -> VGroup:
+    """A label on a rounded, tinted background ('compute-bound')."""
+    label = get_text(text, size, color, weight="BOLD")
+    box = RoundedRectangle(corner_radius=0.12, width=label.width + 0.35, height=label.height + 0.25,
+                           stroke_color=color, stroke_width=2, fill_color=color, fill_opacity=0.12)
+    return VGroup(box, label.move_to(box))
+
+
+# -- the chip ------------------------------------------------------------------------------------
+
+
+def grid_shape(count: int) -> tuple[int, int]:
+    """Rows and columns for `count` cells, a little wider than tall, like a die."""
+    rows = max(1, int(math.floor(math.sqrt(count * 0.8))))
+    return rows, math.ceil(count / rows)
+
+
+class Chip(VGroup):
+    """A GPU: one small square per streaming multiprocessor inside a package outline."""
+
+    def __init__(self, cores: int, label: str = "", width: float = 3.4, **kwargs):
+        super().__init__(**kwargs)
+        rows, cols = grid_shape(cores)
+        side = width / cols * 0.8
+        self.cores = VGroup(*[Square(side, stroke_width=0, fill_color=IDLE, fill_opacity=1) for _ in range(cores)])
+        self.cores.arrange_in_grid(rows, cols, buff=side * 0.25)
+        self.package = RoundedRectangle(corner_radius=0.15, width=self.cores.width + 0.4,
+                                        height=self.cores.height + 0.4, stroke_color=MUTED, stroke_width=2,
+                                        fill_color=PANEL, fill_opacity=1).move_to(self.cores)
+        self.add(self.package, self.cores)
+        if label:
+            self.label = get_text(label, LABEL_SIZE, MUTED).next_to(self.package, DOWN, buff=0.15)
+            self.add(self.label)
+
+    def light(self, fraction: float, color: str = COMPUTE) -> Animation:
+        """Light the first share of cores (at least one when any work is done); the rest go idle."""
+        busy = 0 if fraction <= 0 else max(1, round(fraction * len(self.cores)))
+        return AnimationGroup(*[core.animate.set_fill(color if index < busy else IDLE)
+                                for index, core in enumerate(self.cores)], lag_ratio=0.002)
+
+    def idle(self) -> Animation:
+        return self.light(0)
+
+
+# -- the weights wall and the KV cache -------------------------------------------------------------
+
+
+class WeightsWall(VGroup):
+    """The model's weights as bricks; `sweep()` is one full read of them."""
+
+    def __init__(self, label: str, width: float = 3.6, height: float = 3.0, rows: int = 9, cols: int = 8, **kwargs):
+        super().__init__(**kwargs)
+        brick_w, brick_h = width / cols, height / rows
+        bricks = []
+        for row in range(rows):
+            offset = brick_w / 2 if row % 2 else 0
+            for col in range(cols):
+                x = -width / 2 + brick_w / 2 + col * brick_w + offset
+                if x + brick_w / 2 > width / 2 + 1e-6:
+                    x -= width  # wrap the half brick to the row's start
+                brick = Rectangle(width=brick_w * 0.92, height=brick_h * 0.84, stroke_width=0,
+                                  fill_color=MEMORY, fill_opacity=0.55)
+                brick.move_to([x, height / 2 - brick_h / 2 - row * brick_h, 0])
+                bricks.append(brick)
+        self.bricks = VGroup(*bricks)
+        self.add(self.bricks)
+        self.label = get_text(label, LABEL_SIZE, MEMORY).next_to(self.bricks, UP, buff=0.15)
+        self.add(self.label)
+
+    def sweep(self, run_time: float = 1.0, color: str = HIGHLIGHT, extra: VGroup | None = None) -> Animation:
+        """A band of light crossing the whole wall (and any KV stacks beside it) once."""
+        covered = VGroup(self.bricks, *( [extra] if extra is not None else []))
+        band = Rectangle(width=covered.width * 0.08, height=covered.height + 0.2, stroke_width=0,
+                         fill_color=color, fill_opacity=0.45)
+        band.move_to(covered.get_left() + RIGHT * band.width / 2)
+        travel = covered.width - band.width
+        return Succession(FadeIn(band, run_time=run_time * 0.1),
+                          band.animate(run_time=run_time * 0.8).shift(RIGHT * travel),
+                          FadeOut(band, run_time=run_time * 0.1))
+
+
+class KVStack(VGroup):
+    """One sequence's KV cache: accent bricks, as many as its bytes are worth beside the wall."""
+
+    def __init__(self, bricks: int, brick_width: float = 0.3, brick_height: float = 0.1, **kwargs):
+        super().__init__(**kwargs)
+        for _ in range(max(1, bricks)):
+            self.add(Rectangle(width=brick_width, height=brick_height * 0.8, stroke_width=0,
+                               fill_color=KV_CACHE, fill_opacity=0.85))
+        self.arrange(UP, buff=brick_height * 0.2)
+
+
+# -- counters and bars ---------------------------------------------------------------------------
+
+
+class Counter(VGroup):
+    """A value that counts up to its number, formatted by the shared formatter, under a caption.
+
+    The value is redrawn every frame; `appear()` fades it in (an ordinary FadeIn cannot
+    follow an object that is rebuilt each frame).
+    """
+
+    def __init__(self, caption: str, formatter: Callable[[float], str], start: float = 0.0,
+                 color: str = TEXT, size: float = NUMBER_SIZE, **kwargs):
+        super().__init__(**kwargs)
+        self.tracker = ValueTracker(start)
+        self.shown = ValueTracker(0.0)
+        self.formatter = formatter
+        self.caption = get_text(caption, SMALL_SIZE, MUTED).set_opacity(0)
+        self.color = color
+        self.size = size
+        self.value = always_redraw(self._value_text)
+        self.add(self.caption, self.value)
+
+    def _value_text(self) -> Text:
+        text = get_text(self.formatter(self.tracker.get_value()), self.size, self.color, weight="BOLD")
+        return text.set_opacity(self.shown.get_value()).next_to(self.caption, DOWN, buff=0.1)
+
+    def appear(self) -> Animation:
+        return AnimationGroup(self.caption.animate.set_opacity(1), self.shown.animate.set_value(1))
+
+    def count_to(self, value: float) -> Animation:
+        return self.tracker.animate.set_value(value)
+
+
+class Bar(VGroup):
+    """A horizontal bar of length proportional to its value, with a label before and a value after."""
+
+    def __init__(self, label: str, value_text: str, length: float, color: str, height: float = 0.42,
+                 label_width: float = 2.6, **kwargs):
+        super().__init__(**kwargs)
+        self.label = get_text(label, LABEL_SIZE, TEXT)
+        if self.label.width > label_width:
+            self.label.scale_to_fit_width(label_width)
+        self.rect = Rectangle(width=max(length, 0.02), height=height, stroke_width=0, fill_color=color,
+                              fill_opacity=0.9)
+        self.rect.next_to(self.label, RIGHT, buff=0.25).align_to(self.label, LEFT).shift(RIGHT * (label_width + 0.25))
+        self.value = get_text(value_text, LABEL_SIZE, color, weight="BOLD").next_to(self.rect, RIGHT, buff=0.15)
+        self.add(self.label, self.rect, self.value)
+
+    def grow(self) -> Animation:
+        from manim import GrowFromEdge
+        return AnimationGroup(FadeIn(self.label), GrowFromEdge(self.rect, LEFT), FadeIn(self.value), lag_ratio=0.3)
+
+
+# -- the roofline ----------------------------------------------------------------------------------
+
+
+class RooflineChart(VGroup):
+    """Log-log axes of attainable FLOP/s against operations per byte, with one GPU's roofline.
+
+    `intensity_range` and `flops_range` are the axes' extents (powers of ten); the line is
+    min(peak, bandwidth x intensity): the memory slope, the ridge, then the flat compute roof.
+    """
+
+    def __init__(self, peak: float, bandwidth: float, intensity_range: tuple[float, float],
+                 flops_range: tuple[float, float], width: float = 7.5, height: float = 4.6, **kwargs):
+        super().__init__(**kwargs)
+        self.log_x = (math.log10(intensity_range[0]), math.log10(intensity_range[1]))
+        self.log_y = (math.log10(flops_range[0]), math.log10(flops_range[1]))
+        self.size = (width, height)
+        self.origin = np.array([-width / 2, -height / 2, 0.0])
+        self.axes = VGroup(Line(self.origin, self.origin + RIGHT * width, color=MUTED),
+                           Line(self.origin, self.origin + UP * height, color=MUTED))
+        self.ticks = self._ticks()
+        self.x_title = get_text("operations per byte (log scale)", SMALL_SIZE, MUTED)
+        self.x_title.next_to(self.axes[0], DOWN, buff=0.5)
+        self.y_title = get_text("attainable FLOP/s (log scale)", SMALL_SIZE, MUTED)
+        self.y_title.next_to(self.axes[1], UP, buff=0.2).align_to(self.axes[1], LEFT).shift(LEFT * 0.5)
+        self.add(self.axes, self.ticks, self.x_title, self.y_title)
+        self.peak, self.bandwidth = peak, bandwidth
+        self.slope, self.roof = self.roofline_lines(peak, bandwidth)
+        self.add(self.slope, self.roof)
+
+    def point(self, intensity: float, flops: float) -> np.ndarray:
+        x = (math.log10(intensity) - self.log_x[0]) / (self.log_x[1] - self.log_x[0]) * self.size[0]
+        y = (math.log10(flops) - self.log_y[0]) / (self.log_y[1] - self.log_y[0]) * self.size[1]
+        return self.get_origin() + np.array([x, y, 0.0])
+
+    def get_origin(self) -> np.ndarray:
+        return self.axes[0].get_start()
+
+    def attainable(self, intensity: float, peak: float | None = None, bandwidth: float | None = None) -> float:
+        return min(peak or self.peak, (bandwidth or self.bandwidth) * intensity)
+
+    def roofline_lines(self, peak: float, bandwidth: float) -> tuple[Line, Line]:
+        ridge = peak / bandwidth
+        left = 10 ** self.log_x[0]
+        slope = Line(self.point(left, bandwidth * left), self.point(ridge, peak), color=MEMORY, stroke_width=6)
+        roof = Line(self.point(ridge, peak), self.point(10 ** self.log_x[1], peak), color=COMPUTE, stroke_width=6)
+        return slope, roof
+
+    def morph_to(self, peak: float, bandwidth: float) -> Animation:
+        """The same chart for another GPU: the slope and the roof move to its numbers."""
+        slope, roof = self.roofline_lines(peak, bandwidth)
+        self.peak, self.bandwidth = peak, bandwidth
+        return AnimationGroup(self.slope.animate.put_start_and_end_on(slope.get_start(), slope.get_end()),
+                              self.roof.animate.put_start_and_end_on(roof.get_start(), roof.get_end()))
+
+    def ridge_marker(self, label: str) -> VGroup:
+        ridge = self.peak / self.bandwidth
+        top = self.point(ridge, self.peak)
+        line = DashedLine(top, [top[0], self.get_origin()[1], 0], color=HIGHLIGHT, stroke_width=3)
+        text = get_text(label, LABEL_SIZE, HIGHLIGHT, weight="BOLD").next_to(top, UP, buff=0.2)
+        return VGroup(line, text)
+
+    def dot(self, intensity: float, color: str, label: str, label_direction=UP) -> VGroup:
+        position = self.point(intensity, self.attainable(intensity))
+        dot = Dot(position, radius=0.11, color=color)
+        text = get_text(label, LABEL_SIZE, color, weight="BOLD").next_to(dot, label_direction, buff=0.25)
+        return VGroup(dot, text)
+
+    def _ticks(self) -> VGroup:
+        ticks = VGroup()
+        for exponent in range(math.ceil(self.log_x[0]), math.floor(self.log_x[1]) + 1):
+            position = self.point(10 ** exponent, 10 ** self.log_y[0])
+            ticks.add(Line(position, position + DOWN * 0.1, color=MUTED))
+            ticks.add(get_text(power_label(exponent), SMALL_SIZE, MUTED).next_to(position, DOWN, buff=0.15))
+        for exponent in range(math.ceil(self.log_y[0]), math.floor(self.log_y[1]) + 1):
+            position = self.point(10 ** self.log_x[0], 10 ** exponent)
+            ticks.add(Line(position, position + LEFT * 0.1, color=MUTED))
+            ticks.add(get_text(flops_label(exponent), SMALL_SIZE, MUTED).next_to(position, LEFT, buff=0.15))
+        return ticks
+
+
+def power_label(exponent: int) -> str:
+    """10^3 -> '1k': tick labels for the intensity axis."""
+    value = 10 ** exponent
+    if value >= 1000:
+        return f"{value // 1000:g}k"
+    return f"{value:g}"
+
+
+def flops_label(exponent: int) -> str:
+    """10^15 -> '1P': tick labels for the FLOP/s axis, in SI prefixes."""
+    prefixes = {9: "1G", 10: "10G", 11: "100G", 12: "1T", 13: "10T", 14: "100T", 15: "1P", 16: "10P", 17: "100P"}
+    return prefixes.get(exponent, f"1e{exponent}")
+
+
+# -- cards -----------------------------------------------------------------------------------------
+
+
+class BudgetCard(VGroup):
+    """A budget: its name, its metric and the levers that move it."""
+
+    def __init__(self, name: str, metric: str, color: str, width: float = 5.6, height: float = 4.4, **kwargs):
+        super().__init__(**kwargs)
+        self.box = RoundedRectangle(corner_radius=0.2, width=width, height=height, stroke_color=color,
+                                    stroke_width=3, fill_color=PANEL, fill_opacity=1)
+        self.name = get_text(name, BODY_SIZE, color, weight="BOLD")
+        self.metric = get_text(metric, SMALL_SIZE, MUTED)
+        header = VGroup(self.name, self.metric).arrange(DOWN, buff=0.12)
+        header.move_to(self.box.get_top() + DOWN * (header.height / 2 + 0.3))
+        self.levers = VGroup()
+        self.color = color
+        self.add(self.box, header, self.levers)
+
+    def lever(self, text: str, detail: str = "") -> VGroup:
+        """A lever line, placed under the previous one (not yet added to the scene)."""
+        bullet = Dot(radius=0.06, color=self.color)
+        line = VGroup(bullet, get_text(text, LABEL_SIZE, TEXT)).arrange(RIGHT, buff=0.18)
+        if detail:
+            line.add(get_text(detail, SMALL_SIZE, HIGHLIGHT).next_to(line[1], DOWN, aligned_edge=LEFT, buff=0.08))
+        anchor = self.levers[-1] if len(self.levers) else self.submobjects[1]
+        line.next_to(anchor, DOWN, buff=0.3 if len(self.levers) else 0.45)
+        line.align_to(self.box, LEFT).shift(RIGHT * 0.4)
+        self.levers.add(line)
+        return line
+
+
+def blend(color_a: str, color_b: str, share: float) -> ManimColor:
+    return interpolate_color(ManimColor(color_a), ManimColor(color_b), share)
+
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,35 @@
+"""The film's look, defined once: palette, font, sizes and the safe area."""
+
+from __future__ import annotations
+
+import manimpango
+
+BACKGROUND = "#0e1116"
+TEXT = "#e9edf3"
+MUTED = "#8d97a8"
+COMPUTE = "#ff9f43"    # warm: arithmetic, busy cores, the flat roof, prefill
+MEMORY = "#3fa9f5"     # cool: weights, bandwidth, the slope, decode
+IDLE = "#343b47"       # idle cores, empty bars
+KV_CACHE = "#c77dff"   # the accent: the KV cache
+HIGHLIGHT = "#ffe066"  # the number being spoken
+PANEL = "#171c24"      # cards and windows
+
+FONT_PREFERENCE = ("Inter", "DejaVu Sans")
+FONT = next((name for name in FONT_PREFERENCE if name in manimpango.list_fonts()), "sans-serif")
+
+# Text sizes (Manim font sizes). Body text stays legible at 480p: at least ~28 px at 1080p.
+TITLE_SIZE = 34
+BODY_SIZE = 26
+LABEL_SIZE = 23
+SMALL_SIZE = 20
+NUMBER_SIZE = 40
+
+# The frame is 14.22 x 8 units; nothing goes within 5% of an edge.
+SAFE_WIDTH = 14.22 * 0.9
+SAFE_HEIGHT = 8 * 0.9
+SAFE_LEFT, SAFE_RIGHT = -SAFE_WIDTH / 2, SAFE_WIDTH / 2
+SAFE_BOTTOM, SAFE_TOP = -SAFE_HEIGHT / 2, SAFE_HEIGHT / 2
+
+# Motion
+TRANSITION = 0.4       # seconds of fade in at a beat's start and out at its end
+LEAD = 0.15            # an animation starts this much before its cue, so the change lands on the word

@@ -1,0 +1,159 @@
+"""Two waits: the wait for the first word and the steady stream after it, and the two budgets they set.
+
+Beats: two waits (the chat, the timeline of prefill and decode, the two jobs and the parts of
+the GPU they use) and two budgets (the levers of each, then the end card).
+"""
+
+from __future__ import annotations
+
+from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Create, FadeIn, FadeOut, LaggedStart, Line, Rectangle,
+                   RoundedRectangle, VGroup, Write)
+
+from render import formatting as fmt
+from scenes.base import BeatScene
+from scenes.helpers import BudgetCard, Chip, WeightsWall, get_pill, get_text, get_title
+from scenes.style import (BODY_SIZE, COMPUTE, HIGHLIGHT, LABEL_SIZE, MEMORY, MUTED, PANEL, SMALL_SIZE, TEXT,
+                          TITLE_SIZE)
+
+ANSWER_LINES = ("Prefill reads the whole prompt in one pass,", "then decode writes the answer one token",
+                "at a time, each step reading every weight.")
+TIMELINE_Y = -0.95
+
+
+def get_chat_window() -> VGroup:
+    window = RoundedRectangle(corner_radius=0.2, width=10.5, height=2.6, stroke_color=MUTED, stroke_width=2,
+                              fill_color=PANEL, fill_opacity=1)
+    return window.move_to(UP * 1.65)
+
+
+def get_document() -> VGroup:
+    """A pasted document: a page of grey lines."""
+    page = Rectangle(width=2.2, height=1.1, stroke_color=MUTED, stroke_width=1.5, fill_color=PANEL, fill_opacity=1)
+    lines = VGroup(*[Line(LEFT * 0.85, RIGHT * (0.85 - 0.3 * (index % 3 == 2)), color=MUTED, stroke_width=3)
+                     for index in range(6)]).arrange(DOWN, buff=0.1, aligned_edge=LEFT).move_to(page)
+    return VGroup(page, lines)
+
+
+class TwoWaits(BeatScene):
+    """A chat: a long wait for the first word, then a steady stream; each wait is one job of the GPU."""
+
+    def build(self) -> None:
+        beat = self.beat
+        title = get_title(beat.title)
+        window = get_chat_window()
+        self.enter(title, window)
+
+        document = get_document().move_to(window.get_left() + RIGHT * 1.6 + UP * 0.45)
+        pasted = get_text("long document pasted", SMALL_SIZE, MUTED).next_to(document, DOWN, buff=0.2)
+        self.at("paste", FadeIn(document, shift=UP * 0.4), FadeIn(pasted), run_time=0.8)
+
+        # The timeline under the chat: the wait (prefill), then one tick per token (decode).
+        start = LEFT * 5.2 + UP * TIMELINE_Y
+        axis = Line(start, start + RIGHT * 10.4, color=MUTED, stroke_width=2)
+        wait_bar = Rectangle(width=3.6, height=0.34, stroke_width=0, fill_color=COMPUTE, fill_opacity=0.9)
+        wait_bar.move_to(start + RIGHT * 1.8 + UP * 0.17)
+        ttft = get_text("TTFT", LABEL_SIZE, COMPUTE, weight="BOLD").next_to(wait_bar, UP, buff=0.15)
+        waiting = get_text("waiting for the first word …", BODY_SIZE, MUTED)
+        waiting.next_to(document, RIGHT, buff=0.8)
+        from manim import GrowFromEdge
+        self.at("wait", Create(axis), FadeIn(waiting), GrowFromEdge(wait_bar, LEFT), FadeIn(ttft), run_time=2.0)
+
+        lines = [get_text(line, BODY_SIZE, TEXT) for line in ANSWER_LINES]
+        reply = VGroup(*lines).arrange(DOWN, aligned_edge=LEFT, buff=0.18)
+        reply.scale_to_fit_width(min(reply.width, 6.4)).next_to(document, RIGHT, buff=0.45).align_to(document, UP)
+        # Each word of the reply appears with one tick on the timeline: one decode step per token.
+        words = [word for line, source in zip(lines, ANSWER_LINES) for word in split_words(line, source)]
+        tick_gap = 6.3 / len(words)
+        ticks = VGroup(*[Line(UP * 0.2, DOWN * 0.2, color=MEMORY, stroke_width=4).move_to(
+            wait_bar.get_right() + RIGHT * (0.12 + index * tick_gap)) for index in range(len(words))])
+        tpot = get_text("TPOT", LABEL_SIZE, MEMORY, weight="BOLD").next_to(ticks[:4], UP, buff=0.15)
+        self.at("stream", FadeOut(waiting), FadeIn(tpot), run_time=0.3)
+        stream_time = max(0.3, self.cue("two-jobs") - 0.3 - self.now)
+        self.play(LaggedStart(*[AnimationGroup(FadeIn(word), FadeIn(tick)) for word, tick in zip(words, ticks)],
+                              lag_ratio=1.0), run_time=stream_time)
+
+        chip = Chip(48, width=0.9)
+        chip.cores.set_fill(COMPUTE)
+        prefill = VGroup(chip, get_text("prefill", LABEL_SIZE, COMPUTE, weight="BOLD"))
+        prefill.arrange(RIGHT, buff=0.2).next_to(wait_bar, DOWN, buff=0.3).align_to(wait_bar, LEFT)
+        wall = WeightsWall("", width=0.9, height=0.6, rows=4, cols=4)
+        decode = VGroup(wall.bricks, get_text("decode", LABEL_SIZE, MEMORY, weight="BOLD"))
+        decode.arrange(RIGHT, buff=0.2).next_to(ticks, DOWN, buff=0.3).align_to(ticks, LEFT).shift(RIGHT * 0.6)
+        self.at("prefill", FadeIn(prefill[1], shift=UP * 0.2), run_time=0.6)
+        self.at("decode", FadeIn(decode[1], shift=UP * 0.2), run_time=0.6)
+        arithmetic = get_text("limited by arithmetic", SMALL_SIZE, COMPUTE).next_to(prefill[1], DOWN, buff=0.1,
+                                                                                    aligned_edge=LEFT)
+        bandwidth = get_text("limited by memory bandwidth", SMALL_SIZE, MEMORY).next_to(decode[1], DOWN, buff=0.1,
+                                                                                         aligned_edge=LEFT)
+        self.at("gpu", FadeIn(chip), FadeIn(wall.bricks), FadeIn(arithmetic), FadeIn(bandwidth), run_time=0.8)
+
+        formula = get_text("latency = TTFT + (n − 1) × TPOT", BODY_SIZE, HIGHLIGHT)
+        formula.next_to(VGroup(prefill, decode, arithmetic, bandwidth), DOWN, buff=0.4).set_x(0)
+        self.at(max(self.now, beat.speech_end - 0.6), Write(formula), run_time=1.0, lead=0)
+
+
+def split_words(line, source: str) -> list[VGroup]:
+    """The characters of each word of a Text line (Text drops spaces from its submobjects)."""
+    groups, cursor = [], 0
+    for word in source.split(" "):
+        groups.append(VGroup(*line.submobjects[cursor:cursor + len(word)]))
+        cursor += len(word)
+    return groups
+
+
+class TwoBudgets(BeatScene):
+    """Two budgets and their levers; then the end card with what the film was computed for."""
+
+    def build(self) -> None:
+        beat, n = self.beat, self.beat.numbers
+        title = get_title(beat.title)
+        self.enter(title)
+        ttft = BudgetCard("Time to first token", "answers to arithmetic (and attention)", COMPUTE)
+        tps = BudgetCard("Tokens per second", "answers to memory bandwidth", MEMORY)
+        cards = VGroup(ttft, tps).arrange(RIGHT, buff=0.6).move_to(DOWN * 0.35)
+        self.at("budgets", FadeIn(ttft.box), FadeIn(tps.box), FadeIn(ttft.submobjects[1]), FadeIn(tps.submobjects[1]),
+                run_time=0.8)
+
+        ttft_levers = [
+            ttft.lever("trim the prompt", f"{fmt.duration(n['prefill_seconds'], short=True)} for "
+                                          f"{fmt.count(n['prefill_tokens'])} tokens"),
+            ttft.lever("cache the prompt prefix", "a cached prefix is not prefilled again"),
+            ttft.lever("more arithmetic", f"{fmt.teraflops(n['peak_flops'], short=True)} on {beat.gpu['short_name']}"),
+        ]
+        self.at("ttft", LaggedStart(*[FadeIn(lever, shift=RIGHT * 0.2) for lever in ttft_levers], lag_ratio=0.35),
+                run_time=1.5)
+        tps_levers = [
+            tps.lever("bandwidth", f"{fmt.bandwidth(n['memory_bandwidth'], short=True)} → "
+                                   f"{fmt.tokens_per_second(n['decode_tokens_per_second'], short=True)}"),
+            tps.lever("quantisation", f"INT8 weights → {fmt.tokens_per_second(n['int8_decode_tokens_per_second'], short=True)}"
+                                      f" ({fmt.times(n['int8_decode_tokens_per_second'] / n['decode_tokens_per_second'], short=True)})"),
+            tps.lever("batching", f"{fmt.count(n['batch_size'])} users → "
+                                  f"{fmt.tokens_per_second(n['batch_tokens_per_second'], short=True)}"),
+        ]
+        self.at("tps", LaggedStart(*[FadeIn(lever, shift=RIGHT * 0.2) for lever in tps_levers], lag_ratio=0.35),
+                run_time=1.5)
+        not_this = tps.lever("faster arithmetic")
+        not_this[1].set_color(MUTED)
+        strike = Line(not_this[1].get_left(), not_this[1].get_right(), color=HIGHLIGHT, stroke_width=4)
+        self.at("not-arithmetic", FadeIn(not_this), Create(strike), run_time=0.8)
+
+        # The end card: what this film was computed for, and where its numbers come from.
+        self.hold_until(max(self.now + 0.5, beat.speech_end + 0.4))
+        self.clear_stage(run_time=0.6)
+        film = beat.film
+        end_card = VGroup(
+            get_text(film["title"], TITLE_SIZE * 1.4, TEXT, weight="BOLD"),
+            get_text(f"{film['gpu']} · {film['model']} · {film['dtype']}", BODY_SIZE, HIGHLIGHT),
+            get_text(f"compared with {beat.compare_gpu['name']}", SMALL_SIZE, MUTED),
+            get_text(f"measurements: {beat.measured['route']}", SMALL_SIZE, MUTED),
+            get_text("every number computed by a roofline model from datasheet peaks (dense) and model configs",
+                     SMALL_SIZE, MUTED),
+            get_text(f"after {film['source']}", SMALL_SIZE, MUTED),
+        ).arrange(DOWN, buff=0.28)
+        for line in end_card:
+            if line.width > 12.0:
+                line.scale_to_fit_width(12.0)
+        self.play(FadeIn(end_card, shift=UP * 0.2), run_time=0.8)
+
+
+BEATS = {"two-waits": TwoWaits, "two-budgets": TwoBudgets}
