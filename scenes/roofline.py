@@ -37,7 +37,7 @@ def get_roofline(beat) -> RooflineChart:
 
 
 def intensity_label(ops_per_byte: float) -> str:
-    """As the narration rounds it: 'one operation per byte' is '1 op/byte', '2,032' is '2,000'."""
+    """The intensity as the narration rounds it (two significant figures), in op/byte."""
     return fmt.ops_per_byte(float(fmt.approx(ops_per_byte).replace(",", "")), short=True)
 
 
