@@ -35,6 +35,7 @@ QUALITIES = {
     "high": Quality("high", 1920, 1080, 60),    # the film
 }
 STILL_FPS = 10  # a still at another quality renders its beat at this rate, not the full one
+SAFE_AREA_REPORT: dict[str, list[str]] = {}  # beat id -> what its last render drew outside the safe area
 
 
 def quality(name: str) -> Quality:
@@ -77,6 +78,9 @@ def render_video(timed_plan: dict, beat_id: str, q: Quality, out_path: Path, fps
             scene.render()
             produced = Path(scene.renderer.file_writer.movie_file_path)
         os.replace(produced, out_path)
+        for problem in sorted(scene.safe_area_violations):
+            log.warning("%s: outside the safe area: %s", beat_id, problem)
+        SAFE_AREA_REPORT[beat_id] = sorted(scene.safe_area_violations)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out_path

@@ -49,6 +49,14 @@ class BeatView:
         )
 
 
+def is_invisible(mobject) -> bool:
+    """True when no part of it would show (faded out, or a tracker with no looks)."""
+    from manim import VMobject
+
+    parts = [part for part in mobject.get_family() if isinstance(part, VMobject) and part.has_points()]
+    return all(part.get_fill_opacity() == 0 and part.get_stroke_opacity() == 0 for part in parts)
+
+
 class BeatScene(Scene):
     """A beat: builds its picture in narration order and lasts exactly its slot.
 
@@ -62,6 +70,7 @@ class BeatScene(Scene):
     def setup(self) -> None:
         self.camera.background_color = BACKGROUND
         self.frames_done = 0
+        self.safe_area_violations: set[str] = set()
         renderer = self.renderer
 
         def freeze_current_frame(duration: float) -> None:
@@ -80,8 +89,24 @@ class BeatScene(Scene):
         if run_time is None:
             run_time = max((getattr(animation, "run_time", 1.0) for animation in animations), default=1.0)
         frames = max(1, round(run_time * config.frame_rate))
-        super().play(*animations, run_time=(frames - 0.5) / config.frame_rate, **kwargs)
+        asked = 1 if frames == 1 else frames - 0.5  # Manim refuses less than one frame
+        super().play(*animations, run_time=asked / config.frame_rate, **kwargs)
         self.frames_done += frames
+        self.check_safe_area()
+
+    def check_safe_area(self) -> None:
+        """Note anything visible outside the safe area (5% from each edge), for the renderer to report."""
+        half_width, half_height = config.frame_width * 0.45, config.frame_height * 0.45
+        for mobject in self.mobjects:
+            if mobject.width == 0 and mobject.height == 0:
+                continue
+            left, right = mobject.get_left()[0], mobject.get_right()[0]
+            bottom, top = mobject.get_bottom()[1], mobject.get_top()[1]
+            if left < -half_width - 0.01 or right > half_width + 0.01 or bottom < -half_height - 0.01 \
+                    or top > half_height + 0.01:
+                if not is_invisible(mobject):
+                    self.safe_area_violations.add(
+                        f"{type(mobject).__name__} at x {left:.2f}..{right:.2f}, y {bottom:.2f}..{top:.2f}")
 
     def construct(self) -> None:
         self.build()

@@ -65,8 +65,8 @@ class Batching(BeatScene):
                 FadeIn(users_label), run_time=1.2)
         self.at("one-read", wall.sweep(run_time=1.2, extra=stacks), run_time=1.2)
         batched = chart.dot(n["batch_ops_per_byte"], MEMORY,
-                            f"batch {fmt.count(n['batch_size'])} · {fmt.ops_per_byte(n['batch_ops_per_byte'], short=True)}",
-                            DOWN)
+                            f"batch {fmt.count(n['batch_size'])}\n{fmt.ops_per_byte(n['batch_ops_per_byte'], short=True)}",
+                            DOWN + RIGHT)
         self.at("step", step.count_to(n["batch_step_seconds"]), point[0].animate.move_to(batched[0].get_center()),
                 FadeOut(point[1]), run_time=1.4)
         self.play(FadeIn(batched[1]), run_time=0.3)

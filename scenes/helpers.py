@@ -291,7 +291,7 @@ def flops_label(exponent: int) -> str:
 class BudgetCard(VGroup):
     """A budget: its name, its metric and the levers that move it."""
 
-    def __init__(self, name: str, metric: str, color: str, width: float = 5.6, height: float = 4.4, **kwargs):
+    def __init__(self, name: str, metric: str, color: str, width: float = 5.6, height: float = 5.0, **kwargs):
         super().__init__(**kwargs)
         self.box = RoundedRectangle(corner_radius=0.2, width=width, height=height, stroke_color=color,
                                     stroke_width=3, fill_color=PANEL, fill_opacity=1)
@@ -310,7 +310,7 @@ class BudgetCard(VGroup):
         if detail:
             line.add(get_text(detail, SMALL_SIZE, HIGHLIGHT).next_to(line[1], DOWN, aligned_edge=LEFT, buff=0.08))
         anchor = self.levers[-1] if len(self.levers) else self.submobjects[1]
-        line.next_to(anchor, DOWN, buff=0.3 if len(self.levers) else 0.45)
+        line.next_to(anchor, DOWN, buff=0.26 if len(self.levers) else 0.4)
         line.align_to(self.box, LEFT).shift(RIGHT * 0.4)
         self.levers.add(line)
         return line

@@ -11,7 +11,7 @@ from manim import DOWN, LEFT, RIGHT, UP, Brace, DashedLine, FadeIn, GrowFromEdge
 from render import formatting as fmt
 from scenes.base import BeatScene
 from scenes.helpers import Bar, WeightsWall, get_pill, get_text, get_title
-from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
+from scenes.style import SAFE_LEFT, COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
 BAR_LENGTH = 6.0
 
@@ -59,15 +59,16 @@ class Measured(BeatScene):
             groups.add(VGroup(heading.next_to(pair, UP, buff=0.12, aligned_edge=LEFT), pair))
         groups.arrange(DOWN, buff=0.3, aligned_edge=LEFT).move_to(UP * 0.25 + LEFT * 1.2)
 
+        # First what the roofline promises: the ideal prefill of each prompt, then what was measured.
+        self.play(*[FadeIn(group[0]) for group in groups], *[group[1][1].grow() for group in groups], run_time=1.2)
         short_groups = [group for role, group in zip(roles, groups) if role != "long"]
-        self.at("short", *[FadeIn(group[0]) for group in short_groups],
-                *[bar.grow() for group in short_groups for bar in group[1]], run_time=1.2)
+        self.at("short", *[group[1][0].grow() for group in short_groups], run_time=1.2)
         gap_group = short_groups[-1][1]
         network = get_pill(f"{fmt.percent(n['measured_network_fraction'], short=True)} network and queueing",
                            HIGHLIGHT).next_to(gap_group[0].value, RIGHT, buff=0.4)
         self.at("network", FadeIn(network, shift=LEFT * 0.2), run_time=0.8)
         long_group = groups[-1]
-        self.at("long", FadeIn(long_group[0]), *[bar.grow() for bar in long_group[1]], run_time=1.2)
+        self.at("long", long_group[1][0].grow(), run_time=1.2)
 
 
 class CacheRidesAlong(BeatScene):
@@ -87,14 +88,16 @@ class CacheRidesAlong(BeatScene):
         long = Bar(prompt_name(n["measured_long_prompt_tokens"]),
                    fmt.tokens_per_second(n["measured_long_decode_tokens_per_second"], short=True),
                    scale * n["measured_long_decode_tokens_per_second"], KV_CACHE)
-        bars = VGroup(short, long).arrange(DOWN, buff=0.35, aligned_edge=LEFT).move_to(UP * 1.0 + LEFT * 2.3)
+        bars = VGroup(short, long).arrange(DOWN, buff=0.35, aligned_edge=LEFT).move_to(UP * 1.0)
+        bars.align_to([SAFE_LEFT + 0.3, 0, 0], LEFT)
         limit_x = short.rect.get_left()[0] + BAR_LENGTH
         limit = DashedLine([limit_x, bars.get_top()[1] + 0.35, 0], [limit_x, bars.get_bottom()[1] - 0.2, 0],
                            color=HIGHLIGHT)
         limit_label = get_text(f"ceiling {fmt.tokens_per_second(ceiling, short=True)}", SMALL_SIZE, HIGHLIGHT)
         limit_label.next_to(limit, UP, buff=0.1)
-        share = get_text(f"{fmt.percent(n['measured_ceiling_fraction'], short=True)} of the ceiling",
-                         SMALL_SIZE, MUTED).next_to(limit, DOWN, buff=0.1)
+        share = get_text(f"{fmt.integer(n['measured_short_decode_tokens_per_second'])} is "
+                         f"{fmt.percent(n['measured_ceiling_fraction'], short=True)} of the ceiling",
+                         SMALL_SIZE, MUTED).next_to(limit_label, UP, buff=0.08)
 
         self.at("rate", short.grow(), Write(limit), FadeIn(limit_label), run_time=1.0)
         self.play(FadeIn(share), run_time=0.4)

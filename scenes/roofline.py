@@ -14,7 +14,7 @@ from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Create, FadeIn, FadeOu
 from render import formatting as fmt
 from scenes.base import BeatScene
 from scenes.helpers import Bar, RooflineChart, blend, get_pill, get_text, get_title
-from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
+from scenes.style import SAFE_LEFT, COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
 
 def axis_ranges(beat) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -67,28 +67,32 @@ class Roofline(BeatScene):
         prefill = chart.dot(n["prefill_ops_per_byte"], COMPUTE, f"prefill · {intensity_label(n['prefill_ops_per_byte'])}",
                             DOWN)
         self.at("prefill", FadeIn(prefill, scale=1.4), run_time=0.7)
-        roof_label = get_pill("compute-bound", COMPUTE).next_to(chart.roof, UP, buff=0.2).shift(RIGHT * 0.3)
+        roof_label = get_pill("compute-bound", COMPUTE).next_to(chart.roof, UP, buff=0.2).align_to(chart.roof, RIGHT)
         self.at("roof", Indicate(chart.roof, color=HIGHLIGHT, scale_factor=1.0), FadeIn(roof_label), run_time=0.8)
         ridge = chart.ridge_marker(f"ridge {fmt.integer(n['ridge_ops_per_byte'])}")
         self.at("ridge", Create(ridge[0]), Write(ridge[1]), run_time=0.8)
 
-        # The GPU pills: the same model on other GPUs moves the ridge; then back.
-        remaining = self.beat.duration - 0.6 - self.now
+        # The GPU pills: the same model on other GPUs moves the ridge and both points; then back.
+        self.hold_until(max(self.now, beat.speech_end + 0.2))
         pills = beat.roofline_pills
-        if pills and remaining > 1.2:
-            step = min(1.2, remaining / (len(pills) + 1))
-            points = VGroup(decode, prefill)
-            self.play(FadeOut(ridge), FadeOut(slope_label), FadeOut(roof_label), FadeOut(points), run_time=min(0.4, step))
-            step = (self.beat.duration - 0.6 - self.now - 0.4) / (len(pills) + 1)
-            for pill in [*pills, {"name": beat.gpu["short_name"], "peak_flops": n["peak_flops"],
-                                  "memory_bandwidth": n["memory_bandwidth"],
-                                  "ridge_ops_per_byte": n["ridge_ops_per_byte"]}]:
+        remaining = self.beat.duration - 0.5 - self.now
+        if pills and remaining > 1.0:
+            self.play(FadeOut(slope_label), FadeOut(roof_label), run_time=0.3)
+            step = (self.beat.duration - 0.5 - self.now) / (len(pills) + 1)
+            home = {"name": beat.gpu["short_name"], "peak_flops": n["peak_flops"],
+                    "memory_bandwidth": n["memory_bandwidth"], "ridge_ops_per_byte": n["ridge_ops_per_byte"]}
+            for pill in [*pills, home]:
+                peak, bandwidth = pill["peak_flops"], pill["memory_bandwidth"]
                 new_badge = gpu_badge(pill["name"], pill["ridge_ops_per_byte"], chart)
-                self.play(chart.morph_to(pill["peak_flops"], pill["memory_bandwidth"]),
-                          ReplacementTransform(badge, new_badge), run_time=step * 0.8)
+                moves = [point.animate.shift(chart.point(intensity, min(peak, bandwidth * intensity))
+                                             - point[0].get_center())
+                         for point, intensity in ((decode, n["decode_ops_per_byte"]),
+                                                  (prefill, n["prefill_ops_per_byte"]))]
+                self.play(chart.morph_to(peak, bandwidth), ReplacementTransform(badge, new_badge),
+                          ridge.animate.become(chart.ridge_marker(f"ridge {fmt.integer(pill['ridge_ops_per_byte'])}")),
+                          *moves, run_time=step * 0.75)
                 badge = new_badge
-                self.hold_until(self.now + step * 0.2)
-            self.play(FadeIn(points), FadeIn(ridge), run_time=0.4)
+                self.hold_until(self.now + step * 0.25)
 
 
 class WastedMoney(BeatScene):
@@ -117,7 +121,8 @@ class WastedMoney(BeatScene):
             heading = get_text(caption, LABEL_SIZE, MUTED).next_to(bars, UP, buff=0.14, aligned_edge=LEFT)
             ratio_pill = get_pill(fmt.times(ratio, short=True), color).next_to(bars, RIGHT, buff=0.5)
             groups.add(VGroup(heading, bars, ratio_pill))
-        groups.arrange(DOWN, buff=0.42, aligned_edge=LEFT).move_to(DOWN * 0.35 + LEFT * 0.8)
+        groups.arrange(DOWN, buff=0.42, aligned_edge=LEFT).move_to(DOWN * 0.35)
+        groups.align_to([SAFE_LEFT + 0.3, 0, 0], LEFT)
         right_edge = max(group[1].get_right()[0] for group in groups)
         for group in groups:
             group[2].move_to([right_edge + 0.4, group[1].get_y(), 0], aligned_edge=LEFT)

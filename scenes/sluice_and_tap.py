@@ -16,7 +16,7 @@ from scenes.style import COMPUTE, HIGHLIGHT, LABEL_SIZE, MEMORY, MUTED, SMALL_SI
 CHIP_AT = LEFT * 1.9 + UP * 0.5
 WALL_AT = RIGHT * 3.9 + UP * 0.35
 TOKENS_AT = LEFT * 5.3 + UP * 0.5
-COUNTERS_AT = RIGHT * 3.9 + DOWN * 2.55
+COUNTERS_AT = RIGHT * 3.35 + DOWN * 2.55
 
 
 def get_stage(scene: BeatScene) -> tuple[VGroup, Chip, WeightsWall]:
@@ -34,7 +34,7 @@ def get_counter_row(*counters: Counter) -> VGroup:
     """Counters side by side under the wall (two per row when there are more than two)."""
     row = VGroup(*counters)
     if len(counters) > 2:
-        row.arrange_in_grid(rows=2, buff=(0.7, 0.35))
+        row.arrange_in_grid(rows=2, buff=(0.5, 0.3))
     else:
         row.arrange(RIGHT, buff=0.8)
     return row.move_to(COUNTERS_AT)

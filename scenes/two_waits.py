@@ -110,7 +110,7 @@ class TwoBudgets(BeatScene):
         self.enter(title)
         ttft = BudgetCard("Time to first token", "answers to arithmetic (and attention)", COMPUTE)
         tps = BudgetCard("Tokens per second", "answers to memory bandwidth", MEMORY)
-        cards = VGroup(ttft, tps).arrange(RIGHT, buff=0.6).move_to(DOWN * 0.35)
+        cards = VGroup(ttft, tps).arrange(RIGHT, buff=0.6).move_to(DOWN * 0.45)
         self.at("budgets", FadeIn(ttft.box), FadeIn(tps.box), FadeIn(ttft.submobjects[1]), FadeIn(tps.submobjects[1]),
                 run_time=0.8)
 

@@ -51,6 +51,7 @@ def test_every_beat_renders_for_its_exact_slot(narrated, beat_id, tmp_path):
     assert info["video"]["r_frame_rate"] == f"{fps}/1"
     assert int(info["video"]["nb_read_frames"]) == round((beat.end - beat.start) * fps)  # exact, to the frame
     assert float(info["audio"]["duration"]) == pytest.approx(beat.end - beat.start, abs=0.05)
+    assert beats.SAFE_AREA_REPORT[beat_id] == [], "drawn outside the 5% safe margin"
 
 
 @pytest.mark.parametrize("beat_id", BEAT_IDS)
@@ -59,6 +60,7 @@ def test_every_beat_renders_for_another_gpu_and_model(other_choice, beat_id, tmp
                                beats.QUALITIES["tiny"], tmp_path / f"{beat_id}.mp4")
     beat = other_choice.timed_plan.beat(beat_id)
     assert int(video_info(video)["video"]["nb_read_frames"]) == round((beat.end - beat.start) * 5)
+    assert beats.SAFE_AREA_REPORT[beat_id] == [], "drawn outside the 5% safe margin"
 
 
 def test_a_still_is_the_frame_at_that_time(narrated, tmp_path):
