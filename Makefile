@@ -1,5 +1,6 @@
 # Prefill vs decode: the film, from data.
-#   make film    set up whatever is missing, then render the film into build/
+#   make film    set up whatever is missing, then render the film into build/film.mp4
+#   make preview the same film at 480p15, into build/preview/
 #   make test    set up whatever is missing, then run the test suite
 # Choices: make plan GPU=a100-sxm-80gb MODEL=llama-3.1-70b DTYPE=int8 [COMPARE_GPU=…] [MEASURED=…]
 #          make narration [GPU=… MODEL=… DTYPE=…] [VOICE=hibari|piper|recorded] [RECORDINGS=dir]
@@ -17,7 +18,7 @@ VOICE_CHOICES := $(PLAN_CHOICES) $(if $(VOICE),--voice $(VOICE)) $(if $(RECORDIN
 QUALITY ?= low
 RENDER_CHOICES := $(CHOICES) $(if $(VOICE),--voice $(VOICE)) --quality $(QUALITY)
 
-.PHONY: setup setup-film test plan roofline narration scene still sheet film clean
+.PHONY: setup setup-film test plan roofline narration scene still sheet film preview bench clean
 
 setup:
 	@$(PYTHON) render/bootstrap.py test
@@ -48,10 +49,16 @@ still: setup-film
 sheet: setup-film
 	@$(FILM) sheet $(RENDER_CHOICES)
 
+FILM_CHOICES := $(VOICE_CHOICES) $(if $(JOBS),--jobs $(JOBS))
+
 film: setup-film
-	@$(FILM) plan $(PLAN_CHOICES) --out $(BUILD)/plan.json
-	@echo "make film: the plan is resolved ($(BUILD)/plan.json); rendering the beats is not built yet" >&2
-	@false
+	@$(FILM) film $(FILM_CHOICES) --quality $(if $(filter command line,$(origin QUALITY)),$(QUALITY),high)
+
+preview: setup-film
+	@$(FILM) film $(FILM_CHOICES) --quality low
+
+bench: setup-film
+	@$(VENV)/bin/python -m render.bench
 
 clean:
 	rm -rf $(BUILD)

@@ -36,6 +36,7 @@ QUALITIES = {
 }
 STILL_FPS = 10  # a still at another quality renders its beat at this rate, not the full one
 SAFE_AREA_REPORT: dict[str, list[str]] = {}  # beat id -> what its last render drew outside the safe area
+NUMBERS_READ: dict[str, list[str]] = {}      # beat id -> the shared plan values ("numbers.x") its last render read
 
 
 def quality(name: str) -> Quality:
@@ -81,6 +82,7 @@ def render_video(timed_plan: dict, beat_id: str, q: Quality, out_path: Path, fps
         for problem in sorted(scene.safe_area_violations):
             log.warning("%s: outside the safe area: %s", beat_id, problem)
         SAFE_AREA_REPORT[beat_id] = sorted(scene.safe_area_violations)
+        NUMBERS_READ[beat_id] = sorted(scene.beat.reads)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out_path

@@ -84,6 +84,17 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("--at", type=float, required=True, help="seconds into the beat")
         command.set_defaults(run=run_render)
 
+    film = commands.add_parser("film", help="render the whole film into build/ (or build/<gpu>-<model>-<dtype>/)")
+    add_choice_arguments(film)
+    film.add_argument("--compare-gpu", help="the wasted-money beat's other GPU (default: the storyboard's)")
+    film.add_argument("--measured", help="measured dataset in data/measured/ (default: the storyboard's)")
+    film.add_argument("--voice", help="hibari, piper or recorded (default: the storyboard's)")
+    film.add_argument("--recordings", type=Path, help="folder of <beat-id>.wav/.flac recordings")
+    film.add_argument("--quality", default="high", help="high (1080p60, the film) or low/medium/tiny (a preview)")
+    film.add_argument("--jobs", type=int, help="beats rendered at once (default: the number of cores)")
+    film.add_argument("--build", type=Path, default=BUILD_DIR, help="build folder (default: build/)")
+    film.set_defaults(run=run_film)
+
     listing = commands.add_parser("list", help="list the known GPUs, models, data types or measured datasets")
     listing.add_argument("what", choices=("gpus", "models", "dtypes", "measured"))
     listing.set_defaults(run=run_list)
@@ -153,6 +164,22 @@ def run_narration(args: argparse.Namespace) -> int:
     print(cache_line if result.synthesised else f"{cache_line}: nothing to synthesise")
     print(f"wrote {display_path(result.track)} ({plan.duration:.3f} s), {display_path(result.srt)}, "
           f"{display_path(result.vtt)}, {display_path(result.timed_plan_path)} in {result.seconds:.1f} s")
+    return 0
+
+
+def run_film(args: argparse.Namespace) -> int:
+    from render import beats
+    from render.film import make_film
+
+    beats.quality(args.quality)
+    plan = resolve_plan(gpu=args.gpu, model=args.model, dtype=args.dtype, compare_gpu=args.compare_gpu,
+                        measured=args.measured, voice=args.voice, recordings=args.recordings)
+    log.info("making %s for %s, %s, %s at %s quality", plan.title, *plan.choice, args.quality)
+    result = make_film(plan, args.quality, args.build, args.jobs, say=lambda line: print(line, flush=True))
+    print(f"subtitles: {display_path(result.srt)}, {display_path(result.vtt)}; poster: {display_path(result.poster)}")
+    print(f"duration {result.duration:.3f} s; made in {result.seconds:.1f} s "
+          f"({len(result.rendered)} beats rendered, {len(result.reused)} reused)")
+    print(display_path(result.film))
     return 0
 
 

@@ -73,8 +73,16 @@ class HibariEngine(SpeechEngine):
                 f"hibari's voice {self.voice!r} is not inside the package (hibari would download it, "
                 f"and this pipeline never downloads at run time); use voice {DEFAULT!r}, or VOICE=piper"
             )
-        self._tts = Hibari(voice=self.voice, threads=1)
-        self.sample_rate = self._tts.sample_rate
+        self._factory = Hibari
+        self._loaded = None
+        self.sample_rate = Hibari.sample_rate
+
+    @property
+    def _tts(self):
+        """The model loads on first use: a rerun whose clips are all cached never needs it."""
+        if self._loaded is None:
+            self._loaded = self._factory(voice=self.voice, threads=1)
+        return self._loaded
 
     def synthesize(self, spoken: str, speed: float) -> np.ndarray:
         return np.asarray(self._tts(spoken, speed=speed, seed=self.SEED), dtype=np.float32)

@@ -9,6 +9,39 @@ from manim import FadeIn, FadeOut, Scene, config
 from scenes.style import BACKGROUND, LEAD, TRANSITION
 
 
+class Tracked(dict):
+    """A section of the timed plan that remembers which of its keys a scene read.
+
+    A beat's cached render depends on exactly those values, so changing a number re-renders
+    only the beats that show it.
+    """
+
+    def __init__(self, section: str, values: dict, reads: set[str]):
+        super().__init__(values)
+        self.section, self.reads = section, reads
+
+    def __getitem__(self, name):
+        self.reads.add(f"{self.section}.{name}")
+        return super().__getitem__(name)
+
+    def get(self, name, default=None):
+        self.reads.add(f"{self.section}.{name}")
+        return super().get(name, default)
+
+
+TRACKED_SECTIONS = ("numbers", "gpu", "model", "dtype", "compare_gpu", "comparison", "measured", "film")
+
+
+def view_sections(data: dict) -> dict[str, dict]:
+    """The timed plan's shared sections as scenes see them (one definition for the scenes and the cache)."""
+    return {
+        "numbers": data["numbers"], "gpu": data["gpu"], "model": data["model"], "dtype": data["dtype"],
+        "compare_gpu": data["compare_gpu"], "comparison": data["comparison"], "measured": data["measured"],
+        "film": {"title": data["title"], "source": data["source"], "notes": data["notes"],
+                 "gpu": data["gpu"]["name"], "model": data["model"]["name"], "dtype": data["dtype"]["name"]},
+    }
+
+
 @dataclass(frozen=True)
 class BeatView:
     """One beat as its scene sees it: numbers, words and cue times (seconds from the beat's start)."""
@@ -30,22 +63,20 @@ class BeatView:
     roofline_pills: list
     measured: dict
     film: dict = field(default_factory=dict)
+    reads: set = field(default_factory=set)  # "section.key" of every shared value the scene read
 
     @classmethod
     def from_timed_plan(cls, data: dict, beat_id: str) -> "BeatView":
         beat = next(entry for entry in data["beats"] if entry["id"] == beat_id)
         start = beat["start"]
+        reads: set[str] = set()
+        sections = {name: Tracked(name, values, reads) for name, values in view_sections(data).items()}
         return cls(
             id=beat_id, title=beat["title"], duration=beat["end"] - start, narration=beat["narration"],
             captions=beat.get("captions", {}),
             cues={name: time - start for name, time in beat["cue_times"].items()},
             speech_start=beat["speech_start"] - start, speech_end=beat["speech_end"] - start,
-            numbers=data["numbers"], gpu=data["gpu"], model=data["model"], dtype=data["dtype"],
-            compare_gpu=data["compare_gpu"], comparison=data["comparison"],
-            roofline_pills=data["roofline_pills"], measured=data["measured"],
-            film={"title": data["title"], "source": data["source"], "notes": data["notes"],
-                  "gpu": data["gpu"]["name"], "model": data["model"]["name"], "dtype": data["dtype"]["name"],
-                  "measured_path": data["measured"]["path"], "measured_source": data["measured"]["source"]},
+            roofline_pills=data["roofline_pills"], reads=reads, **sections,
         )
 
 
@@ -66,6 +97,7 @@ class BeatScene(Scene):
     """
 
     beat: BeatView  # set by the renderer before render()
+    progress = None  # optional callback(frames drawn, frames in the beat), for progress reports
 
     def setup(self) -> None:
         self.camera.background_color = BACKGROUND
@@ -93,6 +125,8 @@ class BeatScene(Scene):
         super().play(*animations, run_time=asked / config.frame_rate, **kwargs)
         self.frames_done += frames
         self.check_safe_area()
+        if self.progress is not None:
+            self.progress(self.frames_done, round(self.beat.duration * config.frame_rate))
 
     def check_safe_area(self) -> None:
         """Note anything visible outside the safe area (5% from each edge), for the renderer to report."""

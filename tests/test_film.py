@@ -1,0 +1,127 @@
+"""`make film` end to end at a tiny size: the file, its streams and chapters, the cache, atomicity, other choices."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from render import film as film_module
+from render.errors import FilmError
+from render.film import make_film, probe
+from render.plan import resolve_plan
+
+from conftest import ROOT, run_film
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory):
+    return tmp_path_factory.mktemp("build")
+
+
+@pytest.fixture(scope="module")
+def first(build):
+    lines = []
+    result = make_film(resolve_plan(recordings=build / "none"), "tiny", build, jobs=2, say=lines.append)
+    return result, lines
+
+
+def test_the_film_has_its_streams_length_and_chapters(first, build):
+    result, lines = first
+    assert result.film == build / "preview" / "film.mp4"  # a preview never lands where the film goes
+    info = probe(result.film)
+    kinds = {stream["codec_type"]: stream for stream in info["streams"] if stream["codec_type"] in ("video", "audio")}
+    assert kinds["video"]["codec_name"] == "h264" and kinds["video"]["pix_fmt"] == "yuv420p"
+    assert kinds["video"]["r_frame_rate"] == "5/1" and kinds["video"]["width"] == 256
+    assert kinds["audio"]["codec_name"] == "aac" and kinds["audio"]["sample_rate"] == "48000"
+    assert float(info["format"]["duration"]) == pytest.approx(154.0, abs=0.2)
+    assert [chapter["tags"]["title"] for chapter in info["chapters"]] == [
+        "Two waits", "Prefill", "Decode", "The roofline", "Batching", "Wasted money", "Measured",
+        "The cache rides along", "Two budgets"]
+    assert info["chapters"][1]["start_time"] == "14.000000"
+    tags = info["format"]["tags"]
+    assert tags["title"] == "Prefill vs decode" and "H100 SXM" in tags["comment"] and tags["model"] == "Llama 3.1 8B"
+    assert result.srt.exists() and result.vtt.exists() and result.poster.exists()
+    assert "rendering 9 at tiny" in lines[0]
+
+
+def test_video_and_audio_stay_in_sync(first):
+    """The narration starts each beat's lead-in after the beat's first frame: check one beat by its silence."""
+    result, _ = first
+    out = subprocess.run(["ffmpeg", "-hide_banner", "-nostdin", "-ss", "33", "-t", "2", "-i", str(result.film),
+                          "-af", "silencedetect=noise=-45dB:d=0.1", "-f", "null", "-"], capture_output=True, text=True)
+    end = float(re.search(r"silence_end: ([\d.]+)", out.stderr).group(1))
+    assert end == pytest.approx(0.25, abs=0.08)  # the decode beat's speech starts 0.25 s into its slot
+
+
+def test_a_second_run_reuses_every_beat(first, build):
+    lines = []
+    again = make_film(resolve_plan(recordings=build / "none"), "tiny", build, jobs=2, say=lines.append)
+    assert again.rendered == [] and len(again.reused) == 9
+    assert "nothing to render" in lines[0] and "film: up to date" in lines[1]
+
+
+def test_changing_one_beats_narration_rerenders_only_that_beat(first, build, storyboard_copy):
+    path = storyboard_copy("So treat them as [[budgets]]two budgets:", "So treat them as [[budgets]]two separate budgets:")
+    plan = resolve_plan(storyboard_path=path, recordings=build / "none")
+    result = make_film(plan, "tiny", build, jobs=2, say=lambda line: None)
+    assert result.rendered == ["two-budgets"]
+    assert "two separate budgets" in result.srt.read_text().replace("\n", " ")
+
+
+def test_changing_one_number_rerenders_only_the_beats_that_show_it(first, build, storyboard_copy):
+    # 255 cached tokens per user instead of 256: the batching beat and the budget card show its numbers.
+    path = storyboard_copy("batch_context_tokens: 256", "batch_context_tokens: 255")
+    plan = resolve_plan(storyboard_path=path, recordings=build / "none")
+    result = make_film(plan, "tiny", build, jobs=2, say=lambda line: None)
+    assert sorted(result.rendered) == ["batching", "two-budgets"]
+
+
+def test_an_interrupted_run_leaves_the_earlier_film_intact(first, build, monkeypatch):
+    result, _ = first
+    before = result.film.read_bytes()
+    real = film_module.audio.run_ffmpeg
+
+    def interrupted(args, *rest, **kwargs):
+        if any(str(arg).endswith(".film.tmp.mp4") for arg in args):
+            Path(args[-1]).write_bytes(b"half a film")
+            raise KeyboardInterrupt
+        return real(args, *rest, **kwargs)
+
+    monkeypatch.setattr(film_module.audio, "run_ffmpeg", interrupted)
+    (result.film.parent / ".film.mp4.key").unlink()
+    with pytest.raises(KeyboardInterrupt):
+        make_film(resolve_plan(recordings=build / "none"), "tiny", build, jobs=2, say=lambda line: None)
+    assert result.film.read_bytes() == before
+    assert not list(result.film.parent.glob(".film.tmp*"))
+
+
+def test_two_runs_on_one_output_are_kept_apart(first, build):
+    folder = build / "preview"
+    with open(folder / ".film.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(FilmError, match="another `make film` is writing .*preview"):
+            make_film(resolve_plan(recordings=build / "none"), "tiny", build, jobs=1, say=lambda line: None)
+
+
+def test_another_choice_lands_in_its_own_folder(first, build):
+    default_srt = first[0].srt.read_text()
+    plan = resolve_plan(gpu="a100-sxm-80gb", model="llama-3.2-3b", dtype="int8", recordings=build / "none")
+    result = make_film(plan, "tiny", build, jobs=2, say=lambda line: None)
+    assert result.film == build / "a100-sxm-80gb-llama-3.2-3b-int8" / "preview" / "film.mp4"
+    srt = result.srt.read_text().replace("\n", " ")
+    assert "an A100's 312 teraflops" in srt and "an H100's 989 teraflops" in default_srt.replace("\n", " ")
+    assert first[0].film.exists()  # the default film untouched
+    assert [c["tags"]["title"] for c in probe(result.film)["chapters"]][0] == "Two waits"
+
+
+def test_an_impossible_choice_fails_before_anything_renders(tmp_path):
+    result = run_film("film", "--gpu", "rtx-4090", "--model", "llama-3.1-70b", "--quality", "tiny",
+                      "--build", str(tmp_path))
+    assert result.returncode == 1 and "does not fit on one GeForce RTX 4090" in result.stderr
+    assert not any(tmp_path.iterdir())
