@@ -16,7 +16,7 @@ PLAN_CHOICES := $(CHOICES) $(if $(COMPARE_GPU),--compare-gpu $(COMPARE_GPU)) $(i
 VOICE_CHOICES := $(PLAN_CHOICES) $(if $(VOICE),--voice $(VOICE)) $(if $(RECORDINGS),--recordings $(RECORDINGS))
 
 QUALITY ?= low
-RENDER_CHOICES := $(CHOICES) $(if $(VOICE),--voice $(VOICE)) --quality $(QUALITY)
+RENDER_CHOICES := $(VOICE_CHOICES) --quality $(QUALITY)
 
 .PHONY: setup setup-film test plan roofline narration scene still sheet film preview bench clean
 

@@ -43,10 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     plan = commands.add_parser("plan", help="resolve the storyboard into the plan (every number and line)")
-    add_choice_arguments(plan)
-    plan.add_argument("--compare-gpu", help="the wasted-money beat's other GPU (default: the storyboard's)")
-    plan.add_argument("--measured", help="measured dataset in data/measured/ (default: the storyboard's)")
-    plan.add_argument("--storyboard", default=STORYBOARD_PATH, help="storyboard file (default: %(default)s)")
+    add_plan_arguments(plan, voice=False, build=False)
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     plan.add_argument("--out", type=Path, help="also write the JSON plan to this file (atomically)")
     plan.set_defaults(run=run_plan)
@@ -61,23 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
     roof.set_defaults(run=run_roofline)
 
     narration = commands.add_parser("narration", help="voice the narration: track, subtitles and timed plan")
-    add_choice_arguments(narration)
-    narration.add_argument("--compare-gpu", help="the wasted-money beat's other GPU (default: the storyboard's)")
-    narration.add_argument("--measured", help="measured dataset in data/measured/ (default: the storyboard's)")
-    narration.add_argument("--voice", help="hibari, piper or recorded, optionally engine:voice (default: the storyboard's)")
-    narration.add_argument("--recordings", type=Path, help="folder of <beat-id>.wav/.flac recordings (default: the storyboard's)")
-    narration.add_argument("--storyboard", default=STORYBOARD_PATH, help="storyboard file (default: %(default)s)")
-    narration.add_argument("--build", type=Path, default=BUILD_DIR, help="build folder (default: build/)")
+    add_plan_arguments(narration)
     narration.set_defaults(run=run_narration)
 
     for name, help_text in (("scene", "render one beat with its narration to build/beats/<beat>.mp4"),
                             ("still", "render one frame of a beat to build/stills/<beat>@<seconds>.png"),
                             ("sheet", "render a contact sheet of every beat to build/sheet.png")):
         command = commands.add_parser(name, help=help_text)
-        add_choice_arguments(command)
-        command.add_argument("--voice", help="hibari, piper or recorded (default: the storyboard's)")
+        add_plan_arguments(command)
         command.add_argument("--quality", default="low", help="tiny, low (480p15), medium (720p30) or high (1080p60)")
-        command.add_argument("--build", type=Path, default=BUILD_DIR, help="build folder (default: build/)")
         if name != "sheet":
             command.add_argument("--beat", required=True, help="beat id (film plan lists them)")
         if name == "still":
@@ -85,14 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
         command.set_defaults(run=run_render)
 
     film = commands.add_parser("film", help="render the whole film into build/ (or build/<gpu>-<model>-<dtype>/)")
-    add_choice_arguments(film)
-    film.add_argument("--compare-gpu", help="the wasted-money beat's other GPU (default: the storyboard's)")
-    film.add_argument("--measured", help="measured dataset in data/measured/ (default: the storyboard's)")
-    film.add_argument("--voice", help="hibari, piper or recorded (default: the storyboard's)")
-    film.add_argument("--recordings", type=Path, help="folder of <beat-id>.wav/.flac recordings")
+    add_plan_arguments(film)
     film.add_argument("--quality", default="high", help="high (1080p60, the film) or low/medium/tiny (a preview)")
-    film.add_argument("--jobs", type=int, help="beats rendered at once (default: the number of cores)")
-    film.add_argument("--build", type=Path, default=BUILD_DIR, help="build folder (default: build/)")
+    film.add_argument("--jobs", type=positive_int, help="beats rendered at once (default: the number of cores)")
     film.set_defaults(run=run_film)
 
     listing = commands.add_parser("list", help="list the known GPUs, models, data types or measured datasets")
@@ -105,6 +89,25 @@ def add_choice_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu", help="GPU id (film list gpus); default: the storyboard's")
     parser.add_argument("--model", help="model id (film list models); default: the storyboard's")
     parser.add_argument("--dtype", help="weight data type (film list dtypes); default: the storyboard's")
+
+
+def add_plan_arguments(parser: argparse.ArgumentParser, voice: bool = True, build: bool = True) -> None:
+    """What chooses a plan (and where its outputs go), the same for every command that resolves one."""
+    add_choice_arguments(parser)
+    parser.add_argument("--compare-gpu", help="the wasted-money beat's other GPU (default: the storyboard's)")
+    parser.add_argument("--measured", help="measured dataset in data/measured/ (default: the storyboard's)")
+    parser.add_argument("--storyboard", default=STORYBOARD_PATH, help="storyboard file (default: %(default)s)")
+    if voice:
+        parser.add_argument("--voice", help="hibari, piper or recorded, optionally engine:voice (default: the storyboard's)")
+        parser.add_argument("--recordings", type=Path, help="folder of <beat-id>.wav/.flac recordings (default: the storyboard's)")
+    if build:
+        parser.add_argument("--build", type=Path, default=BUILD_DIR, help="build folder (default: build/)")
+
+
+def plan_from(args: argparse.Namespace):
+    return resolve_plan(gpu=args.gpu, model=args.model, dtype=args.dtype, compare_gpu=args.compare_gpu,
+                        measured=args.measured, voice=getattr(args, "voice", None),
+                        recordings=getattr(args, "recordings", None), storyboard_path=args.storyboard)
 
 
 def positive_int(text: str) -> int:
@@ -125,8 +128,7 @@ def non_negative_int(text: str) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    plan = resolve_plan(gpu=args.gpu, model=args.model, dtype=args.dtype, compare_gpu=args.compare_gpu,
-                        measured=args.measured, storyboard_path=args.storyboard)
+    plan = plan_from(args)
     log.info("resolved %s for %s, %s, %s (%d beats, %s)", plan.title, plan.gpu.id, plan.model.id,
              plan.dtype.id, len(plan.beats), format_timestamp(plan.duration))
     for note in plan.notes:
@@ -152,9 +154,7 @@ def run_plan(args: argparse.Namespace) -> int:
 def run_narration(args: argparse.Namespace) -> int:
     from render.narration import fit_table, make_narration
 
-    plan = resolve_plan(gpu=args.gpu, model=args.model, dtype=args.dtype, compare_gpu=args.compare_gpu,
-                        measured=args.measured, voice=args.voice, recordings=args.recordings,
-                        storyboard_path=args.storyboard)
+    plan = plan_from(args)
     out = output_dir(plan, args.build)
     log.info("narrating %s for %s, %s, %s with %s", plan.title, *plan.choice, plan.narration["voice"])
     result = make_narration(plan, out, cache_dir(args.build))
@@ -172,8 +172,7 @@ def run_film(args: argparse.Namespace) -> int:
     from render.film import make_film
 
     beats.quality(args.quality)
-    plan = resolve_plan(gpu=args.gpu, model=args.model, dtype=args.dtype, compare_gpu=args.compare_gpu,
-                        measured=args.measured, voice=args.voice, recordings=args.recordings)
+    plan = plan_from(args)
     log.info("making %s for %s, %s, %s at %s quality", plan.title, *plan.choice, args.quality)
     result = make_film(plan, args.quality, args.build, args.jobs, say=lambda line: print(line, flush=True))
     print(f"subtitles: {display_path(result.srt)}, {display_path(result.vtt)}; poster: {display_path(result.poster)}")
@@ -189,7 +188,7 @@ def run_render(args: argparse.Namespace) -> int:
     from render.narration import make_narration
 
     beats.quality(args.quality)  # an unknown quality fails before anything is done
-    plan = resolve_plan(gpu=args.gpu, model=args.model, dtype=args.dtype, voice=args.voice)
+    plan = plan_from(args)
     if args.command != "sheet":
         beats.beat_entry(plan.to_dict(), args.beat)
     out = output_dir(plan, args.build)

@@ -249,7 +249,8 @@ class RooflineChart(VGroup):
         ridge = self.peak / self.bandwidth
         top = self.point(ridge, self.peak)
         line = DashedLine(top, [top[0], self.get_origin()[1], 0], color=HIGHLIGHT, stroke_width=3)
-        text = get_text(label, LABEL_SIZE, HIGHLIGHT, weight="BOLD").next_to(top, UP, buff=0.2)
+        # At the foot of the line, under the roof, where neither the slope nor the roof's labels go.
+        text = get_text(label, LABEL_SIZE, HIGHLIGHT, weight="BOLD").next_to(line.get_end(), UP + RIGHT, buff=0.12)
         return VGroup(line, text)
 
     def dot(self, intensity: float, color: str, label: str, label_direction=UP) -> VGroup:

@@ -62,7 +62,7 @@ class Roofline(BeatScene):
         decode = chart.dot(n["decode_ops_per_byte"], MEMORY, f"decode · {intensity_label(n['decode_ops_per_byte'])}",
                            DOWN + RIGHT * 0.8)
         self.at("decode", FadeIn(decode, scale=1.4), run_time=0.7)
-        slope_label = get_pill("memory-bound", MEMORY).move_to(chart.slope.point_from_proportion(0.6) + DOWN * 0.55 + RIGHT * 0.9)
+        slope_label = get_pill("memory-bound", MEMORY).move_to(chart.slope.point_from_proportion(0.5) + DOWN * 0.55 + RIGHT * 0.9)
         self.at("slope", Indicate(chart.slope, color=HIGHLIGHT, scale_factor=1.0), FadeIn(slope_label), run_time=0.8)
         prefill = chart.dot(n["prefill_ops_per_byte"], COMPUTE, f"prefill · {intensity_label(n['prefill_ops_per_byte'])}",
                             DOWN)

@@ -1,0 +1,104 @@
+"""`make bench`: how fast the film renders on this machine, as ratios to the film's length, in one run.
+
+    cold low    the whole film at 480p15 from an empty cache (narration included)
+    cold high   the whole film at 1080p60 from an empty cache
+    warm        `make film` again with nothing changed
+    one beat    one beat's narration changed: only that beat re-renders
+    memory      peak resident memory of the pipeline and of its worker processes
+
+Writes build/bench.json and prints a table. Goals (1080p60, 2 cores): cold under 3x the film's
+length, a warm no-op under 5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import resource
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from render.atomic import write_text_atomic
+from render.film import make_film
+from render.paths import BUILD_DIR
+from render.plan import resolve_plan
+from render.storyboard import STORYBOARD_PATH
+
+CHANGED_BEAT = "two-budgets"
+
+
+def peak_memory_mb() -> dict[str, float]:
+    """Peak resident set of this process and of the largest child (Linux reports KiB)."""
+    return {"pipeline_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "largest_worker_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+
+
+def timed(label: str, action, results: dict, duration: float | None = None) -> object:
+    print(f"bench: {label} …", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    outcome = action()
+    seconds = time.perf_counter() - started
+    results[label] = {"seconds": round(seconds, 2)}
+    if duration:
+        results[label]["ratio_to_film"] = round(seconds / duration, 3)
+    return outcome
+
+
+def run(qualities: list[str], build: Path) -> dict:
+    shutil.rmtree(build, ignore_errors=True)
+    plan = resolve_plan(recordings=build / "no-recordings")
+    duration = plan.duration
+    results: dict = {"film_seconds": duration}
+    quiet = lambda line: None  # noqa: E731 - progress lines would drown the table
+    for quality in qualities:
+        folder = build / f"cold-{quality}"
+        timed(f"cold {quality}", lambda: make_film(plan, quality, folder, say=quiet), results, duration)
+    last = qualities[-1]
+    folder = build / f"cold-{last}"
+    timed(f"warm {last} (nothing changed)", lambda: make_film(plan, last, folder, say=quiet), results)
+
+    # One beat's narration changes: only that beat is synthesised and rendered again.
+    changed_storyboard = build / "storyboard.yaml"
+    text = STORYBOARD_PATH.read_text()
+    changed_storyboard.write_text(text.replace("So treat them as [[budgets]]two budgets:",
+                                               "So treat them as [[budgets]]two separate budgets:"))
+    changed = resolve_plan(storyboard_path=changed_storyboard, recordings=build / "no-recordings")
+    outcome = timed(f"one beat changed ({last})", lambda: make_film(changed, last, folder, say=quiet), results)
+    results[f"one beat changed ({last})"]["rendered"] = outcome.rendered
+    results["peak_memory"] = {key: round(value, 1) for key, value in peak_memory_mb().items()}
+    return results
+
+
+def table(results: dict) -> str:
+    rows = [f"{'measure':<32}{'seconds':>10}{'x film':>9}  notes"]
+    for label, value in results.items():
+        if not isinstance(value, dict) or "seconds" not in value:
+            continue
+        ratio = f"{value['ratio_to_film']:.2f}" if "ratio_to_film" in value else ""
+        notes = f"re-rendered: {', '.join(value['rendered'])}" if "rendered" in value else ""
+        rows.append(f"{label:<32}{value['seconds']:>10.1f}{ratio:>9}  {notes}")
+    memory = results["peak_memory"]
+    rows.append(f"{'peak memory':<32}{'':>10}{'':>9}  pipeline {memory['pipeline_mb']:.0f} MB, "
+                f"largest worker {memory['largest_worker_mb']:.0f} MB")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--qualities", default="low,high", help="comma-separated qualities to render cold")
+    parser.add_argument("--build", type=Path, default=BUILD_DIR / "bench", help="scratch folder (emptied first)")
+    parser.add_argument("--out", type=Path, default=BUILD_DIR / "bench.json")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="film: %(message)s")
+    results = run(args.qualities.split(","), args.build)
+    write_text_atomic(args.out, json.dumps(results, indent=2) + "\n")
+    print(table(results))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
