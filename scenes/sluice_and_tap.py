@@ -16,7 +16,7 @@ from scenes.style import COMPUTE, HIGHLIGHT, LABEL_SIZE, MEMORY, MUTED, SMALL_SI
 CHIP_AT = LEFT * 1.9 + UP * 0.5
 WALL_AT = RIGHT * 3.9 + UP * 0.35
 TOKENS_AT = LEFT * 5.3 + UP * 0.5
-COUNTERS_AT = RIGHT * 3.35 + DOWN * 2.55
+COUNTERS_AT = RIGHT * 3.3 + DOWN * 2.55
 
 
 def get_stage(scene: BeatScene) -> tuple[VGroup, Chip, WeightsWall]:
