@@ -55,7 +55,8 @@ def run(qualities: list[str], build: Path) -> dict:
     quiet = lambda line: None  # noqa: E731 - progress lines would drown the table
     for quality in qualities:
         folder = build / f"cold-{quality}"
-        timed(f"cold {quality}", lambda: make_film(plan, quality, folder, say=quiet), results, duration)
+        outcome = timed(f"cold {quality}", lambda: make_film(plan, quality, folder, say=quiet), results, duration)
+        results[f"cold {quality}"]["beat_render_ratios"] = outcome.beat_ratios
     last = qualities[-1]
     folder = build / f"cold-{last}"
     timed(f"warm {last} (nothing changed)", lambda: make_film(plan, last, folder, say=quiet), results)
@@ -79,6 +80,9 @@ def table(results: dict) -> str:
             continue
         ratio = f"{value['ratio_to_film']:.2f}" if "ratio_to_film" in value else ""
         notes = f"re-rendered: {', '.join(value['rendered'])}" if "rendered" in value else ""
+        if "beat_render_ratios" in value:
+            slowest = max(value["beat_render_ratios"].items(), key=lambda item: item[1])
+            notes = f"per beat (one core): {min(value['beat_render_ratios'].values()):.2f}-{slowest[1]:.2f}x, slowest {slowest[0]}"
         rows.append(f"{label:<32}{value['seconds']:>10.1f}{ratio:>9}  {notes}")
     memory = results["peak_memory"]
     rows.append(f"{'peak memory':<32}{'':>10}{'':>9}  pipeline {memory['pipeline_mb']:.0f} MB, "

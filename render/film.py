@@ -50,6 +50,7 @@ class FilmResult:
     seconds: float
     rendered: list[str]
     reused: list[str]
+    beat_ratios: dict[str, float]  # each rendered beat's render time over its length (one process each)
 
 
 # -- the beat cache ----------------------------------------------------------------------------------
@@ -149,15 +150,17 @@ def frame_count(video: Path) -> int:
         return -1
 
 
-def render_beat_job(timed_plan_path: str, beat_id: str, quality_name: str, out_path: str, progress) -> list[str]:
-    """In a worker process: render one beat's pictures; return the plan numbers its scene read."""
+def render_beat_job(timed_plan_path: str, beat_id: str, quality_name: str, out_path: str,
+                    progress) -> tuple[list[str], float]:
+    """In a worker process: render one beat's pictures; return the plan values its scene read, and the time."""
+    started = time.perf_counter()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="film: %(message)s")
     timed_plan = beats.load_timed_plan(Path(timed_plan_path))
     from scenes.base import BeatScene
 
     BeatScene.progress = staticmethod(lambda frames, total: progress.put((beat_id, frames, total)))
     beats.render_video(timed_plan, beat_id, beats.quality(quality_name), Path(out_path))
-    return beats.NUMBERS_READ[beat_id]
+    return beats.NUMBERS_READ[beat_id], time.perf_counter() - started
 
 
 # -- the film ----------------------------------------------------------------------------------------
@@ -204,8 +207,9 @@ def make_film(plan: Plan, quality_name: str = "high", build_dir: Path | None = N
     with output_lock(folder):
         narration = make_narration(plan, output_dir(plan, build_dir), cache_dir(build_dir))
         timed_plan = beats.load_timed_plan(narration.timed_plan_path)
-        videos, rendered, reused = render_all_beats(timed_plan, narration.timed_plan_path, q,
-                                                    cache_dir(build_dir), jobs or os.cpu_count() or 1, say)
+        render_seconds: dict[str, float] = {}
+        videos, rendered, reused = render_all_beats(timed_plan, narration.timed_plan_path, q, cache_dir(build_dir),
+                                                    jobs or os.cpu_count() or 1, say, render_seconds)
         film = folder / "film.mp4"
         ordered = [videos[beat["id"]] for beat in timed_plan["beats"]]
         key = film_key(timed_plan, ordered, narration.track)
@@ -223,11 +227,13 @@ def make_film(plan: Plan, quality_name: str = "high", build_dir: Path | None = N
                 (folder / f".{name}.tmp").replace(folder / name)
         poster = make_poster(film, timed_plan, folder / "poster.png")
     return FilmResult(film, folder / "film.srt", folder / "film.vtt", poster, float(probe(film)["format"]["duration"]),
-                      time.perf_counter() - started, rendered, reused)
+                      time.perf_counter() - started, rendered, reused,
+                      {beat["id"]: round(render_seconds[beat["id"]] / (beat["end"] - beat["start"]), 2)
+                       for beat in timed_plan["beats"] if beat["id"] in render_seconds})
 
 
 def render_all_beats(timed_plan: dict, timed_plan_path: Path, q: beats.Quality, cache_folder: Path, jobs: int,
-                     say) -> tuple[dict[str, Path], list[str], list[str]]:
+                     say, render_seconds: dict[str, float]) -> tuple[dict[str, Path], list[str], list[str]]:
     cache = BeatCache(cache_folder)
     videos: dict[str, Path] = {}
     to_render = []
@@ -261,14 +267,15 @@ def render_all_beats(timed_plan: dict, timed_plan_path: Path, q: beats.Quality, 
                 for future in done:
                     beat_id = futures[future]
                     try:
-                        used = future.result()
+                        used, seconds = future.result()
                     except FilmError:
                         raise
                     except Exception as error:  # a scene's own bug: name the beat
                         raise FilmError(f"rendering beat {beat_id!r} failed: {type(error).__name__}: {error}") from error
                     videos[beat_id] = cache.store(timed_plan, beat_id, q, scratch / f"{beat_id}.mp4", used)
+                    render_seconds[beat_id] = seconds
                     states.pop(beat_id, None)
-                    say(f"  done {beat_id} ({len(videos)}/{len(timed_plan['beats'])})")
+                    say(f"  done {beat_id} in {seconds:.1f} s ({len(videos)}/{len(timed_plan['beats'])})")
                 if states and time.monotonic() - last_report > 10:
                     say("  rendering: " + ", ".join(states.values()))
                     last_report = time.monotonic()
