@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -36,11 +37,18 @@ MEASURED_FIELDS = {
     "id": str, "route": str, "provider": str, "precision": str, "model": str,
     "compared_gpu": str, "compared_gpu_is_assumption": bool, "source": str, "prompts": list,
 }
-MEASURED_OPTIONAL = {"measured_on": (str, type(None)), "other_providers": list, "label": str}
+MEASURED_OPTIONAL = {"measured_on": (str, datetime.date, type(None)), "other_providers": list, "label": str,
+                     # written by `film measure`
+                     "endpoint_host": str, "model_reported": str, "runs": int, "tool_version": str,
+                     "definitions": str}
 MEASURED_PROMPT_FIELDS = {
     "prompt_tokens": int, "ttft_seconds": MAYBE_NUMBER, "decode_tokens_per_second": MAYBE_NUMBER,
 }
-MEASURED_PROMPT_OPTIONAL = {"ttft_approximate": bool}
+MEASURED_PROMPT_OPTIONAL = {"ttft_approximate": bool,
+                            # written by `film measure`
+                            "ttft_spread_seconds": list, "decode_spread_tokens_per_second": (list, type(None)),
+                            "inter_token_latency_seconds": (dict, type(None)), "output_tokens": int, "runs": int,
+                            "token_counts": str}
 OTHER_PROVIDER_FIELDS = {
     "provider": (str, type(None)), "precision": str, "decode_tokens_per_second": NUMBER, "source": str,
 }
@@ -180,7 +188,8 @@ def load_measured(path: Path) -> MeasuredDataset:
     for index, entry in enumerate(document["prompts"]):
         what = f"{label}, prompt {index + 1}"
         check_fields(entry, what, MEASURED_PROMPT_FIELDS, MEASURED_PROMPT_OPTIONAL)
-        prompts.append(MeasuredPrompt(**entry))
+        prompts.append(MeasuredPrompt(**{key: entry[key] for key in (*MEASURED_PROMPT_FIELDS, "ttft_approximate")
+                                         if key in entry}))
     if len(prompts) < 2:
         raise FilmError(f"{document.where('prompts')}: {label}: needs at least two prompt lengths, has {len(prompts)}")
     lengths = [prompt.prompt_tokens for prompt in prompts]
@@ -193,7 +202,7 @@ def load_measured(path: Path) -> MeasuredDataset:
     return MeasuredDataset(
         **{key: document[key] for key in MEASURED_FIELDS if key != "prompts"},
         prompts=tuple(prompts),
-        measured_on=document.get("measured_on"),
+        measured_on=str(document["measured_on"]) if document.get("measured_on") is not None else None,
         label=document.get("label"),
         other_providers=tuple(others),
         path=display_path(path),

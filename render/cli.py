@@ -79,6 +79,23 @@ def build_parser() -> argparse.ArgumentParser:
     film.add_argument("--jobs", type=positive_int, help="beats rendered at once (default: the number of cores)")
     film.set_defaults(run=run_film)
 
+    measure = commands.add_parser("measure", help="measure TTFT and decode speed of an OpenAI-compatible endpoint")
+    measure.add_argument("--base-url", required=True, help="the API's base URL, e.g. http://localhost:8000/v1")
+    measure.add_argument("--model", required=True, help="the model name the endpoint serves")
+    measure.add_argument("--api-key-env", help="environment variable holding the API key (never printed)")
+    measure.add_argument("--prompt-tokens", default="34,2081,16361", help="prompt lengths (default: %(default)s)")
+    measure.add_argument("--max-tokens", type=positive_int, default=256, help="tokens to generate (default: %(default)s)")
+    measure.add_argument("--runs", type=positive_int, default=5, help="runs per prompt length (default: %(default)s)")
+    measure.add_argument("--label", help="what this is, e.g. 'CoreWeave, BF16'")
+    measure.add_argument("--provider", help="who serves it (default: the label, or the host)")
+    measure.add_argument("--as-model", help="the catalog model it runs, for the ideal times (default: the storyboard's)")
+    measure.add_argument("--precision", default="bf16", help="its data type, a catalog id (default: %(default)s)")
+    measure.add_argument("--compared-gpu", help="the GPU its timings are compared with (default: the storyboard's)")
+    measure.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default: %(default)s)")
+    measure.add_argument("--max-requests", type=positive_int, default=300, help="cap on requests (default: %(default)s)")
+    measure.add_argument("--out", type=Path, required=True, help="the dataset to write, e.g. data/measured/mine.yaml")
+    measure.set_defaults(run=run_measure)
+
     listing = commands.add_parser("list", help="list the known GPUs, models, data types or measured datasets")
     listing.add_argument("what", choices=("gpus", "models", "dtypes", "measured"))
     listing.set_defaults(run=run_list)
@@ -200,6 +217,38 @@ def run_render(args: argparse.Namespace) -> int:
     else:
         path = beats.make_sheet(narration.timed_plan_path, args.quality, out / "sheet.png")
     print(display_path(path))
+    return 0
+
+
+def run_measure(args: argparse.Namespace) -> int:
+    from render import measure
+
+    try:
+        lengths = [positive_int(part) for part in args.prompt_tokens.split(",")]
+    except argparse.ArgumentTypeError as error:
+        raise FilmError(f"--prompt-tokens {args.prompt_tokens!r}: {error}") from None
+    if lengths != sorted(set(lengths)) or len(lengths) < 2:
+        raise FilmError(f"--prompt-tokens {args.prompt_tokens!r}: give at least two increasing lengths")
+    if args.out.suffix != ".yaml":
+        raise FilmError(f"--out {args.out}: the dataset must be a .yaml file (its name is its id)")
+    catalog = load_catalog(DATA_DIR)
+    defaults = load_storyboard().defaults
+    model = catalog.model(args.as_model or defaults["model"]).id
+    precision = catalog.dtype(args.precision).id
+    gpu = catalog.gpu(args.compared_gpu or defaults["gpu"]).id
+    endpoint = measure.Endpoint(args.base_url, args.model, measure.api_key_from(args.api_key_env),
+                                timeout=args.timeout, max_requests=args.max_requests)
+    print(f"measuring {args.model} at {endpoint.host}: prompts {', '.join(f'{n:,}' for n in lengths)} tokens, "
+          f"{args.runs} runs each, {args.max_tokens} tokens out", flush=True)
+    prompts = measure.measure(endpoint, lengths, args.max_tokens, args.runs,
+                              say=lambda line: print(line, flush=True))
+    data = measure.dataset(args.out.stem, endpoint, prompts, args.label, args.provider, precision, model, gpu, args.runs)
+    measure.write_dataset(args.out, data)
+    print(table(("prompt tokens", "TTFT (median)", "decode tok/s (median)", "runs", "token counts"),
+                [(f"{p['prompt_tokens']:,}", f"{p['ttft_seconds'] * 1000:.1f} ms",
+                  f"{p['decode_tokens_per_second']:.1f}" if p["decode_tokens_per_second"] else "-",
+                  str(p["runs"]), p["token_counts"]) for p in prompts]))
+    print(f"wrote {display_path(args.out)}; use it with make film MEASURED={args.out.stem}")
     return 0
 
 

@@ -41,7 +41,8 @@ class Measured(BeatScene):
 
     def build(self) -> None:
         beat, n = self.beat, self.beat.numbers
-        title = get_title(beat.title, "time to first token: measured against the roofline's ideal prefill")
+        title = get_title(beat.title, "time to first token (request sent → first streamed token) "
+                                      "against the ideal prefill")
         provenance = get_provenance(beat)
         self.enter(title)
         self.at("endpoint", FadeIn(provenance, shift=UP * 0.2), run_time=0.8)
@@ -76,7 +77,7 @@ class CacheRidesAlong(BeatScene):
 
     def build(self) -> None:
         beat, n = self.beat, self.beat.numbers
-        title = get_title(beat.title, "decode speed: measured against the roofline's ceiling")
+        title = get_title(beat.title, "decode rate = 1 ÷ time per output token, against the roofline's ceiling")
         provenance = get_provenance(beat)
         self.enter(title, provenance)
 

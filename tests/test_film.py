@@ -37,7 +37,7 @@ def test_the_film_has_its_streams_length_and_chapters(first, build):
     info = probe(result.film)
     kinds = {stream["codec_type"]: stream for stream in info["streams"] if stream["codec_type"] in ("video", "audio")}
     assert kinds["video"]["codec_name"] == "h264" and kinds["video"]["pix_fmt"] == "yuv420p"
-    assert kinds["video"]["r_frame_rate"] == "5/1" and kinds["video"]["width"] == 256
+    assert kinds["video"]["r_frame_rate"] == "3/1" and kinds["video"]["width"] == 854
     assert kinds["audio"]["codec_name"] == "aac" and kinds["audio"]["sample_rate"] == "48000"
     assert float(info["format"]["duration"]) == pytest.approx(154.0, abs=0.2)
     assert [chapter["tags"]["title"] for chapter in info["chapters"]] == [

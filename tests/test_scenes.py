@@ -59,7 +59,7 @@ def test_every_beat_renders_for_another_gpu_and_model(other_choice, beat_id, tmp
     video = beats.render_video(json.loads(other_choice.timed_plan_path.read_text()), beat_id,
                                beats.QUALITIES["tiny"], tmp_path / f"{beat_id}.mp4")
     beat = other_choice.timed_plan.beat(beat_id)
-    assert int(video_info(video)["video"]["nb_read_frames"]) == round((beat.end - beat.start) * 5)
+    assert int(video_info(video)["video"]["nb_read_frames"]) == round((beat.end - beat.start) * beats.QUALITIES["tiny"].fps)
     assert beats.SAFE_AREA_REPORT[beat_id] == [], "drawn outside the 5% safe margin"
 
 

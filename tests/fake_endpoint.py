@@ -1,0 +1,85 @@
+"""A real HTTP server on the loopback interface that streams chat-completion chunks like an
+OpenAI-compatible endpoint, with configured delays and failure modes (for `film measure`)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+TEMPLATE_TOKENS = 7  # a chat template's own tokens, which prompt calibration has to absorb
+
+
+class FakeEndpoint:
+    def __init__(self, first_delay=0.2, token_delay=0.01, tokens=20, usage=True, mode="ok", rate_limited=0,
+                 retry_after="0.1"):
+        self.first_delay, self.token_delay, self.tokens = first_delay, token_delay, tokens
+        self.usage, self.mode, self.rate_limited, self.retry_after = usage, mode, rate_limited, retry_after
+        self.authorizations: list[str | None] = []
+        self.requests = 0
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                endpoint.requests += 1
+                endpoint.authorizations.append(self.headers.get("Authorization"))
+                request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if endpoint.rate_limited > 0:
+                    endpoint.rate_limited -= 1
+                    self.send_response(429)
+                    self.send_header("Retry-After", endpoint.retry_after)
+                    self.end_headers()
+                    return
+                if endpoint.mode == "http500":
+                    self.send_response(500)
+                    self.end_headers()
+                    self.wfile.write(b'{"error": "model overloaded"}')
+                    return
+                if endpoint.mode == "hang":
+                    time.sleep(3)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                prompt_tokens = len(request["messages"][0]["content"].split()) + TEMPLATE_TOKENS
+                count = min(endpoint.tokens, request["max_tokens"])
+                time.sleep(endpoint.first_delay)
+                for index in range(count):
+                    if index:
+                        time.sleep(endpoint.token_delay)
+                    if endpoint.mode == "malformed" and index == 2:
+                        self.send("data: {not json")
+                        return
+                    self.send("data: " + json.dumps({"model": "served/model",
+                                                     "choices": [{"delta": {"content": f"tok{index} "}}]}))
+                if endpoint.mode == "no-done":
+                    return
+                if endpoint.usage:
+                    self.send("data: " + json.dumps({"choices": [], "usage": {
+                        "prompt_tokens": prompt_tokens, "completion_tokens": count}}))
+                self.send("data: [DONE]")
+
+            def send(self, line: str):
+                self.wfile.write((line + "\n\n").encode())
+                self.wfile.flush()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,133 @@
+"""`film measure` against a real loopback server with configured delays and failures."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from render import formatting as fmt
+from render.catalog import load_measured
+from render.errors import FilmError
+from render.measure import Endpoint, measure
+from render.plan import resolve_plan
+
+from conftest import ROOT
+from fake_endpoint import TEMPLATE_TOKENS, FakeEndpoint
+
+
+def quiet(line):
+    pass
+
+
+def test_ttft_and_tpot_match_the_servers_delays():
+    with FakeEndpoint(first_delay=0.25, token_delay=0.02, tokens=30) as server:
+        results = measure(Endpoint(server.url, "m"), [40, 400], max_tokens=64, runs=3, say=quiet)
+    for entry, wanted in zip(results, (40, 400)):
+        assert entry["ttft_seconds"] == pytest.approx(0.25, abs=0.06)
+        assert entry["decode_tokens_per_second"] == pytest.approx(50, rel=0.2)      # 1 / 20 ms
+        assert entry["inter_token_latency_seconds"]["p50"] == pytest.approx(0.02, abs=0.008)
+        assert abs(entry["prompt_tokens"] - wanted) <= max(1, wanted * 0.01)       # calibrated within 1%
+        assert entry["token_counts"] == "usage" and entry["runs"] == 3 and entry["output_tokens"] == 30
+
+
+def test_without_usage_the_counts_are_flagged_approximate():
+    with FakeEndpoint(usage=False, tokens=10, first_delay=0.05) as server:
+        results = measure(Endpoint(server.url, "m"), [30, 60], max_tokens=16, runs=2, say=quiet)
+    assert all(entry["token_counts"] == "approximate (chunks counted)" for entry in results)
+    assert [entry["prompt_tokens"] for entry in results] == [30, 60]
+
+
+@pytest.mark.parametrize("mode, message", [
+    ("http500", "HTTP 500 Internal Server Error: {\"error\": \"model overloaded\"}"),
+    ("malformed", "malformed stream: a chunk that is not JSON"),
+    ("no-done", "the stream ended without [DONE] (truncated)"),
+])
+def test_each_failure_mode_has_its_message_and_nothing_is_averaged(mode, message):
+    with FakeEndpoint(mode=mode, first_delay=0.01) as server:
+        with pytest.raises(FilmError) as error:
+            measure(Endpoint(server.url, "m"), [30, 60], max_tokens=8, runs=2, say=quiet)
+    assert message in str(error.value) and "Nothing was written" in str(error.value) \
+        or message in str(error.value) and "nothing was written" in str(error.value)
+
+
+def test_a_timeout_is_reported():
+    with FakeEndpoint(mode="hang") as server:
+        with pytest.raises(FilmError, match=r"no answer within 0.5 s \(--timeout\)"):
+            measure(Endpoint(server.url, "m", timeout=0.5), [30, 60], max_tokens=8, runs=1, say=quiet)
+
+
+def test_a_refused_connection_is_reported():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(FilmError, match=rf"cannot connect to 127.0.0.1:{port}"):
+        measure(Endpoint(f"http://127.0.0.1:{port}/v1", "m", timeout=2), [30, 60], max_tokens=8, runs=1, say=quiet)
+
+
+def test_429_is_retried_after_retry_after():
+    with FakeEndpoint(rate_limited=2, retry_after="0.2", first_delay=0.01) as server:
+        results = measure(Endpoint(server.url, "m"), [30, 60], max_tokens=8, runs=1, say=quiet)
+    assert len(results) == 2
+
+
+def test_429_with_a_long_retry_after_gives_up():
+    with FakeEndpoint(rate_limited=99, retry_after="100") as server:
+        with pytest.raises(FilmError, match="Retry-After 100 s is longer than 30 s"):
+            measure(Endpoint(server.url, "m"), [30, 60], max_tokens=8, runs=1, say=quiet)
+
+
+def test_the_request_cap_bounds_the_run():
+    with FakeEndpoint(first_delay=0.01) as server:
+        with pytest.raises(FilmError, match=r"stopped after 3 requests \(--max-requests\)"):
+            measure(Endpoint(server.url, "m", max_requests=3), [30, 60], max_tokens=8, runs=3, say=quiet)
+
+
+def run_measure_cli(url: str, out, extra_env=None, *args) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(extra_env or {})}
+    return subprocess.run([sys.executable, "-m", "render.cli", "measure", "--base-url", url, "--model", "m",
+                           "--prompt-tokens", "34,2081", "--runs", "2", "--max-tokens", "12", "--label", "test rig",
+                           "--out", str(out), *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_the_api_key_is_sent_but_never_shown_or_written(tmp_path):
+    secret = "sk-test-5ecret-value-0123456789"
+    with FakeEndpoint(first_delay=0.05, token_delay=0.005, tokens=12) as server:
+        result = run_measure_cli(server.url, tmp_path / "rig.yaml", {"RIG_KEY": secret}, "--api-key-env", "RIG_KEY")
+        assert result.returncode == 0, result.stderr
+        assert set(server.authorizations) == {f"Bearer {secret}"}
+    written = (tmp_path / "rig.yaml").read_text()
+    assert secret not in written and secret not in result.stdout and secret not in result.stderr
+    with FakeEndpoint(mode="http500") as server:
+        failed = run_measure_cli(server.url, tmp_path / "bad.yaml", {"RIG_KEY": secret}, "--api-key-env", "RIG_KEY")
+    assert failed.returncode == 1 and secret not in failed.stderr + failed.stdout
+    assert not (tmp_path / "bad.yaml").exists()
+
+
+def test_a_missing_key_variable_is_refused(tmp_path):
+    result = run_measure_cli("http://127.0.0.1:9/v1", tmp_path / "x.yaml", {}, "--api-key-env", "NO_SUCH_VAR_HERE")
+    assert result.returncode == 1 and "--api-key-env NO_SUCH_VAR_HERE: that environment variable is empty" in result.stderr
+
+
+def test_the_written_dataset_loads_into_the_plan_and_changes_the_measured_beats(tmp_path, data_copy):
+    data = data_copy("gpus.yaml")
+    out = data / "measured" / "rig.yaml"
+    with FakeEndpoint(first_delay=0.45, token_delay=0.01, tokens=12) as server:
+        result = run_measure_cli(server.url, out)
+    assert result.returncode == 0, result.stderr
+    assert "use it with make film MEASURED=rig" in result.stdout
+    dataset = load_measured(out)
+    assert dataset.provider == "test rig" and dataset.compared_gpu_is_assumption
+    raw = yaml.safe_load(out.read_text())
+    assert raw["model_reported"] == "served/model" and raw["runs"] == 2 and raw["endpoint_host"].startswith("127.0.0.1")
+    plan = resolve_plan(data_dir=data, measured="rig")
+    narration = plan.beat("measured").narration
+    assert narration != resolve_plan().beat("measured").narration
+    assert f"after {fmt.seconds(dataset.prompts[0].ttft_seconds)} for a short prompt" in narration
+    assert "on test rig" in narration
+    assert plan.beat("cache-rides-along").narration.startswith(
+        f"Decode ran at {fmt.integer(dataset.prompts[0].decode_tokens_per_second)} tokens a second")
