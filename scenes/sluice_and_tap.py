@@ -30,6 +30,14 @@ def get_stage(scene: BeatScene) -> tuple[VGroup, Chip, WeightsWall]:
     return title, chip, wall
 
 
+def enter_stage(scene: BeatScene) -> tuple[Chip, WeightsWall, Arrow]:
+    """Both beats open the same way: the title, the chip, the wall and the bus between them fade in."""
+    title, chip, wall = get_stage(scene)
+    link = get_link(chip, wall)
+    scene.enter(title, chip, wall, link)
+    return chip, wall, link
+
+
 def get_counter_row(*counters: Counter) -> VGroup:
     """Counters side by side under the wall (two per row when there are more than two)."""
     row = VGroup(*counters)
@@ -50,9 +58,7 @@ class Prefill(BeatScene):
 
     def build(self) -> None:
         n = self.beat.numbers
-        title, chip, wall = get_stage(self)
-        link = get_link(chip, wall)
-        self.enter(title, chip, wall, link)
+        chip, wall, link = enter_stage(self)
 
         tokens = VGroup(*[Square(0.16, stroke_width=0, fill_color=COMPUTE, fill_opacity=0.9) for _ in range(40)])
         tokens.arrange_in_grid(8, 5, buff=0.06).move_to(TOKENS_AT)
@@ -92,9 +98,7 @@ class Decode(BeatScene):
 
     def build(self) -> None:
         n = self.beat.numbers
-        title, chip, wall = get_stage(self)
-        link = get_link(chip, wall)
-        self.enter(title, chip, wall, link)
+        chip, wall, link = enter_stage(self)
 
         drop_start = chip.package.get_top() + UP * 1.0
         read = Counter("bytes read per token", lambda v: fmt.gigabytes(v, short=True), color=MEMORY)
