@@ -169,7 +169,7 @@ def render_still(timed_plan_path: Path, beat_id: str, at: float, quality_name: s
 def make_sheet(timed_plan_path: Path, quality_name: str, out_path: Path) -> Path:
     """`make sheet`: three frames of every beat (just after it starts, its middle, just before it
     ends), each labelled with the beat's title and film time, on one PNG."""
-    from PIL import Image, ImageDraw, ImageFont
+    from PIL import Image, ImageDraw
 
     timed_plan = load_timed_plan(timed_plan_path)
     work = Path(tempfile.mkdtemp(prefix="sheet-", dir=out_path.parent))

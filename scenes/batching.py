@@ -8,9 +8,9 @@ from manim import DOWN, LEFT, RIGHT, UP, FadeIn, FadeOut, LaggedStart, Rectangle
 
 from render import formatting as fmt
 from scenes.base import BeatScene
-from scenes.helpers import Counter, RooflineChart, WeightsWall, get_caption, get_pill, get_text, get_title
+from scenes.helpers import Counter, RooflineChart, WeightsWall, get_caption, get_text, get_title
 from scenes.roofline import axis_ranges
-from scenes.style import SAFE_LEFT, COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE
+from scenes.style import SAFE_LEFT, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE
 
 WALL_WIDTH, WALL_HEIGHT = 2.8, 2.4
 

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from manim import (DOWN, LEFT, RIGHT, UL, UP, Animation, AnimationGroup, Create, DashedLine, Dot, FadeIn, FadeOut,
+from manim import (DOWN, LEFT, RIGHT, UL, UP, Animation, AnimationGroup, DashedLine, Dot, FadeIn, FadeOut,
                    Line, Rectangle, RoundedRectangle, Square, Succession, Text, ValueTracker, VGroup, always_redraw,
                    interpolate_color, ManimColor)
 
@@ -321,4 +321,3 @@ def blend(color_a: str, color_b: str, share: float) -> ManimColor:
     return interpolate_color(ManimColor(color_a), ManimColor(color_b), share)
 
 
-__all__ = [name for name in dir() if not name.startswith("_")]

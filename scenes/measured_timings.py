@@ -6,7 +6,7 @@ provenance stays on screen while its numbers are.
 
 from __future__ import annotations
 
-from manim import DOWN, LEFT, RIGHT, UP, Brace, DashedLine, FadeIn, GrowFromEdge, Rectangle, VGroup, Write
+from manim import DOWN, LEFT, RIGHT, UP, DashedLine, FadeIn, GrowFromEdge, Rectangle, VGroup, Write
 
 from render import formatting as fmt
 from scenes.base import BeatScene

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Create, FadeIn, FadeOut, Indicate, Rectangle,
+from manim import (DOWN, LEFT, RIGHT, UP, Create, FadeIn, FadeOut, Indicate, Rectangle,
                    ReplacementTransform, VGroup, Write)
 
 from render import formatting as fmt

@@ -5,7 +5,7 @@ Both beats share one layout, so the chip and the weights wall stay where they ar
 
 from __future__ import annotations
 
-from manim import (Indicate, DOWN, LEFT, RIGHT, UP, AnimationGroup, Arrow, FadeIn, FadeOut, Rectangle, Square, Succession,
+from manim import (Indicate, DOWN, LEFT, RIGHT, UP, Arrow, FadeIn, FadeOut, Rectangle, Square, Succession,
                    VGroup, Write, rate_functions)
 
 from render import formatting as fmt

@@ -11,7 +11,7 @@ from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Create, FadeIn, FadeOu
 
 from render import formatting as fmt
 from scenes.base import BeatScene
-from scenes.helpers import BudgetCard, Chip, WeightsWall, get_pill, get_text, get_title
+from scenes.helpers import BudgetCard, Chip, WeightsWall, get_text, get_title
 from scenes.style import (BODY_SIZE, COMPUTE, HIGHLIGHT, LABEL_SIZE, MEMORY, MUTED, PANEL, SMALL_SIZE, TEXT,
                           TITLE_SIZE)
 
@@ -110,7 +110,7 @@ class TwoBudgets(BeatScene):
         self.enter(title)
         ttft = BudgetCard("Time to first token", "answers to arithmetic (and attention)", COMPUTE)
         tps = BudgetCard("Tokens per second", "answers to memory bandwidth", MEMORY)
-        cards = VGroup(ttft, tps).arrange(RIGHT, buff=0.6).move_to(DOWN * 0.45)
+        VGroup(ttft, tps).arrange(RIGHT, buff=0.6).move_to(DOWN * 0.45)  # place the cards side by side
         self.at("budgets", FadeIn(ttft.box), FadeIn(tps.box), FadeIn(ttft.submobjects[1]), FadeIn(tps.submobjects[1]),
                 run_time=0.8)
 

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import fcntl
-import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,7 +14,7 @@ from render.errors import FilmError
 from render.film import make_film, probe
 from render.plan import resolve_plan
 
-from conftest import ROOT, run_film
+from conftest import run_film
 
 
 @pytest.fixture(scope="module")

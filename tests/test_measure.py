@@ -17,7 +17,7 @@ from render.measure import Endpoint, measure
 from render.plan import resolve_plan
 
 from conftest import ROOT
-from fake_endpoint import TEMPLATE_TOKENS, FakeEndpoint
+from fake_endpoint import FakeEndpoint
 
 
 def quiet(line):
