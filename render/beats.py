@@ -16,6 +16,7 @@ from pathlib import Path
 
 from render import audio
 from render.errors import FilmError
+from render.formatting import timestamp
 
 log = logging.getLogger("film")
 
@@ -192,7 +193,7 @@ def make_sheet(timed_plan_path: Path, quality_name: str, out_path: Path) -> Path
             for column, (at, image) in enumerate(zip(times, images)):
                 left = gap + column * (width + gap)
                 film_time = beat["start"] + at
-                label = f"{beat['title']}  ·  {int(film_time // 60)}:{film_time % 60:05.2f}  (+{at:.1f} s)"
+                label = f"{beat['title']}  ·  {timestamp(film_time)}  (+{at:.1f} s)"
                 draw.text((left + 4, top + label_height * 0.15), label, fill="#e9edf3", font=font)
                 sheet.paste(image, (left, top + label_height))
         temporary = out_path.with_name(f".{out_path.name}.tmp.png")

@@ -217,6 +217,12 @@ def faster(ratio: float) -> str:
     return "twice as fast" if words == "twice" else f"{words} faster"
 
 
+def timestamp(seconds: float) -> str:
+    """Film time as the transcript writes it: 74.0 -> '1:14', 74.5 -> '1:14.50'."""
+    minutes, secs = divmod(seconds, 60)
+    return f"{int(minutes)}:{secs:05.2f}".replace(".00", "")
+
+
 def with_article(thing) -> str:
     """'an H100', 'a B200': the article comes from how the name is spoken (in the data)."""
     return f"{thing.article} {thing.short_name}"

@@ -22,6 +22,7 @@ import numpy as np
 from render import audio
 from render.atomic import write_text_atomic
 from render.errors import FilmError
+from render.formatting import timestamp
 from render.plan import Plan, PlannedBeat
 from render.pronunciation import spoken_form
 from render.speech import RECORDED, SpeechCache, SpeechEngine, get_engine, parse_voice
@@ -365,15 +366,12 @@ def fit_table(timed: TimedPlan) -> str:
     """Each beat's slot, speech length, headroom and tempo."""
     rows = [f"{'beat':<19}{'slot':>13}{'speech':>9}{'headroom':>10}{'tempo':>7}  voice"]
     for beat in timed.beats:
-        slot = f"{format_time(beat.start)}-{format_time(beat.end)}"
+        slot = f"{timestamp(beat.start)}-{timestamp(beat.end)}"
         tempo = "-" if abs(beat.tempo - 1) < 1e-9 else f"{beat.tempo:.3f}"
         rows.append(f"{beat.id:<19}{slot:>13}{beat.speech_seconds:>8.2f}s{beat.headroom:>9.2f}s{tempo:>7}  {beat.source}")
     return "\n".join(rows)
 
 
-def format_time(seconds: float) -> str:
-    minutes, secs = divmod(seconds, 60)
-    return f"{int(minutes)}:{secs:05.2f}"
 
 
 __all__ = ["BeatNarration", "TimedPlan", "make_narration", "fit_table", "TextUnit"]

@@ -309,6 +309,7 @@ def film_numbers(gpu: Gpu, model: Model, dtype: DataType, compare_gpu: Gpu, cata
         "batch_size": batch,
         "batch_context_tokens": context,
         "batch_kv_bytes": batch * rl.kv_cache_bytes(model, dtype, context),
+        "batch_kv_ratio": batch * rl.kv_cache_bytes(model, dtype, context) / rl.weight_bytes(model, dtype),
         "batch_step_bytes": batched.step.bytes,
         "batch_step_seconds": batched.seconds,
         "batch_tokens_per_second": batch / batched.seconds,
@@ -343,13 +344,20 @@ def film_numbers(gpu: Gpu, model: Model, dtype: DataType, compare_gpu: Gpu, cata
         quantised = catalog.dtype(lever)
         numbers[f"{lever}_weight_bytes"] = rl.weight_bytes(model, quantised)
         numbers[f"{lever}_decode_tokens_per_second"] = rl.decode_tokens_per_second(gpu, model, quantised)
+        numbers[f"{lever}_decode_speedup"] = numbers[f"{lever}_decode_tokens_per_second"] / numbers["decode_tokens_per_second"]
     return numbers
+
+
+def measured_roles(dataset: MeasuredDataset) -> tuple[MeasuredPrompt, MeasuredPrompt | None, MeasuredPrompt]:
+    """The shortest, the middle (when there are three or more and it has a TTFT) and the longest prompt."""
+    prompts = dataset.prompts
+    middle = prompts[len(prompts) // 2] if len(prompts) > 2 else None
+    return prompts[0], middle if middle is not None and middle.ttft_seconds is not None else None, prompts[-1]
 
 
 def measured_numbers(dataset: MeasuredDataset, gpu: Gpu, model: Model, dtype: DataType) -> dict:
     """The measured beats' numbers: the dataset's own figures beside its model's roofline on its GPU."""
-    short, long = dataset.prompts[0], dataset.prompts[-1]
-    medium = dataset.prompts[len(dataset.prompts) // 2] if len(dataset.prompts) > 2 else None
+    short, medium, long = measured_roles(dataset)
     for role, prompt in (("shortest", short), ("longest", long)):
         missing = [name for name in ("ttft_seconds", "decode_tokens_per_second") if getattr(prompt, name) is None]
         if missing:
@@ -358,8 +366,6 @@ def measured_numbers(dataset: MeasuredDataset, gpu: Gpu, model: Model, dtype: Da
                 f"{' or '.join(missing)}; the measured beats need the TTFT and decode rate of the "
                 f"shortest and the longest prompt"
             )
-    if medium is not None and medium.ttft_seconds is None:
-        medium = None
 
     ceiling = rl.decode_tokens_per_second(gpu, model, dtype)
     weights = rl.weight_bytes(model, dtype)
@@ -413,13 +419,12 @@ def template_context(numbers: dict, gpu: Gpu, model: Model, dtype: DataType, com
                      comparison: dict, dataset: MeasuredDataset, measured_model: Model,
                      measured_gpu: Gpu, measured_dtype: DataType) -> dict:
     """What a narration template may name: the numbers, and the objects it describes."""
-    prompts = dataset.prompts
-    medium = prompts[len(prompts) // 2] if len(prompts) > 2 and prompts[len(prompts) // 2].ttft_seconds is not None else None
+    short, medium, long = measured_roles(dataset)
     measured = {
         "id": dataset.id, "provider": dataset.provider, "route": dataset.route,
         "model": measured_model, "gpu": measured_gpu, "precision": measured_dtype,
         "gpu_is_assumption": dataset.compared_gpu_is_assumption,
-        "short": prompts[0], "medium": medium, "long": prompts[-1],
+        "short": short, "medium": medium, "long": long,
     }
     return {**numbers, "gpu": gpu, "model": model, "dtype": dtype, "compare_gpu": compare_gpu,
             "comparison": comparison, "measured": measured}

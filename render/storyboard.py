@@ -8,6 +8,7 @@ from pathlib import Path
 
 from render.catalog import PROJECT_ROOT
 from render.errors import FilmError, unknown_name_error
+from render.formatting import timestamp as format_timestamp
 from render.templating import compile_template
 from render.yamlio import YamlMap, check_fields, display_path, load_yaml
 
@@ -162,6 +163,3 @@ def check_narration(narration: YamlMap) -> None:
                             f"not {narration[key]}")
 
 
-def format_timestamp(seconds: float) -> str:
-    minutes, secs = divmod(seconds, 60)
-    return f"{int(minutes)}:{secs:05.2f}".replace(".00", "")

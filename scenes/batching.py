@@ -21,7 +21,7 @@ def get_kv_block(beat, wall: WeightsWall) -> VGroup:
     users = int(n["batch_size"])
     columns = min(users, 16)
     rows = math.ceil(users / columns)
-    share = n["batch_kv_bytes"] / n["weight_bytes"]  # the cache beside the weights it rides along with
+    share = n["batch_kv_ratio"]  # the cache beside the weights it rides along with
     block_height = WALL_HEIGHT * 0.9
     stack_width = 0.9 / columns
     stack_height = max(0.02, share * WALL_WIDTH * WALL_HEIGHT / users / stack_width)

@@ -38,7 +38,7 @@ def get_roofline(beat) -> RooflineChart:
 
 def intensity_label(ops_per_byte: float) -> str:
     """The intensity as the narration rounds it (two significant figures), in op/byte."""
-    return fmt.ops_per_byte(float(fmt.approx(ops_per_byte).replace(",", "")), short=True)
+    return fmt.ops_per_byte(fmt.significant(ops_per_byte, 2), short=True)
 
 
 def gpu_badge(name: str, ridge: float, chart: RooflineChart) -> VGroup:

@@ -126,7 +126,7 @@ class TwoBudgets(BeatScene):
             tps.lever("bandwidth", f"{fmt.bandwidth(n['memory_bandwidth'], short=True)} → "
                                    f"{fmt.tokens_per_second(n['decode_tokens_per_second'], short=True)}"),
             tps.lever("quantisation", f"INT8 weights → {fmt.tokens_per_second(n['int8_decode_tokens_per_second'], short=True)}"
-                                      f" ({fmt.times(n['int8_decode_tokens_per_second'] / n['decode_tokens_per_second'], short=True)})"),
+                                      f" ({fmt.times(n['int8_decode_speedup'], short=True)})"),
             tps.lever("batching", f"{fmt.count(n['batch_size'])} users → "
                                   f"{fmt.tokens_per_second(n['batch_tokens_per_second'], short=True)}"),
         ]
