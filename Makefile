@@ -21,10 +21,10 @@ RENDER_CHOICES := $(VOICE_CHOICES) --quality $(QUALITY)
 .PHONY: setup setup-film test plan roofline narration scene still sheet film preview bench clean
 
 setup:
-	@$(PYTHON) render/bootstrap.py test
+	@$(PYTHON) render/tools/bootstrap.py test
 
 setup-film:
-	@$(PYTHON) render/bootstrap.py film
+	@$(PYTHON) render/tools/bootstrap.py film
 
 test: setup
 	@$(VENV)/bin/python -m pytest
@@ -58,7 +58,7 @@ preview: setup-film
 	@$(FILM) film $(FILM_CHOICES) --quality low
 
 bench: setup-film
-	@$(VENV)/bin/python -m render.bench
+	@$(VENV)/bin/python -m render.tools.bench
 
 clean:
 	rm -rf $(BUILD)

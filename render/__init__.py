@@ -1,3 +1,12 @@
-"""The film pipeline: data and storyboard -> resolved plan -> narration and beats -> film."""
+"""The film pipeline, by stage (each imports only the ones before it):
+
+    specs/   data/ loaded and checked; the roofline maths
+    plan/    the storyboard resolved for one choice into the typed plan
+    voice/   the narration: speech fitted to the beats, the timed plan, the track, subtitles
+    video/   the beats rendered from the timed plan (scenes/), cached, joined into the film
+    tools/   setup, make bench, film measure
+
+beside errors.py, files.py, formatting.py and media.py, which every stage shares, and cli.py.
+"""
 
 __version__ = "0.1.0"

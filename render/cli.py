@@ -1,4 +1,11 @@
-"""The `film` command: resolve the plan, query the roofline, list what the data knows."""
+"""The `film` command: every stage from the command line (make's targets call it).
+
+    plan, roofline, list     the plan stage and the data (no rendering)
+    narration                the voice stage: track, subtitles, timed plan
+    scene, still, sheet      one beat, one frame, a contact sheet
+    film                     the whole film
+    measure                  a measured dataset from a live endpoint
+"""
 
 from __future__ import annotations
 
@@ -9,14 +16,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from render import __version__, formatting as fmt, roofline as rl
-from render.atomic import write_text_atomic
-from render.catalog import DATA_DIR, load_catalog
+from render import __version__, formatting as fmt
 from render.errors import FilmError
-from render.paths import BUILD_DIR, cache_dir, output_dir
-from render.plan import resolve_plan
-from render.yamlio import display_path
-from render.storyboard import STORYBOARD_PATH, format_timestamp, load_storyboard
+from render.files import BUILD_DIR, DATA_DIR, STORYBOARD_PATH, cache_dir, output_dir, write_atomic
+from render.formatting import timestamp as format_timestamp
+from render.plan.resolve import resolve_choice, resolve_plan
+from render.plan.storyboard import load_storyboard
+from render.specs import roofline as rl
+from render.specs.catalog import load_catalog
+from render.specs.yamlio import display_path
 
 log = logging.getLogger("film")
 
@@ -89,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--label", help="what this is, e.g. 'CoreWeave, BF16'")
     measure.add_argument("--provider", help="who serves it (default: the label, or the host)")
     measure.add_argument("--as-model", help="the catalog model it runs, for the ideal times (default: the storyboard's)")
-    measure.add_argument("--precision", default="bf16", help="its data type, a catalog id (default: %(default)s)")
+    measure.add_argument("--precision", help="its data type, a catalog id (default: the storyboard's)")
     measure.add_argument("--compared-gpu", help="the GPU its timings are compared with (default: the storyboard's)")
     measure.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default: %(default)s)")
     measure.add_argument("--max-requests", type=positive_int, default=300, help="cap on requests (default: %(default)s)")
@@ -144,22 +152,33 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def choice_of(args: argparse.Namespace):
+    """The GPU, model and data type a command names, with the storyboard's defaults."""
+    storyboard = load_storyboard(getattr(args, "storyboard", STORYBOARD_PATH))
+    return resolve_choice(load_catalog(DATA_DIR), storyboard, args.gpu, args.model, args.dtype), storyboard
+
+
+def out_dir_of(plan, args: argparse.Namespace) -> Path:
+    return output_dir(plan.choice.name, plan.choice.is_default, args.build)
+
+
 def run_plan(args: argparse.Namespace) -> int:
     plan = plan_from(args)
-    log.info("resolved %s for %s, %s, %s (%d beats, %s)", plan.title, plan.gpu.id, plan.model.id,
-             plan.dtype.id, len(plan.beats), format_timestamp(plan.duration))
+    choice = plan.choice
+    log.info("resolved %s for %s, %s, %s (%d beats, %s)", plan.title, choice.gpu.id, choice.model.id,
+             choice.dtype.id, len(plan.beats), format_timestamp(plan.duration))
     for note in plan.notes:
         log.info("note: %s", note)
     if args.out:
-        write_text_atomic(args.out, plan.to_json() + "\n")
+        write_atomic(args.out, plan.to_json() + "\n")
         log.info("wrote %s", args.out)
     if args.json:
         print(plan.to_json())
         return 0
     if args.out:
         return 0
-    print(f"{plan.title}: {plan.gpu.name}, {plan.model.name}, {plan.dtype.name} "
-          f"(compared with {plan.compare_gpu.name}; measured: {plan.measured.id})")
+    print(f"{plan.title}: {choice.gpu.name}, {choice.model.name}, {choice.dtype.name} "
+          f"(compared with {choice.compare_gpu.name}; measured: {choice.measured_id})")
     for beat in plan.beats:
         print(f"\n{format_timestamp(beat.start)}-{format_timestamp(beat.end)}  {beat.title}  [{beat.scene}]")
         print(f"  {beat.narration}")
@@ -169,13 +188,12 @@ def run_plan(args: argparse.Namespace) -> int:
 
 
 def run_narration(args: argparse.Namespace) -> int:
-    from render.narration import fit_table, make_narration
+    from render.voice.narration import fit_table, make_narration
 
     plan = plan_from(args)
-    out = output_dir(plan, args.build)
-    log.info("narrating %s for %s, %s, %s with %s", plan.title, *plan.choice, plan.narration["voice"])
-    result = make_narration(plan, out, cache_dir(args.build))
-    print(fit_table(result.timed_plan))
+    log.info("narrating %s for %s with %s", plan.title, plan.choice.name, plan.narration.voice)
+    result = make_narration(plan, out_dir_of(plan, args), cache_dir(args.build))
+    print(fit_table(result.plan))
     cache_line = (f"speech cache: {result.synthesised} clips synthesised, {result.reused} reused"
                   + (f", {result.repaired} damaged ones regenerated" if result.repaired else ""))
     print(cache_line if result.synthesised else f"{cache_line}: nothing to synthesise")
@@ -185,12 +203,12 @@ def run_narration(args: argparse.Namespace) -> int:
 
 
 def run_film(args: argparse.Namespace) -> int:
-    from render import beats
-    from render.film import make_film
+    from render.video import beats
+    from render.video.film import make_film
 
     beats.quality(args.quality)
     plan = plan_from(args)
-    log.info("making %s for %s, %s, %s at %s quality", plan.title, *plan.choice, args.quality)
+    log.info("making %s for %s at %s quality", plan.title, plan.choice.name, args.quality)
     result = make_film(plan, args.quality, args.build, args.jobs, say=lambda line: print(line, flush=True))
     print(f"subtitles: {display_path(result.srt)}, {display_path(result.vtt)}; poster: {display_path(result.poster)}")
     print(f"duration {result.duration:.3f} s; made in {result.seconds:.1f} s "
@@ -201,27 +219,28 @@ def run_film(args: argparse.Namespace) -> int:
 
 def run_render(args: argparse.Namespace) -> int:
     """scene, still and sheet: resolve, narrate (cached), then render from the timed plan."""
-    from render import beats
-    from render.narration import make_narration
+    from render.video import beats
+    from render.voice.narration import make_narration
 
     beats.quality(args.quality)  # an unknown quality fails before anything is done
     plan = plan_from(args)
     if args.command != "sheet":
-        beats.beat_entry(plan.to_dict(), args.beat)
-    out = output_dir(plan, args.build)
+        plan.beat(args.beat)  # so is an unknown beat
+    out = out_dir_of(plan, args)
     narration = make_narration(plan, out, cache_dir(args.build))
+    timed = narration.plan
     if args.command == "scene":
-        path = beats.render_beat(narration.timed_plan_path, narration.track, args.beat, args.quality, out / "beats")
+        path = beats.render_beat(timed, narration.track, args.beat, args.quality, out / "beats").video
     elif args.command == "still":
-        path = beats.render_still(narration.timed_plan_path, args.beat, args.at, args.quality, out / "stills")
+        path = beats.render_still(timed, args.beat, args.at, args.quality, out / "stills")
     else:
-        path = beats.make_sheet(narration.timed_plan_path, args.quality, out / "sheet.png")
+        path = beats.make_sheet(timed, args.quality, out / "sheet.png")
     print(display_path(path))
     return 0
 
 
 def run_measure(args: argparse.Namespace) -> int:
-    from render import measure
+    from render.tools import measure
 
     try:
         lengths = [positive_int(part) for part in args.prompt_tokens.split(",")]
@@ -231,11 +250,9 @@ def run_measure(args: argparse.Namespace) -> int:
         raise FilmError(f"--prompt-tokens {args.prompt_tokens!r}: give at least two increasing lengths")
     if args.out.suffix != ".yaml":
         raise FilmError(f"--out {args.out}: the dataset must be a .yaml file (its name is its id)")
-    catalog = load_catalog(DATA_DIR)
-    defaults = load_storyboard().defaults
-    model = catalog.model(args.as_model or defaults["model"]).id
-    precision = catalog.dtype(args.precision).id
-    gpu = catalog.gpu(args.compared_gpu or defaults["gpu"]).id
+    choice = resolve_choice(load_catalog(DATA_DIR), load_storyboard(), args.compared_gpu, args.as_model,
+                            args.precision)
+    model, precision, gpu = choice.model.id, choice.dtype.id, choice.gpu.id
     endpoint = measure.Endpoint(args.base_url, args.model, measure.api_key_from(args.api_key_env),
                                 timeout=args.timeout, max_requests=args.max_requests)
     print(f"measuring {args.model} at {endpoint.host}: prompts {', '.join(f'{n:,}' for n in lengths)} tokens, "
@@ -253,12 +270,9 @@ def run_measure(args: argparse.Namespace) -> int:
 
 
 def run_roofline(args: argparse.Namespace) -> int:
-    catalog = load_catalog(DATA_DIR)
-    defaults = load_storyboard().defaults
-    gpu = catalog.gpu(args.gpu or defaults["gpu"])
-    model = catalog.model(args.model or defaults["model"])
-    dtype = catalog.dtype(args.dtype or defaults["dtype"])
-    prompt = args.prompt or load_storyboard().parameters["prompt_tokens"]
+    choice, storyboard = choice_of(args)
+    gpu, model, dtype = choice.gpu, choice.model, choice.dtype
+    prompt = args.prompt or storyboard.parameters.prompt_tokens
     rl.check_fits(gpu, model, dtype, max(prompt, args.batch * args.context),
                   f"a {prompt:,}-token prompt" if prompt >= args.batch * args.context
                   else f"{args.batch} sequences of {args.context:,} cached tokens")

@@ -1,83 +1,44 @@
-"""What every beat shares: its slice of the timed plan, cue-timed playback and an exact length."""
+"""What every beat shares: its view of the timed plan, cue-timed playback and an exact length."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from manim import FadeIn, FadeOut, Scene, config
 
+from render.errors import FilmError
+from render.plan.tracking import Tracked
+from render.plan.types import BUILT_IN_CUES, Plan
 from scenes.style import BACKGROUND, LEAD, TRANSITION
 
-
-class Tracked(dict):
-    """A section of the timed plan that remembers which of its keys a scene read.
-
-    A beat's cached render depends on exactly those values, so changing a number re-renders
-    only the beats that show it.
-    """
-
-    def __init__(self, section: str, values: dict, reads: set[str]):
-        super().__init__(values)
-        self.section, self.reads = section, reads
-
-    def __getitem__(self, name):
-        self.reads.add(f"{self.section}.{name}")
-        return super().__getitem__(name)
-
-    def get(self, name, default=None):
-        self.reads.add(f"{self.section}.{name}")
-        return super().get(name, default)
-
-
-TRACKED_SECTIONS = ("numbers", "gpu", "model", "dtype", "compare_gpu", "comparison", "measured", "film")
-
-
-def view_sections(data: dict) -> dict[str, dict]:
-    """The timed plan's shared sections as scenes see them (one definition for the scenes and the cache)."""
-    return {
-        "numbers": data["numbers"], "gpu": data["gpu"], "model": data["model"], "dtype": data["dtype"],
-        "compare_gpu": data["compare_gpu"], "comparison": data["comparison"], "measured": data["measured"],
-        "film": {"title": data["title"], "source": data["source"], "notes": data["notes"],
-                 "gpu": data["gpu"]["name"], "model": data["model"]["name"], "dtype": data["dtype"]["name"]},
-    }
+Progress = Callable[[int, int], None]  # (frames drawn, frames in the beat)
 
 
 @dataclass(frozen=True)
 class BeatView:
-    """One beat as its scene sees it: numbers, words and cue times (seconds from the beat's start)."""
+    """One beat as its scene sees it: words and cue times, in seconds from the beat's start."""
 
     id: str
     title: str
     duration: float
     narration: str
-    captions: dict
-    cues: dict
-    speech_start: float
-    speech_end: float
-    numbers: dict
-    gpu: dict
-    model: dict
-    dtype: dict
-    compare_gpu: dict
-    comparison: dict
-    roofline_pills: list
-    measured: dict
-    film: dict = field(default_factory=dict)
-    reads: set = field(default_factory=set)  # "section.key" of every shared value the scene read
+    captions: dict[str, str]
+    cues: dict[str, float]  # the storyboard's [[cues]], plus speech-start, speech-end and end
+    location: str           # the beat's narration in the storyboard, for messages
 
     @classmethod
-    def from_timed_plan(cls, data: dict, beat_id: str) -> "BeatView":
-        beat = next(entry for entry in data["beats"] if entry["id"] == beat_id)
-        start = beat["start"]
-        reads: set[str] = set()
-        sections = {name: Tracked(name, values, reads) for name, values in view_sections(data).items()}
-        return cls(
-            id=beat_id, title=beat["title"], duration=beat["end"] - start, narration=beat["narration"],
-            captions=beat.get("captions", {}),
-            cues={name: time - start for name, time in beat["cue_times"].items()},
-            speech_start=beat["speech_start"] - start, speech_end=beat["speech_end"] - start,
-            roofline_pills=data["roofline_pills"], reads=reads, **sections,
-        )
+    def of(cls, plan: Plan, beat_id: str) -> BeatView:
+        beat = plan.beat(beat_id)
+        if beat.timing is None:
+            raise FilmError(f"beat {beat_id!r} has no timing: render from the timed plan (make narration writes it)")
+        start, timing = beat.start, beat.timing
+        cues = {name: time - start for name, time in timing.cues.items()}
+        built_in = {"speech-start": timing.speech_start - start, "speech-end": timing.speech_end - start,
+                    "end": beat.duration - TRANSITION}
+        assert tuple(built_in) == BUILT_IN_CUES
+        cues.update(built_in)
+        return cls(beat.id, beat.title, beat.duration, beat.narration, dict(beat.captions), cues, beat.location)
 
 
 def is_invisible(mobject) -> bool:
@@ -91,18 +52,25 @@ def is_invisible(mobject) -> bool:
 class BeatScene(Scene):
     """A beat: builds its picture in narration order and lasts exactly its slot.
 
-    Subclasses implement `build()`, using `self.at(cue, *animations)` so each change lands
-    on the word that names it. The beat fades in from and out to the background, so beats
-    join without a hard cut.
+    Subclasses implement `build()`, reading numbers from `self.plan` (the timed plan, through a
+    view that records what is read) and timing changes with `self.at(cue, *animations)`, so each
+    change lands on the word that names it. Besides the storyboard's cues every beat has
+    "speech-start", "speech-end" and "end" (when the closing fade begins). The beat fades in
+    from and out to the background, so beats join without a hard cut.
     """
 
-    beat: BeatView  # set by the renderer before render()
-    progress = None  # optional callback(frames drawn, frames in the beat), for progress reports
+    def __init__(self, plan: Plan, beat_id: str, progress: Progress | None = None, **kwargs):
+        self.reads: set[str] = set()
+        self.plan = Tracked(plan, "", self.reads)
+        self.beat = BeatView.of(plan, beat_id)
+        self.progress = progress
+        self.safe_area_violations: set[str] = set()
+        self.frames_done = 0
+        super().__init__(**kwargs)
 
     def setup(self) -> None:
         self.camera.background_color = BACKGROUND
         self.frames_done = 0
-        self.safe_area_violations: set[str] = set()
         renderer = self.renderer
 
         def freeze_current_frame(duration: float) -> None:
@@ -129,7 +97,7 @@ class BeatScene(Scene):
             self.progress(self.frames_done, round(self.beat.duration * config.frame_rate))
 
     def check_safe_area(self) -> None:
-        """Note anything visible outside the safe area (5% from each edge), for the renderer to report."""
+        """Note anything visible outside the safe area (5% from each edge), for the render's result."""
         half_width, half_height = config.frame_width * 0.45, config.frame_height * 0.45
         for mobject in self.mobjects:
             if mobject.width == 0 and mobject.height == 0:
@@ -149,6 +117,8 @@ class BeatScene(Scene):
     def build(self) -> None:
         raise NotImplementedError
 
+    # -- time ------------------------------------------------------------------------------------
+
     @property
     def now(self) -> float:
         """Seconds into the beat, counted in frames drawn."""
@@ -159,19 +129,41 @@ class BeatScene(Scene):
         return 1 / config.frame_rate
 
     def cue(self, name: str) -> float:
+        """When the voice reaches cue `name`, in seconds from the beat's start."""
+        if name not in self.beat.cues:
+            known = ", ".join(self.beat.cues)
+            raise FilmError(f"beat {self.beat.id!r}: its scene waits for cue {name!r}, which the storyboard does "
+                            f"not mark ({self.beat.location}); its cues are: {known}. Mark it with [[{name}]] "
+                            f"before the word it belongs to, or use one of those.")
         return self.beat.cues[name]
 
-    def hold_until(self, time: float) -> None:
-        if time - self.now >= self.frame:
-            self.wait(time - self.now)
+    def seconds_until(self, name: str) -> float:
+        return self.cue(name) - self.now
 
-    def at(self, cue: str | float, *animations, run_time: float = 1.0, lead: float = LEAD) -> None:
-        """Play `animations` so they start just before `cue` (a cue name or seconds into the beat)."""
-        start = (self.cue(cue) if isinstance(cue, str) else cue) - lead
-        self.hold_until(start)
-        # Never run into the closing fade.
-        run_time = max(self.frame, min(run_time, self.beat.duration - TRANSITION - self.now))
+    def hold_until(self, name: str, offset: float = 0.0) -> None:
+        """Keep the picture as it is until cue `name` (plus `offset` seconds), if that is still ahead."""
+        self.wait_for(self.cue(name) + offset - self.now)
+
+    def wait_for(self, seconds: float) -> None:
+        """Hold for `seconds` (in whole frames); nothing when less than a frame."""
+        if seconds >= self.frame:
+            self.wait(seconds)
+
+    def at(self, name: str, *animations, run_time: float = 1.0, until: str | None = None, offset: float = 0.0,
+           lead: float = LEAD) -> None:
+        """Play `animations` so they start just before cue `name` (plus `offset`), never before now.
+
+        With `until=`, they run until just before that cue instead of for `run_time`; nothing
+        runs into the beat's closing fade.
+        """
+        start = max(self.now, self.cue(name) + offset - lead)
+        self.wait_for(start - self.now)
+        if until is not None:
+            run_time = self.cue(until) - lead - self.now
+        run_time = max(self.frame, min(run_time, self.cue("end") - self.now))
         self.play(*animations, run_time=run_time)
+
+    # -- entrances and exits ---------------------------------------------------------------------
 
     def enter(self, *mobjects, run_time: float = TRANSITION) -> None:
         """The opening: the beat's first objects fade in from the background."""
@@ -186,11 +178,11 @@ class BeatScene(Scene):
 
     def finish(self) -> None:
         """Hold, then fade everything out so the beat ends exactly at its slot's end."""
-        self.hold_until(self.beat.duration - TRANSITION)
+        self.hold_until("end")
         remaining = self.beat.duration - self.now
         for mobject in self.mobjects:
             mobject.suspend_updating()  # counters stop redrawing, so they can fade like the rest
         if self.mobjects:
             self.play(*(FadeOut(mobject) for mobject in self.mobjects), run_time=max(self.frame, remaining))
-        elif remaining >= self.frame:
-            self.wait(remaining)
+        else:
+            self.wait_for(remaining)

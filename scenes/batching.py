@@ -9,19 +9,18 @@ from manim import DOWN, LEFT, RIGHT, UP, FadeIn, FadeOut, LaggedStart, Rectangle
 from render import formatting as fmt
 from scenes.base import BeatScene
 from scenes.helpers import Counter, RooflineChart, WeightsWall, get_caption, get_text, get_title
-from scenes.roofline import axis_ranges
+from scenes.the_roofline import axis_ranges
 from scenes.style import SAFE_LEFT, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE
 
 WALL_WIDTH, WALL_HEIGHT = 2.8, 2.4
 
 
-def get_kv_block(beat, wall: WeightsWall) -> VGroup:
+def get_kv_block(batch, wall: WeightsWall) -> VGroup:
     """One KV stack per sequence, together as many bytes, relative to the wall, as the plan says."""
-    n = beat.numbers
-    users = int(n["batch_size"])
+    users = batch.size
     columns = min(users, 16)
     rows = math.ceil(users / columns)
-    share = n["batch_kv_ratio"]  # the cache beside the weights it rides along with
+    share = batch.kv_ratio  # the cache beside the weights it rides along with
     block_height = WALL_HEIGHT * 0.9
     stack_width = 0.9 / columns
     stack_height = max(0.02, share * WALL_WIDTH * WALL_HEIGHT / users / stack_width)
@@ -35,27 +34,28 @@ class Batching(BeatScene):
     """64 users: one sweep of the wall serves them all; the step barely grows, throughput soars."""
 
     def build(self) -> None:
-        beat, n = self.beat, self.beat.numbers
-        title = get_title(beat.title, f"{beat.gpu['short_name']} · {beat.model['name']} · {beat.dtype['name']}")
-        wall = WeightsWall(f"{fmt.gigabytes(n['weight_bytes'], short=True)} of weights", width=WALL_WIDTH,
+        plan, spec = self.plan, self.plan.spec
+        decode, batch = plan.numbers.decode, plan.numbers.batch
+        title = get_title(self.beat.title, plan.choice.label)
+        wall = WeightsWall(f"{fmt.gigabytes(spec.weight_bytes, short=True)} of weights", width=WALL_WIDTH,
                            height=WALL_HEIGHT, rows=8, cols=7)
         wall.move_to(LEFT * 4.1 + UP * 0.9)
-        x_range, y_range = axis_ranges(beat)
-        chart = RooflineChart(n["peak_flops"], n["memory_bandwidth"], x_range, y_range, width=5.0, height=3.2)
+        x_range, y_range = axis_ranges(plan)
+        chart = RooflineChart(spec.peak_flops, spec.memory_bandwidth, x_range, y_range, width=5.0, height=3.2)
         chart.move_to(RIGHT * 3.1 + UP * 0.4)
         self.enter(title, wall, chart)
 
-        point = chart.dot(n["decode_ops_per_byte"], MEMORY, "batch 1", DOWN + RIGHT)
+        point = chart.dot(decode.ops_per_byte, MEMORY, "batch 1", DOWN + RIGHT)
         self.play(FadeIn(point), run_time=0.5)
 
-        stacks = get_kv_block(beat, wall)
-        users_label = get_text(f"{fmt.count(n['batch_size'])} users, "
-                               f"{fmt.count(n['batch_context_tokens'])} cached tokens each",
+        stacks = get_kv_block(batch, wall)
+        users_label = get_text(f"{fmt.count(batch.size)} users, "
+                               f"{fmt.count(batch.context_tokens)} cached tokens each",
                                SMALL_SIZE, KV_CACHE).next_to(VGroup(wall.bricks, stacks), DOWN, buff=0.25)
-        step = Counter("time per step", lambda v: fmt.milliseconds(v, short=True), start=n["decode_step_seconds"],
+        step = Counter("time per step", lambda v: fmt.milliseconds(v, short=True), start=decode.step_seconds,
                        color=MEMORY)
         throughput = Counter("tokens per second", lambda v: fmt.tokens_per_second(v, short=True),
-                             start=n["decode_tokens_per_second"], color=HIGHLIGHT)
+                             start=decode.tokens_per_second, color=HIGHLIGHT)
         counters = VGroup(step, throughput).arrange(RIGHT, buff=0.8).next_to(users_label, DOWN, buff=0.4)
         counters.align_to([SAFE_LEFT + 0.3, 0, 0], LEFT)
         self.add(counters)
@@ -64,24 +64,21 @@ class Batching(BeatScene):
         self.at("users", LaggedStart(*[FadeIn(stack, shift=UP * 0.1) for stack in stacks], lag_ratio=0.02),
                 FadeIn(users_label), run_time=1.2)
         self.at("one-read", wall.sweep(run_time=1.2, extra=stacks), run_time=1.2)
-        batched = chart.dot(n["batch_ops_per_byte"], MEMORY,
-                            f"batch {fmt.count(n['batch_size'])}\n{fmt.ops_per_byte(n['batch_ops_per_byte'], short=True)}",
+        batched = chart.dot(batch.ops_per_byte, MEMORY,
+                            f"batch {fmt.count(batch.size)}\n{fmt.ops_per_byte(batch.ops_per_byte, short=True)}",
                             DOWN + RIGHT)
-        self.at("step", step.count_to(n["batch_step_seconds"]), point[0].animate.move_to(batched[0].get_center()),
+        self.at("step", step.count_to(batch.step_seconds), point[0].animate.move_to(batched[0].get_center()),
                 FadeOut(point[1]), run_time=1.4)
         self.play(FadeIn(batched[1]), run_time=0.3)
-        self.at("throughput", throughput.count_to(n["batch_tokens_per_second"]), wall.sweep(run_time=1.0, extra=stacks),
+        self.at("throughput", throughput.count_to(batch.tokens_per_second), wall.sweep(run_time=1.0, extra=stacks),
                 run_time=1.4)
 
         # The closing remark: even as many users as the ridge's value leave decode below the ridge.
-        ridge = chart.ridge_marker(f"ridge {fmt.integer(n['ridge_ops_per_byte'])}")
-        remark = get_caption(beat.captions["remark"], HIGHLIGHT, LABEL_SIZE, width=11.5)
+        ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte)}")
+        remark = get_caption(self.beat.captions["remark"], HIGHLIGHT, LABEL_SIZE, width=11.5)
         remark.to_edge(DOWN, buff=0.55)
-        many = chart.dot(n["ridge_value_batch_ops_per_byte"], MEMORY, "", DOWN)[0].set_color(HIGHLIGHT)
-        start = max(self.now, self.beat.speech_end - 1.0)
-        self.at(start, FadeIn(ridge), FadeIn(many, scale=1.5), Write(remark), run_time=1.0, lead=0)
-        while self.now + 1.3 < self.beat.duration - 0.5:
+        many = chart.dot(batch.ridge_value_ops_per_byte, MEMORY, "", DOWN)[0].set_color(HIGHLIGHT)
+        self.at("speech-end", FadeIn(ridge), FadeIn(many, scale=1.5), Write(remark), offset=-1.0, lead=0)
+        while self.seconds_until("end") > 1.4:
             self.play(wall.sweep(run_time=1.2, extra=stacks), run_time=1.2)
 
-
-BEATS = {"batching": Batching}

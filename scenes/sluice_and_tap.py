@@ -21,11 +21,11 @@ COUNTERS_AT = RIGHT * 3.3 + DOWN * 2.55
 
 def get_stage(scene: BeatScene) -> tuple[VGroup, Chip, WeightsWall]:
     """The title, the chip and the weights wall, where both beats keep them."""
-    beat = scene.beat
-    title = get_title(beat.title, f"{beat.gpu['short_name']} · {beat.model['name']} · {beat.dtype['name']}")
-    chip = Chip(int(beat.numbers["sm_count"]), f"{beat.gpu['short_name']} · {fmt.count(beat.numbers['sm_count'])} SMs")
+    plan = scene.plan
+    title = get_title(scene.beat.title, plan.choice.label)
+    chip = Chip(plan.spec.sm_count, f"{plan.choice.gpu.short_name} · {fmt.count(plan.spec.sm_count)} SMs")
     chip.move_to(CHIP_AT)
-    wall = WeightsWall(f"{fmt.gigabytes(beat.numbers['weight_bytes'], short=True)} of weights")
+    wall = WeightsWall(f"{fmt.gigabytes(plan.spec.weight_bytes, short=True)} of weights")
     wall.move_to(WALL_AT)
     return title, chip, wall
 
@@ -57,14 +57,14 @@ class Prefill(BeatScene):
     """The sluice: the prompt's tokens wait at a gate, then flood through every core together."""
 
     def build(self) -> None:
-        n = self.beat.numbers
+        prefill, spec = self.plan.numbers.prefill, self.plan.spec
         chip, wall, link = enter_stage(self)
 
         tokens = VGroup(*[Square(0.16, stroke_width=0, fill_color=COMPUTE, fill_opacity=0.9) for _ in range(40)])
         tokens.arrange_in_grid(8, 5, buff=0.06).move_to(TOKENS_AT)
         gate = Rectangle(width=0.12, height=tokens.height + 0.5, stroke_width=0, fill_color=TEXT, fill_opacity=0.9)
         gate.next_to(tokens, RIGHT, buff=0.2)
-        token_label = get_text(f"{fmt.count(n['prefill_tokens'])} tokens", LABEL_SIZE, COMPUTE)
+        token_label = get_text(f"{fmt.count(prefill.tokens)} tokens", LABEL_SIZE, COMPUTE)
         token_label.next_to(tokens, UP, buff=0.25)
 
         operations = Counter("operations", fmt.large, color=COMPUTE)
@@ -81,14 +81,14 @@ class Prefill(BeatScene):
                 chip.light(1.0),
                 wall.sweep(run_time=1.2),
                 operations.appear(),
-                operations.count_to(n["prefill_ops"]),
+                operations.count_to(prefill.ops),
                 run_time=1.4)
-        peak = get_pill(f"peak {fmt.teraflops(n['peak_flops'], short=True)}", COMPUTE)
+        peak = get_pill(f"peak {fmt.teraflops(spec.peak_flops, short=True)}", COMPUTE)
         peak.next_to(chip.package, UP, buff=0.2)
         self.at("peak", FadeIn(peak, shift=DOWN * 0.2), run_time=0.6)
-        self.at("time", seconds.appear(), seconds.count_to(n["prefill_seconds"]), run_time=1.2)
+        self.at("time", seconds.appear(), seconds.count_to(prefill.seconds), run_time=1.2)
         bound = get_pill("compute-bound", COMPUTE).next_to(chip, DOWN, buff=0.3)
-        busy = get_text(f"{fmt.percent(n['prefill_compute_utilisation'], short=True)} of the arithmetic busy",
+        busy = get_text(f"{fmt.percent(prefill.compute_utilisation, short=True)} of the arithmetic busy",
                         SMALL_SIZE, MUTED).next_to(bound, DOWN, buff=0.15)
         self.at("busy", FadeIn(bound, scale=1.1), FadeIn(busy), run_time=0.6)
 
@@ -97,7 +97,7 @@ class Decode(BeatScene):
     """The tap: one token at a time, each one a full read of the wall for a sliver of arithmetic."""
 
     def build(self) -> None:
-        n = self.beat.numbers
+        decode, spec = self.plan.numbers.decode, self.plan.spec
         chip, wall, link = enter_stage(self)
 
         drop_start = chip.package.get_top() + UP * 1.0
@@ -115,22 +115,20 @@ class Decode(BeatScene):
                               FadeOut(token, run_time=0.1))
 
         self.at("drip", drop(), run_time=0.7)
-        self.at("weights", wall.sweep(run_time=1.3), read.appear(), read.count_to(n["decode_bytes_per_token"]), run_time=1.3)
-        self.at("ops", chip.light(n["decode_compute_utilisation"]), operations.appear(),
-                operations.count_to(n["decode_ops_per_token"]), run_time=1.0)
-        idle = get_text(f"{fmt.percent(n['decode_compute_utilisation'], short=True)} of the arithmetic busy",
+        self.at("weights", wall.sweep(run_time=1.3), read.appear(), read.count_to(decode.bytes_per_token), run_time=1.3)
+        self.at("ops", chip.light(decode.compute_utilisation), operations.appear(),
+                operations.count_to(decode.ops_per_token), run_time=1.0)
+        idle = get_text(f"{fmt.percent(decode.compute_utilisation, short=True)} of the arithmetic busy",
                         SMALL_SIZE, MUTED).next_to(chip, DOWN, buff=0.2)
         self.play(FadeIn(idle), run_time=0.4)
-        bandwidth = get_pill(fmt.bandwidth(n["memory_bandwidth"], short=True), MEMORY).next_to(link, UP, buff=0.15)
+        bandwidth = get_pill(fmt.bandwidth(spec.memory_bandwidth, short=True), MEMORY).next_to(link, UP, buff=0.15)
         self.at("bandwidth", FadeIn(bandwidth, shift=DOWN * 0.2), link.animate.set_color(HIGHLIGHT), run_time=0.6)
-        self.at("time", step.appear(), step.count_to(n["decode_step_seconds"]), drop(), wall.sweep(run_time=0.9),
+        self.at("time", step.appear(), step.count_to(decode.step_seconds), drop(), wall.sweep(run_time=0.9),
                 run_time=1.0)
         bound = get_pill("memory-bound", MEMORY).next_to(idle, DOWN, buff=0.2)
-        self.at("rate", rate.appear(), rate.count_to(n["decode_tokens_per_second"]), FadeIn(bound), drop(),
+        self.at("rate", rate.appear(), rate.count_to(decode.tokens_per_second), FadeIn(bound), drop(),
                 wall.sweep(run_time=0.9), run_time=1.0)
         # The tap keeps dripping: one token, one full read, until the beat hands over.
-        while self.now + 1.2 < self.beat.duration - 0.5:
+        while self.seconds_until("end") > 1.3:
             self.play(drop(), wall.sweep(run_time=1.0), run_time=1.0)
 
-
-BEATS = {"prefill": Prefill, "decode": Decode}

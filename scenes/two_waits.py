@@ -68,9 +68,8 @@ class TwoWaits(BeatScene):
             wait_bar.get_right() + RIGHT * (0.12 + index * tick_gap)) for index in range(len(words))])
         tpot = get_text("TPOT", LABEL_SIZE, MEMORY, weight="BOLD").next_to(ticks[:4], UP, buff=0.15)
         self.at("stream", FadeOut(waiting), FadeIn(tpot), run_time=0.3)
-        stream_time = max(0.3, self.cue("two-jobs") - 0.3 - self.now)
-        self.play(LaggedStart(*[AnimationGroup(FadeIn(word), FadeIn(tick)) for word, tick in zip(words, ticks)],
-                              lag_ratio=1.0), run_time=stream_time)
+        self.at("stream", LaggedStart(*[AnimationGroup(FadeIn(word), FadeIn(tick)) for word, tick in zip(words, ticks)],
+                                      lag_ratio=1.0), until="two-jobs")
 
         chip = Chip(48, width=0.9)
         chip.cores.set_fill(COMPUTE)
@@ -89,7 +88,7 @@ class TwoWaits(BeatScene):
 
         formula = get_text("latency = TTFT + (n − 1) × TPOT", BODY_SIZE, HIGHLIGHT)
         formula.next_to(VGroup(prefill, decode, arithmetic, bandwidth), DOWN, buff=0.4).set_x(0)
-        self.at(max(self.now, beat.speech_end - 0.6), Write(formula), run_time=1.0, lead=0)
+        self.at("speech-end", Write(formula), offset=-0.6, lead=0)
 
 
 def split_words(line, source: str) -> list[VGroup]:
@@ -105,7 +104,7 @@ class TwoBudgets(BeatScene):
     """Two budgets and their levers; then the end card with what the film was computed for."""
 
     def build(self) -> None:
-        beat, n = self.beat, self.beat.numbers
+        beat, plan, n = self.beat, self.plan, self.plan.numbers
         title = get_title(beat.title)
         self.enter(title)
         ttft = BudgetCard("Time to first token", "answers to arithmetic (and attention)", COMPUTE)
@@ -115,20 +114,22 @@ class TwoBudgets(BeatScene):
                 run_time=0.8)
 
         ttft_levers = [
-            ttft.lever("trim the prompt", f"{fmt.duration(n['prefill_seconds'], short=True)} for "
-                                          f"{fmt.count(n['prefill_tokens'])} tokens"),
+            ttft.lever("trim the prompt", f"{fmt.duration(n.prefill.seconds, short=True)} for "
+                                          f"{fmt.count(n.prefill.tokens)} tokens"),
             ttft.lever("cache the prompt prefix", "a cached prefix is not prefilled again"),
-            ttft.lever("more arithmetic", f"{fmt.teraflops(n['peak_flops'], short=True)} on {beat.gpu['short_name']}"),
+            ttft.lever("more arithmetic", f"{fmt.teraflops(plan.spec.peak_flops, short=True)} on "
+                                          f"{plan.choice.gpu.short_name}"),
         ]
         self.at("ttft", LaggedStart(*[FadeIn(lever, shift=RIGHT * 0.2) for lever in ttft_levers], lag_ratio=0.35),
                 run_time=1.5)
         tps_levers = [
-            tps.lever("bandwidth", f"{fmt.bandwidth(n['memory_bandwidth'], short=True)} → "
-                                   f"{fmt.tokens_per_second(n['decode_tokens_per_second'], short=True)}"),
-            tps.lever("quantisation", f"INT8 weights → {fmt.tokens_per_second(n['int8_decode_tokens_per_second'], short=True)}"
-                                      f" ({fmt.times(n['int8_decode_speedup'], short=True)})"),
-            tps.lever("batching", f"{fmt.count(n['batch_size'])} users → "
-                                  f"{fmt.tokens_per_second(n['batch_tokens_per_second'], short=True)}"),
+            tps.lever("bandwidth", f"{fmt.bandwidth(plan.spec.memory_bandwidth, short=True)} → "
+                                   f"{fmt.tokens_per_second(n.decode.tokens_per_second, short=True)}"),
+            tps.lever("quantisation", f"{n.int8.dtype.name} weights → "
+                                      f"{fmt.tokens_per_second(n.int8.tokens_per_second, short=True)}"
+                                      f" ({fmt.times(n.int8.speedup, short=True)})"),
+            tps.lever("batching", f"{fmt.count(n.batch.size)} users → "
+                                  f"{fmt.tokens_per_second(n.batch.tokens_per_second, short=True)}"),
         ]
         self.at("tps", LaggedStart(*[FadeIn(lever, shift=RIGHT * 0.2) for lever in tps_levers], lag_ratio=0.35),
                 run_time=1.5)
@@ -138,22 +139,21 @@ class TwoBudgets(BeatScene):
         self.at("not-arithmetic", FadeIn(not_this), Create(strike), run_time=0.8)
 
         # The end card: what this film was computed for, and where its numbers come from.
-        self.hold_until(max(self.now + 0.5, beat.speech_end + 0.4))
+        self.wait_for(0.5)
+        self.hold_until("speech-end", offset=0.4)
         self.clear_stage(run_time=0.6)
-        film = beat.film
+        choice = plan.choice
         end_card = VGroup(
-            get_text(film["title"], TITLE_SIZE * 1.4, TEXT, weight="BOLD"),
-            get_text(f"{film['gpu']} · {film['model']} · {film['dtype']}", BODY_SIZE, HIGHLIGHT),
-            get_text(f"compared with {beat.compare_gpu['name']}", SMALL_SIZE, MUTED),
-            get_text(f"measurements: {beat.measured['route']}", SMALL_SIZE, MUTED),
+            get_text(plan.title, TITLE_SIZE * 1.4, TEXT, weight="BOLD"),
+            get_text(f"{choice.gpu.name} · {choice.model.name} · {choice.dtype.name}", BODY_SIZE, HIGHLIGHT),
+            get_text(f"compared with {choice.compare_gpu.name}", SMALL_SIZE, MUTED),
+            get_text(f"measurements: {plan.measured.dataset.route}", SMALL_SIZE, MUTED),
             get_text("every number computed by a roofline model from datasheet peaks (dense) and model configs",
                      SMALL_SIZE, MUTED),
-            get_text(f"after {film['source']}", SMALL_SIZE, MUTED),
+            get_text(f"after {plan.source}", SMALL_SIZE, MUTED),
         ).arrange(DOWN, buff=0.28)
         for line in end_card:
             if line.width > 12.0:
                 line.scale_to_fit_width(12.0)
         self.play(FadeIn(end_card, shift=UP * 0.2), run_time=0.8)
 
-
-BEATS = {"two-waits": TwoWaits, "two-budgets": TwoBudgets}

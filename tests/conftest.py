@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from render.catalog import DATA_DIR, load_catalog
-from render.storyboard import STORYBOARD_PATH
+from render.files import DATA_DIR, STORYBOARD_PATH
+from render.specs.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

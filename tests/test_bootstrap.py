@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from render import bootstrap
+from render.tools import bootstrap
 
 
 def test_missing_packages_without_root_name_the_command_to_run():

@@ -26,8 +26,9 @@ def test_plan_for_another_choice():
     result = run_film("plan", "--gpu", "a100-sxm-80gb", "--model", "llama-3.1-70b", "--dtype", "int8", "--json")
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)
-    assert (plan["gpu"]["id"], plan["model"]["id"], plan["dtype"]["id"]) == ("a100-sxm-80gb", "llama-3.1-70b", "int8")
-    assert plan["numbers"]["ridge_ops_per_byte"] == pytest.approx(153, abs=0.5)
+    choice = plan["choice"]
+    assert (choice["gpu"]["id"], choice["model"]["id"], choice["dtype"]["id"]) == ("a100-sxm-80gb", "llama-3.1-70b", "int8")
+    assert plan["spec"]["ridge_ops_per_byte"] == pytest.approx(153, abs=0.5)
 
 
 def test_plan_without_json_is_readable():
@@ -86,4 +87,4 @@ def test_make_plan_passes_the_choice_through():
                             cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)
-    assert plan["gpu"]["id"] == "a100-sxm-80gb" and plan["dtype"]["id"] == "int8"
+    assert plan["choice"]["gpu"]["id"] == "a100-sxm-80gb" and plan["choice"]["dtype"]["id"] == "int8"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from render.catalog import load_catalog, load_measured
+from render.specs.catalog import load_catalog, load_measured
 from render.errors import FilmError
 
 # (id, dense BF16 TFLOP/s, TB/s, GB as marketed) from the datasheets the data cites.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from render.errors import FilmError
-from render.plan import resolve_plan
+from render.plan.resolve import resolve_plan
 
 from conftest import run_film
 
@@ -63,20 +63,45 @@ def test_an_unknown_scene_lists_close_matches(storyboard_copy):
     assert "Known scenes" in message and "sluice-and-tap" in message
 
 
-def test_a_template_naming_an_unknown_value(storyboard_copy):
-    path = storyboard_copy("{{ prefill_ops|large }}", "{{ prefil_ops|large }}")
+def test_a_beat_no_scene_class_draws_is_refused_before_rendering(storyboard_copy):
+    path = storyboard_copy("  - id: batching\n", "  - id: batching-again\n")
     message = refusal(path)
-    assert "beat 'prefill' narration names 'prefil_ops', which the plan does not have; did you mean prefill_ops" in message
-    assert "Values a template can use:" in message
+    assert f"{path}:{line_of(path, 'id: batching-again')}: beat 'batching-again' has no scene class" in message
+    assert "the batching family (scenes.batching) draws batching" in message
+    assert "register it in render/plan/registry.py" in message
+    result = run_film("plan", "--storyboard", str(path))
+    assert result.returncode == 1 and "has no scene class" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_beat_in_the_wrong_family_is_refused(storyboard_copy):
+    path = storyboard_copy("scene: batching", "scene: roofline")
+    message = refusal(path)
+    assert "beat 'batching': scene 'roofline', but its class Batching is in the batching family" in message
+
+
+def test_an_unknown_voice_in_the_storyboard_names_its_line(storyboard_copy):
+    path = storyboard_copy("voice: hibari ", "voice: espeak ")
+    assert f"{path}:{line_of(path, 'voice: espeak')}: narration: unknown voice 'espeak'" in refusal(path)
+
+
+def test_a_template_naming_an_unknown_value(storyboard_copy):
+    path = storyboard_copy("{{ prefill.ops|large }}", "{{ prefil.ops|large }}")
+    message = refusal(path)
+    assert "beat 'prefill' narration names 'prefil', which the plan does not have; did you mean prefill" in message
+    assert "Values a template can use:" in message and "long_prompt" in message
 
 
 def test_a_template_naming_an_unknown_attribute(storyboard_copy):
     path = storyboard_copy("{{ model.name }} is", "{{ model.nam }} is")
-    assert "beat 'prefill' narration: 'render.specs.Model object' has no attribute 'nam'" in refusal(path)
+    assert "beat 'prefill' narration: Model has no value 'nam'; did you mean name" in refusal(path)
+    path = storyboard_copy("{{ prefill.ops|large }}", "{{ prefill.operations|large }}")
+    message = refusal(path)
+    assert "PrefillNumbers has no value 'operations'" in message
+    assert "(it has: tokens, ops, linear_ops" in message
 
 
 def test_a_template_syntax_error(storyboard_copy):
-    path = storyboard_copy("{{ prefill_ops|large }}", "{{ prefill_ops|large }")
+    path = storyboard_copy("{{ prefill.ops|large }}", "{{ prefill.ops|large }")
     assert "beat 'prefill' narration: template error" in refusal(path)
 
 

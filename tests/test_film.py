@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from render import film as film_module
 from render.errors import FilmError
-from render.film import make_film, probe
-from render.plan import resolve_plan
+from render.media import probe
+from render.plan.resolve import resolve_plan
+from render.video import film as film_module
+from render.video.film import make_film
 
 from conftest import run_film
 
@@ -83,20 +84,20 @@ def test_changing_one_number_rerenders_only_the_beats_that_show_it(first, build,
 def test_an_interrupted_run_leaves_the_earlier_film_intact(first, build, monkeypatch):
     result, _ = first
     before = result.film.read_bytes()
-    real = film_module.audio.run_ffmpeg
+    real = film_module.media.run
 
-    def interrupted(args, *rest, **kwargs):
-        if any(str(arg).endswith(".film.tmp.mp4") for arg in args):
-            Path(args[-1]).write_bytes(b"half a film")
+    def interrupted(stream, what, *rest, **kwargs):
+        if what == "joining the beats into the film":
+            Path(stream.get_args()[-1]).write_bytes(b"half a film")  # ffmpeg had written part of it
             raise KeyboardInterrupt
-        return real(args, *rest, **kwargs)
+        return real(stream, what, *rest, **kwargs)
 
-    monkeypatch.setattr(film_module.audio, "run_ffmpeg", interrupted)
+    monkeypatch.setattr(film_module.media, "run", interrupted)
     (result.film.parent / ".film.mp4.key").unlink()
     with pytest.raises(KeyboardInterrupt):
         make_film(resolve_plan(recordings=build / "none"), "tiny", build, jobs=2, say=lambda line: None)
     assert result.film.read_bytes() == before
-    assert not list(result.film.parent.glob(".film.tmp*"))
+    assert not list(result.film.parent.glob(".film.*tmp*"))
 
 
 def test_two_runs_on_one_output_are_kept_apart(first, build):

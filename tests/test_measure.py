@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from render import formatting as fmt
-from render.catalog import load_measured
 from render.errors import FilmError
-from render.measure import Endpoint, measure
-from render.plan import resolve_plan
+from render.plan.resolve import resolve_plan
+from render.specs.catalog import load_measured
+from render.tools.measure import Endpoint, measure
 
 from conftest import ROOT
 from fake_endpoint import FakeEndpoint

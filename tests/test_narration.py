@@ -6,14 +6,14 @@ import re
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from render import audio
 from render.errors import FilmError
-from render.narration import Narrator, fit_table, make_narration
-from render.plan import resolve_plan
-from render.speech import HibariEngine, PiperEngine, get_engine, parse_voice
+from render.plan.resolve import resolve_plan
+from render.plan.types import parse_voice
+from render.voice import audio
+from render.voice.narration import Narrator, fit_table, make_narration
+from render.voice.speech import HibariEngine, PiperEngine, get_engine
 
 from conftest import run_film
 
@@ -69,7 +69,7 @@ def test_the_track_lasts_exactly_the_film(narrated):
 
 
 def test_each_beats_speech_lies_inside_its_slot(narrated):
-    beats = narrated.timed_plan.beats
+    beats = narrated.plan.beats
     intervals = speech_intervals(narrated.track)
     assert len(intervals) >= len(beats)
     for start, end in intervals:
@@ -80,8 +80,8 @@ def test_each_beats_speech_lies_inside_its_slot(narrated):
         assert end <= beat.end - 0.3 + 0.05, f"{beat.id}: speech runs to {end:.2f}s, into the gap before {beat.end}s"
     for beat in beats:
         assert any(beat.start <= start < beat.end for start, _ in intervals), f"{beat.id} is silent"
-        assert beat.speech_start == pytest.approx(beat.start + 0.25)
-        assert beat.speech_end <= beat.end - 0.3
+        assert beat.timing.speech_start == pytest.approx(beat.start + 0.25)
+        assert beat.timing.speech_end <= beat.end - 0.3
 
 
 def test_the_track_is_levelled(narrated):
@@ -91,22 +91,22 @@ def test_the_track_is_levelled(narrated):
 
 
 def test_beats_are_matched_in_loudness(narrated):
-    samples = audio.decode(narrated.track)
+    track = audio.decode(narrated.track)
     levels = []
-    for beat in narrated.timed_plan.beats:
-        speech = samples[int(beat.speech_start * 48_000): int(beat.speech_end * 48_000)]
-        levels.append(audio.integrated_loudness(speech, 48_000))
+    for beat in narrated.plan.beats:
+        speech = track[beat.timing.speech_start * 1000: beat.timing.speech_end * 1000]
+        levels.append(audio.integrated_loudness(speech))
     assert max(levels) - min(levels) < 1.5
 
 
 def test_cues_are_spoken_in_order_inside_their_beat(narrated):
-    plan = narrated.timed_plan.plan
-    for planned, beat in zip(plan.beats, narrated.timed_plan.beats):
-        assert set(beat.cues) == set(planned.cues)
-        times = [beat.cues[name] for name in sorted(planned.cues, key=planned.cues.get)]
+    for beat in narrated.plan.beats:
+        timing = beat.timing
+        assert set(timing.cues) == set(beat.cue_offsets)
+        times = [timing.cues[name] for name in sorted(beat.cue_offsets, key=beat.cue_offsets.get)]
         assert times == sorted(times), beat.id
-        assert all(beat.speech_start <= t < beat.speech_end for t in times), beat.id
-    prefill = narrated.timed_plan.beat("prefill")
+        assert all(timing.speech_start <= t < timing.speech_end for t in times), beat.id
+    prefill = narrated.plan.beat("prefill").timing
     # "2,000 tokens of Llama 3.1 8B is [33 trillion operations]": well after the clause starts.
     assert prefill.cues["ops"] - prefill.cues["tokens"] > 1.5
 
@@ -129,8 +129,7 @@ def test_subtitles_parse_fit_and_cover_every_beat(narrated):
         assert previous_end <= start < end <= 154.0
         assert 1 <= len(lines) <= 2 and all(len(line) <= 42 for line in lines), lines
         previous_end = end
-    plan = narrated.timed_plan.plan
-    for beat in plan.beats:
+    for beat in narrated.plan.beats:
         inside = [" ".join(lines) for start, end, lines in cues if beat.start <= start < beat.end]
         assert " ".join(inside) == beat.narration  # every word, in the written form, in order
     assert "KV cache" in narrated.srt.read_text() and "H100's" in narrated.srt.read_text()
@@ -139,11 +138,11 @@ def test_subtitles_parse_fit_and_cover_every_beat(narrated):
 def test_subtitles_are_timed_by_their_own_words(narrated):
     """A cue's times are its clauses' times from the audio, not a share of the beat."""
     cues = parse_srt(narrated.srt.read_text())
-    beat = narrated.timed_plan.beat("wasted-money")
-    clause_starts = {round(clause.start, 3) for clause in beat.clauses}
+    beat = narrated.plan.beat("wasted-money")
+    clause_starts = {round(clause.start, 3) for clause in beat.timing.clauses}
     starts = [start for start, _, _ in cues if beat.start <= start < beat.end]
     assert round(starts[0], 3) in clause_starts
-    assert all(round(start, 3) in clause_starts or any(abs(start - t) > 0 for t in beat.cues.values())
+    assert all(round(start, 3) in clause_starts or any(abs(start - t) > 0 for t in beat.timing.cues.values())
                for start in starts)
 
 
@@ -155,12 +154,15 @@ def test_webvtt_matches_the_srt(narrated):
     assert srt_times == vtt_times and len(srt_times) > 20
 
 
-def test_the_timed_plan_is_written(narrated):
+def test_the_timed_plan_is_written_and_reads_back_typed(narrated):
     import json
+    from render.plan.types import Plan
     data = json.loads(narrated.timed_plan_path.read_text())
-    beat = data["beats"][1]
-    assert {"speech_start", "speech_end", "tempo", "voice", "cue_times", "clauses"} <= set(beat)
-    assert beat["cue_times"]["ops"] == narrated.timed_plan.beat("prefill").cues["ops"]
+    timing = data["beats"][1]["timing"]
+    assert {"speech_start", "speech_end", "tempo", "voice", "cues", "clauses", "subtitles"} <= set(timing)
+    assert timing["cues"]["ops"] == narrated.plan.beat("prefill").timing.cues["ops"]
+    again = Plan.from_json(narrated.timed_plan_path.read_text())
+    assert again == narrated.plan and again.is_timed
 
 
 def test_a_second_run_synthesises_nothing(narrated, tmp_path, cache):
@@ -170,30 +172,25 @@ def test_a_second_run_synthesises_nothing(narrated, tmp_path, cache):
 
 def test_a_damaged_cache_entry_is_regenerated(tmp_path):
     plan = resolve_plan(recordings=tmp_path / "none")
-    first = Narrator(plan, tmp_path)
-    first.narrate()
+    first = Narrator(plan, tmp_path).narrate()
     entries = sorted((tmp_path / "speech").glob("*.npy"))
     entries[0].write_bytes(entries[0].read_bytes()[:-1000])          # truncated: wrong length
     entries[1].write_bytes(b"not audio at all")                       # unreadable
-    second = Narrator(plan, tmp_path)
-    second.narrate()
-    assert second.cache.stats.repaired == 2 and second.cache.stats.synthesised == 2
+    repaired = Narrator(plan, tmp_path).narrate()
+    assert repaired.repaired == 2 and repaired.synthesised == 2
     for beat_id, speech in first.speeches.items():
-        assert np.array_equal(speech.samples, second.speeches[beat_id].samples)
-    third = Narrator(plan, tmp_path)
-    third.narrate()
-    assert third.cache.stats.repaired == 0 and third.cache.stats.synthesised == 0
+        assert speech.clip.raw_data == repaired.speeches[beat_id].clip.raw_data
+    third = Narrator(plan, tmp_path).narrate()
+    assert third.repaired == 0 and third.synthesised == 0
 
 
 def write_recording(path: Path, text: str, silence: float = 0.6) -> float:
     """A recording made with the piper voice, with silence around it, at CD rate; returns its speech length."""
     engine = get_engine("piper")
-    speech = engine.synthesize(text, 1.0)
-    padding = np.zeros(int(silence * engine.sample_rate), np.float32)
-    raw = np.concatenate([padding, speech, padding]).astype("<f4").tobytes()
-    audio.run_ffmpeg(["-f", "f32le", "-ar", str(engine.sample_rate), "-ac", "1", "-i", "-", "-ar", "44100",
-                      "-y", str(path)], raw)
-    return len(audio.trim(speech, engine.sample_rate)) / engine.sample_rate
+    speech = audio.segment(engine.synthesize(text, 1.0), engine.sample_rate)
+    padding = audio.silence(silence, engine.sample_rate)
+    audio.resample(padding + speech + padding, 44_100).set_sample_width(2).export(path, format="wav")
+    return audio.seconds_of(audio.trim(speech))
 
 
 def test_a_recording_overrides_its_beat(tmp_path, cache):
@@ -202,14 +199,15 @@ def test_a_recording_overrides_its_beat(tmp_path, cache):
     plan = resolve_plan(recordings=recordings)
     length = write_recording(recordings / "two-budgets.wav", plan.beat("two-budgets").narration)
     result = make_narration(plan, tmp_path / "out", cache)
-    beat = result.timed_plan.beat("two-budgets")
-    assert beat.source.endswith("two-budgets.wav")
-    assert beat.speech_seconds == pytest.approx(length, abs=0.1)
-    assert result.timed_plan.beat("decode").source == "hibari:heart"
-    assert all(beat.speech_start <= t < beat.speech_end for t in beat.cues.values())
+    beat = result.plan.beat("two-budgets")
+    timing = beat.timing
+    assert timing.voice.endswith("two-budgets.wav")
+    assert timing.speech_seconds == pytest.approx(length, abs=0.1)
+    assert result.plan.beat("decode").timing.voice == "hibari:heart"
+    assert all(timing.speech_start <= t < timing.speech_end for t in timing.cues.values())
     intervals = [i for i in speech_intervals(result.track) if beat.start <= i[0] < beat.end]
-    assert intervals[0][0] == pytest.approx(beat.speech_start, abs=0.1)
-    assert intervals[-1][1] == pytest.approx(beat.speech_end, abs=0.1)
+    assert intervals[0][0] == pytest.approx(timing.speech_start, abs=0.1)
+    assert intervals[-1][1] == pytest.approx(timing.speech_end, abs=0.1)
     loudness = audio.measure_loudness(result.track)
     assert loudness.integrated_lufs == pytest.approx(-16, abs=1.0) and loudness.true_peak_dbtp <= -1.0
 
@@ -221,14 +219,12 @@ def test_a_flac_recording_that_is_too_long_is_sped_up(tmp_path, cache):
     beat = plan.beat("cache-rides-along")
     # Said slowly enough to last 15 s, it overruns the 14.45 s its slot leaves; atempo brings it in.
     engine = get_engine("piper")
-    speech = audio.trim(engine.synthesize(beat.narration, 1.0), engine.sample_rate)
-    slow = audio.time_stretch(speech, engine.sample_rate, len(speech) / engine.sample_rate / 15.0)
-    audio.run_ffmpeg(["-f", "f32le", "-ar", str(engine.sample_rate), "-ac", "1", "-i", "-", "-y",
-                      str(recordings / "cache-rides-along.flac")], slow.astype("<f4").tobytes())
-    narrator = Narrator(plan, cache)
-    timed = narrator.narrate().beat(beat.id)
-    assert timed.source.endswith(".flac")
-    assert 1.0 < timed.tempo <= 1.10 and timed.speech_end <= timed.latest_end
+    speech = audio.trim(audio.segment(engine.synthesize(beat.narration, 1.0), engine.sample_rate))
+    slow = audio.time_stretch(speech, audio.seconds_of(speech) / 15.0)
+    slow.set_sample_width(2).export(recordings / "cache-rides-along.flac", format="flac")
+    timing = Narrator(plan, cache).narrate().plan.beat(beat.id).timing
+    assert timing.voice.endswith(".flac")
+    assert 1.0 < timing.tempo <= 1.10 and timing.speech_end <= timing.latest_end
 
 
 def test_voice_recorded_needs_every_beat(tmp_path, cache):
@@ -241,11 +237,11 @@ def test_a_tight_slot_is_fitted_with_tempo(storyboard_copy, tmp_path, cache):
     # The roofline beat loses two and a half seconds of its slot; its speech must speed up.
     path = storyboard_copy('start: "1:07"', 'start: "1:04.50"')
     plan = resolve_plan(storyboard_path=path, recordings=tmp_path / "none")
-    timed = Narrator(plan, cache).narrate()
-    beat = timed.beat("roofline")
-    assert 1.0 < beat.tempo <= 1.10
-    assert beat.speech_end <= beat.latest_end
-    assert f"{beat.tempo:.3f}" in fit_table(timed)
+    timed = Narrator(plan, cache).narrate().plan
+    timing = timed.beat("roofline").timing
+    assert 1.0 < timing.tempo <= 1.10
+    assert timing.speech_end <= timing.latest_end
+    assert f"{timing.tempo:.3f}" in fit_table(timed)
 
 
 def test_an_overlong_beat_names_the_beat_and_the_overrun(storyboard_copy, tmp_path, cache):
@@ -275,7 +271,7 @@ def hibari():
 
 
 def spoken(text: str) -> str:
-    from render.pronunciation import spoken_form
+    from render.specs.pronunciations import spoken_form
     return spoken_form(text, resolve_plan().pronunciations)
 
 
@@ -296,7 +292,7 @@ def test_pronunciation_traps(hibari, written, expected_spoken, expected_phonemes
 
 def test_no_beat_is_read_with_symbols_or_spelled_units(hibari):
     """Every beat's spoken text, for several GPU x model choices, phonemizes to words only."""
-    from render.pronunciation import spoken_form
+    from render.specs.pronunciations import spoken_form
     for choice in [{}, {"gpu": "a100-sxm-80gb", "model": "llama-3.1-70b", "dtype": "int8"},
                    {"gpu": "l40s", "model": "qwen2.5-7b"}, {"gpu": "mi300x", "model": "mistral-7b-v0.3"}]:
         plan = resolve_plan(**choice)

@@ -9,25 +9,36 @@ from pathlib import Path
 import pytest
 
 from render.errors import FilmError
-from render.plan import BEAT_IDS, resolve_plan
-from render.storyboard import parse_timestamp
+from render.plan.registry import BEAT_IDS
+from render.plan.resolve import resolve_plan
+from render.plan.storyboard import parse_timestamp
+from render.plan.types import Plan
 
 from conftest import FIXTURES
 
 SHARED_PAGE = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "004_70339d625aa121db.txt"
 
+# The documented shape of `film plan --json` (README, "The plan"): dotted paths to numbers.
 REQUIRED_NUMBERS = [
-    "ridge_ops_per_byte", "weight_bytes", "kv_bytes_per_token", "prefill_tokens", "prefill_ops",
-    "prefill_seconds", "prefill_attention_fraction", "prefill_ops_per_byte", "decode_ops_per_token",
-    "decode_step_seconds", "decode_tokens_per_second", "decode_ops_per_byte", "batch_size",
-    "batch_context_tokens", "batch_step_seconds", "batch_tokens_per_second", "batch_size_at_ridge",
-    "long_prompt_tokens", "long_prompt_seconds", "long_prompt_attention_fraction", "compare_flops_ratio",
-    "compare_bandwidth_ratio", "compare_decode_speedup", "int8_decode_tokens_per_second",
+    "spec.ridge_ops_per_byte", "spec.weight_bytes", "spec.kv_bytes_per_token", "spec.peak_flops",
+    "numbers.prefill.tokens", "numbers.prefill.ops", "numbers.prefill.seconds", "numbers.prefill.attention_fraction",
+    "numbers.prefill.ops_per_byte", "numbers.decode.ops_per_token", "numbers.decode.step_seconds",
+    "numbers.decode.tokens_per_second", "numbers.decode.ops_per_byte", "numbers.batch.size",
+    "numbers.batch.context_tokens", "numbers.batch.step_seconds", "numbers.batch.tokens_per_second",
+    "numbers.batch.size_at_ridge", "numbers.long_prompt.tokens", "numbers.long_prompt.seconds",
+    "numbers.long_prompt.attention_fraction", "numbers.compare.flops_ratio", "numbers.compare.bandwidth_ratio",
+    "numbers.compare.decode_speedup", "numbers.int8.tokens_per_second",
     # what the measured beats need
-    "measured_short_ttft_seconds", "measured_medium_ttft_seconds", "measured_long_ttft_seconds",
-    "measured_short_decode_tokens_per_second", "measured_long_decode_tokens_per_second",
-    "measured_long_kv_bytes", "measured_long_kv_ratio", "measured_slowdown", "measured_ceiling_fraction",
+    "measured.short.ttft_seconds", "measured.medium.ttft_seconds", "measured.long.ttft_seconds",
+    "measured.short.decode_tokens_per_second", "measured.long.decode_tokens_per_second",
+    "measured.long_kv_bytes", "measured.long_kv_ratio", "measured.slowdown", "measured.ceiling_fraction",
 ]
+
+
+def at_path(data: dict, path: str):
+    for name in path.split("."):
+        data = data[name]
+    return data
 
 
 def transcript() -> list[tuple[float, str, str]]:
@@ -70,46 +81,71 @@ def test_beats_are_the_nine_with_their_times(plan):
 
 
 def test_numbers_reproduce_the_source_documents(plan):
-    n = plan.numbers
-    assert n["prefill_ops"] == pytest.approx(3.32e13, rel=2e-3)
-    assert n["prefill_seconds"] == pytest.approx(0.0335, rel=2e-3)
-    assert n["decode_step_seconds"] == pytest.approx(4.79e-3, rel=1e-3)
-    assert n["decode_tokens_per_second"] == pytest.approx(208.6, abs=0.1)
-    assert n["ridge_ops_per_byte"] == pytest.approx(295, abs=0.5)
-    assert n["batch_step_seconds"] == pytest.approx(5.44e-3, rel=2e-3)
-    assert n["batch_tokens_per_second"] > 11_000
-    assert n["long_prompt_seconds"] == pytest.approx(0.79, abs=0.005)
-    assert n["long_prompt_attention_fraction"] == pytest.approx(0.34, abs=0.005)
-    assert n["kv_bytes_per_token"] == 131_072
-    assert n["compare_flops_ratio"] == pytest.approx(3.2, abs=0.05)
-    assert n["compare_bandwidth_ratio"] == pytest.approx(1.64, abs=0.005)
-    assert n["int8_decode_tokens_per_second"] == pytest.approx(417, abs=0.5)
+    n, spec, measured = plan.numbers, plan.spec, plan.measured
+    assert n.prefill.ops == pytest.approx(3.32e13, rel=2e-3)
+    assert n.prefill.seconds == pytest.approx(0.0335, rel=2e-3)
+    assert n.decode.step_seconds == pytest.approx(4.79e-3, rel=1e-3)
+    assert n.decode.tokens_per_second == pytest.approx(208.6, abs=0.1)
+    assert spec.ridge_ops_per_byte == pytest.approx(295, abs=0.5)
+    assert n.batch.step_seconds == pytest.approx(5.44e-3, rel=2e-3)
+    assert n.batch.tokens_per_second > 11_000
+    assert n.long_prompt.seconds == pytest.approx(0.79, abs=0.005)
+    assert n.long_prompt.attention_fraction == pytest.approx(0.34, abs=0.005)
+    assert spec.kv_bytes_per_token == 131_072
+    assert n.compare.flops_ratio == pytest.approx(3.2, abs=0.05)
+    assert n.compare.bandwidth_ratio == pytest.approx(1.64, abs=0.005)
+    assert n.int8.tokens_per_second == pytest.approx(417, abs=0.5)
     # The measured beats: 2.1 GB of KV = 13.4% of the weights; 156 -> 136 is 12.8%; 156 is 75% of 208.6.
-    assert n["measured_long_kv_bytes"] == 16_361 * 131_072  # the film page: "2.1 GB"
-    assert n["measured_long_kv_ratio"] == pytest.approx(0.134, abs=0.001)
-    assert n["measured_slowdown"] == pytest.approx(0.128, abs=0.001)
-    assert n["measured_ceiling_fraction"] == pytest.approx(0.75, abs=0.005)
-    assert n["ridge_value_batch_ops_per_byte"] == pytest.approx(180, rel=0.02)
+    assert measured.long_kv_bytes == 16_361 * 131_072  # the film page: "2.1 GB"
+    assert measured.long_kv_ratio == pytest.approx(0.134, abs=0.001)
+    assert measured.slowdown == pytest.approx(0.128, abs=0.001)
+    assert measured.ceiling_fraction == pytest.approx(0.75, abs=0.005)
+    assert n.batch.ridge_value_ops_per_byte == pytest.approx(180, rel=0.02)
 
 
-def test_plan_json_has_the_named_parts(plan):
+def test_plan_json_has_the_documented_shape(plan):
     data = json.loads(plan.to_json())
-    assert data["gpu"]["id"] == "h100-sxm" and data["model"]["id"] == "llama-3.1-8b" and data["dtype"]["id"] == "bf16"
-    for name in REQUIRED_NUMBERS:
-        assert name in data["numbers"], name
-        assert isinstance(data["numbers"][name], (int, float)), name
+    choice = data["choice"]
+    assert (choice["gpu"]["id"], choice["model"]["id"], choice["dtype"]["id"]) == ("h100-sxm", "llama-3.1-8b", "bf16")
+    assert "https://" in choice["gpu"]["source"] and choice["compare_gpu"]["id"] == "a100-sxm-80gb"
+    for path in REQUIRED_NUMBERS:
+        assert isinstance(at_path(data, path), (int, float)), path
     for beat in data["beats"]:
-        assert {"id", "title", "start", "end", "scene", "narration"} <= set(beat)
-    assert data["measured"]["compared_gpu_is_assumption"] is True
+        assert {"id", "title", "start", "end", "scene", "narration", "cue_offsets", "timing"} <= set(beat)
+        assert beat["timing"] is None  # the resolved plan; the narration fills it in
+    assert data["measured"]["dataset"]["compared_gpu_is_assumption"] is True
     assert data["beats"][4]["captions"]["remark"].startswith("Even 295 users")
     assert "memory-bound" in data["beats"][4]["captions"]["remark"]
 
 
+def test_the_plan_reads_back_as_the_same_typed_plan(plan):
+    again = Plan.from_json(plan.to_json())
+    assert again == plan
+    assert again.numbers.prefill.ops == plan.numbers.prefill.ops and again.choice.gpu.short_name == "H100"
+
+
+def test_a_damaged_plan_file_names_the_place(plan):
+    data = json.loads(plan.to_json())
+    data["numbers"]["prefill"]["ops"] = "many"
+    with pytest.raises(FilmError, match=r"timed-plan.json.numbers.prefill.ops: expected a number, found \"many\""):
+        Plan.from_json(json.dumps(data), "timed-plan.json")
+    del data["numbers"]["prefill"]
+    with pytest.raises(FilmError, match="Numbers is missing 'prefill'"):
+        Plan.from_json(json.dumps(data), "timed-plan.json")
+    with pytest.raises(FilmError, match="is not valid JSON"):
+        Plan.from_json("{", "timed-plan.json")
+
+
+def test_a_typo_in_a_plan_name_fails_at_once(plan):
+    with pytest.raises(AttributeError):
+        plan.numbers.prefill.opps  # noqa: B018 - the point is the error
+
+
 def test_another_choice_resolves_with_its_own_numbers():
     plan = resolve_plan(gpu="a100-sxm-80gb", model="llama-3.1-70b", dtype="int8")
-    assert plan.numbers["weight_bytes"] == pytest.approx(70.55e9, rel=1e-3)
-    assert plan.numbers["ridge_ops_per_byte"] == pytest.approx(153, abs=0.5)
-    assert plan.compare_gpu.id == "h100-sxm"  # the storyboard's fallback when the film's GPU is the A100
+    assert plan.spec.weight_bytes == pytest.approx(70.55e9, rel=1e-3)
+    assert plan.spec.ridge_ops_per_byte == pytest.approx(153, abs=0.5)
+    assert plan.choice.compare_gpu.id == "h100-sxm"  # the storyboard's fallback when the film's GPU is the A100
     assert "an A100's 312 teraflops" in plan.beat("prefill").narration
     assert "Llama 3.1 70B" in plan.beat("prefill").narration
     # The measured beats keep the dataset's own model and GPU.
@@ -121,6 +157,8 @@ def every_choice(catalog):
 
 
 def test_every_choice_resolves_or_is_refused_for_memory(catalog):
+    """... with grammatical narration, and the same cues in every beat, so every scene finds its cues."""
+    cues = {beat.id: set(beat.cue_offsets) for beat in resolve_plan().beats}
     fitted = refused = 0
     for gpu, model, dtype in every_choice(catalog):
         try:
@@ -136,6 +174,7 @@ def test_every_choice_resolves_or_is_refused_for_memory(catalog):
             assert "  " not in text and " ," not in text and " ." not in text
             assert not re.search(r"\b(None|nan|inf)\b|\{|\}", text), (gpu, model, dtype, text)
             assert not re.search(r"\ban? an?\b|\ba an\b|\ban a\b", text)
+            assert set(beat.cue_offsets) == cues[beat.id], (gpu, model, dtype, beat.id)
         json.loads(plan.to_json())
     assert fitted > 150 and refused > 0
 
@@ -163,12 +202,12 @@ def test_the_batching_remark_is_derived_from_the_numbers():
     assert "still memory-bound" in resolve_plan().beat("batching").captions["remark"]
     # A 70B model in INT8 on an A100: 153 users do reach the ridge (ridge 153, intensity above it).
     plan = resolve_plan(gpu="a100-sxm-80gb", model="llama-3.1-70b", dtype="int8")
-    assert plan.numbers["ridge_value_batch_ops_per_byte"] >= plan.numbers["ridge_ops_per_byte"]
+    assert plan.numbers.batch.ridge_value_ops_per_byte >= plan.spec.ridge_ops_per_byte
     assert plan.beat("batching").captions["remark"] == "At 153 users decode reaches the ridge: compute-bound"
 
 
 def test_fp8_on_a_gpu_without_fp8_is_noted():
     plan = resolve_plan(gpu="a100-sxm-80gb", dtype="fp8")
-    assert plan.arithmetic == "bf16"
+    assert plan.choice.arithmetic == "bf16"
     assert any("no FP8 tensor cores" in note for note in plan.notes)
     assert "an A100's 312 teraflops" in plan.beat("prefill").narration

@@ -12,9 +12,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from render import beats, formatting as fmt
-from render.narration import make_narration
-from render.plan import BEAT_IDS, resolve_plan
+from render import formatting as fmt, media
+from render.errors import FilmError
+from render.plan.registry import BEAT_IDS, SCENES as REGISTRY
+from render.plan.resolve import resolve_plan
+from render.plan.types import BUILT_IN_CUES
+from render.video import beats
+from render.voice.narration import make_narration
 
 from conftest import ROOT, run_film
 
@@ -44,55 +48,84 @@ def video_info(path: Path) -> dict:
 
 @pytest.mark.parametrize("beat_id", BEAT_IDS)
 def test_every_beat_renders_for_its_exact_slot(narrated, beat_id, tmp_path):
-    path = beats.render_beat(narrated.timed_plan_path, narrated.track, beat_id, "tiny", tmp_path)
-    beat = narrated.timed_plan.beat(beat_id)
-    info = video_info(path)
+    render = beats.render_beat(narrated.plan, narrated.track, beat_id, "tiny", tmp_path)
+    beat = narrated.plan.beat(beat_id)
+    info = video_info(render.video)
     fps = beats.QUALITIES["tiny"].fps
     assert info["video"]["r_frame_rate"] == f"{fps}/1"
-    assert int(info["video"]["nb_read_frames"]) == round((beat.end - beat.start) * fps)  # exact, to the frame
-    assert float(info["audio"]["duration"]) == pytest.approx(beat.end - beat.start, abs=0.05)
-    assert beats.SAFE_AREA_REPORT[beat_id] == [], "drawn outside the 5% safe margin"
+    assert int(info["video"]["nb_read_frames"]) == round(beat.duration * fps) == render.frames  # exact, to the frame
+    assert float(info["audio"]["duration"]) == pytest.approx(beat.duration, abs=0.05)
+    assert render.safe_area == (), "drawn outside the 5% safe margin"
 
 
 @pytest.mark.parametrize("beat_id", BEAT_IDS)
 def test_every_beat_renders_for_another_gpu_and_model(other_choice, beat_id, tmp_path):
-    video = beats.render_video(json.loads(other_choice.timed_plan_path.read_text()), beat_id,
-                               beats.QUALITIES["tiny"], tmp_path / f"{beat_id}.mp4")
-    beat = other_choice.timed_plan.beat(beat_id)
-    assert int(video_info(video)["video"]["nb_read_frames"]) == round((beat.end - beat.start) * beats.QUALITIES["tiny"].fps)
-    assert beats.SAFE_AREA_REPORT[beat_id] == [], "drawn outside the 5% safe margin"
+    render = beats.render_video(other_choice.plan, beat_id, beats.QUALITIES["tiny"], tmp_path / f"{beat_id}.mp4")
+    beat = other_choice.plan.beat(beat_id)
+    assert int(video_info(render.video)["video"]["nb_read_frames"]) == round(beat.duration * beats.QUALITIES["tiny"].fps)
+    assert render.safe_area == (), "drawn outside the 5% safe margin"
+
+
+def test_a_render_reports_the_plan_values_its_scene_read(narrated, tmp_path):
+    prefill = beats.render_video(narrated.plan, "prefill", beats.QUALITIES["tiny"], tmp_path / "prefill.mp4")
+    assert {"numbers.prefill.ops", "numbers.prefill.seconds", "spec.peak_flops", "spec.sm_count"} <= set(prefill.values_read)
+    assert not any(path.startswith(("numbers.batch", "measured")) for path in prefill.values_read)
+    frames = []
+    beats.render_video(narrated.plan, "decode", beats.QUALITIES["tiny"], tmp_path / "decode.mp4",
+                       progress=lambda done, total: frames.append((done, total)))
+    total = round(narrated.plan.beat("decode").duration * beats.QUALITIES["tiny"].fps)
+    assert frames[-1] == (total, total) and [done for done, _ in frames] == sorted(done for done, _ in frames)
 
 
 def test_a_still_is_the_frame_at_that_time(narrated, tmp_path):
     """The still (rendered at 10 fps) matches the full render's frame (15 fps) at the same moment."""
     at = 9.0
-    still = beats.render_still(narrated.timed_plan_path, "two-waits", at, "low", tmp_path / "stills")
+    still = beats.render_still(narrated.plan, "two-waits", at, "low", tmp_path / "stills")
     assert still.name == "two-waits@9.png"
-    full = beats.render_video(json.loads(narrated.timed_plan_path.read_text()), "two-waits",
-                              beats.QUALITIES["low"], tmp_path / "full.mp4")
-    frame = tmp_path / "frame.png"
-    beats.extract_frame(full, round(at * 15), frame)
+    full = beats.render_video(narrated.plan, "two-waits", beats.QUALITIES["low"], tmp_path / "full.mp4").video
+    frame = media.extract_frame(full, round(at * 15), tmp_path / "frame.png")
     a = np.asarray(Image.open(still).convert("L"), dtype=float)
     b = np.asarray(Image.open(frame).convert("L"), dtype=float)
     assert a.shape == (480, 854)
     assert np.mean(np.abs(a - b)) < 2.0  # the same picture, up to video compression
-    earlier = tmp_path / "earlier.png"
-    beats.extract_frame(full, round(2.0 * 15), earlier)
+    earlier = media.extract_frame(full, round(2.0 * 15), tmp_path / "earlier.png")
     assert np.mean(np.abs(a - np.asarray(Image.open(earlier).convert("L"), dtype=float))) > 4.0
 
 
 def test_a_still_outside_its_beat_is_refused(narrated, tmp_path):
-    from render.errors import FilmError
     with pytest.raises(FilmError, match=r"AT=20 is outside beat 'two-waits', which lasts 14 s"):
-        beats.render_still(narrated.timed_plan_path, "two-waits", 20, "tiny", tmp_path)
+        beats.render_still(narrated.plan, "two-waits", 20, "tiny", tmp_path)
     with pytest.raises(FilmError, match="unknown beat 'prefil'; the beats are: two-waits, prefill"):
-        beats.render_still(narrated.timed_plan_path, "prefil", 1, "tiny", tmp_path)
+        beats.render_still(narrated.plan, "prefil", 1, "tiny", tmp_path)
     with pytest.raises(FilmError, match="unknown quality 'ultra'"):
         beats.quality("ultra")
 
 
+def test_an_unknown_cue_names_the_beat_the_cue_and_the_known_cues(narrated):
+    from scenes import scene_class
+    scene = scene_class("prefill")(narrated.plan, "prefill")
+    with pytest.raises(FilmError) as error:
+        scene.at("flood")
+    message = str(error.value)
+    assert "beat 'prefill': its scene waits for cue 'flood', which the storyboard does not mark" in message
+    assert "one-pass, tokens, ops, peak, time, busy, speech-start, speech-end, end" in message
+    assert "storyboard.yaml:" in message
+    assert scene.cue("speech-end") == pytest.approx(narrated.plan.beat("prefill").timing.speech_end - 14.0)
+
+
+def test_the_plan_is_read_only_and_typos_fail_in_a_scene(narrated):
+    from scenes import scene_class
+    scene = scene_class("decode")(narrated.plan, "decode")
+    with pytest.raises(AttributeError):
+        scene.plan.numbers.decode.step_secs  # noqa: B018
+    with pytest.raises(AttributeError):
+        scene.plan.spec = None
+    assert scene.plan.numbers.decode.step_seconds == narrated.plan.numbers.decode.step_seconds
+    assert scene.reads == {"numbers.decode.step_seconds"}
+
+
 def test_the_contact_sheet_builds(narrated, tmp_path):
-    sheet = beats.make_sheet(narrated.timed_plan_path, "tiny", tmp_path / "sheet.png")
+    sheet = beats.make_sheet(narrated.plan, "tiny", tmp_path / "sheet.png")
     image = Image.open(sheet)
     width, height = beats.QUALITIES["tiny"].width, beats.QUALITIES["tiny"].height
     assert image.width > 3 * width and image.height > 9 * height
@@ -107,17 +140,17 @@ def test_the_contact_sheet_builds(narrated, tmp_path):
 def headline_values() -> tuple[set[float], set[str]]:
     """The plan's headline numbers, as numbers and as the strings the formatter writes them."""
     plan = resolve_plan()
-    n = plan.numbers
+    n, spec = plan.numbers, plan.spec
     numbers = {989, 295, 209, 2000, 32000, 11000, 11775, 156, 136, 417, 153, 164, 131072, 3.35, 4.8, 5.4, 0.74,
                2.1, 16.06, 8.03, 33.5}
-    assert round(n["ridge_ops_per_byte"]) == 295 and round(n["decode_tokens_per_second"]) == 209  # the set is the plan's
+    assert round(spec.ridge_ops_per_byte) == 295 and round(n.decode.tokens_per_second) == 209  # the set is the plan's
     texts = {
-        fmt.teraflops(n["peak_flops"], short=True), fmt.bandwidth(n["memory_bandwidth"], short=True),
-        fmt.gigabytes(n["weight_bytes"], short=True), fmt.milliseconds(n["decode_step_seconds"], short=True),
-        fmt.milliseconds(n["prefill_seconds"], short=True), fmt.count(n["prefill_tokens"]),
-        fmt.count(n["long_prompt_tokens"]), fmt.round_down(n["batch_tokens_per_second"]),
-        fmt.integer(n["decode_tokens_per_second"]), fmt.integer(n["ridge_ops_per_byte"]),
-        fmt.large(n["prefill_ops"]), fmt.gigabytes(n["measured_long_kv_bytes"], short=True),
+        fmt.teraflops(spec.peak_flops, short=True), fmt.bandwidth(spec.memory_bandwidth, short=True),
+        fmt.gigabytes(spec.weight_bytes, short=True), fmt.milliseconds(n.decode.step_seconds, short=True),
+        fmt.milliseconds(n.prefill.seconds, short=True), fmt.count(n.prefill.tokens),
+        fmt.count(n.long_prompt.tokens), fmt.round_down(n.batch.tokens_per_second),
+        fmt.integer(n.decode.tokens_per_second), fmt.integer(spec.ridge_ops_per_byte),
+        fmt.large(n.prefill.ops), fmt.gigabytes(plan.measured.long_kv_bytes, short=True),
         "989", "3.35", "295", "209", "4.8", "16 GB", "2,000", "32,000", "11,000", "156", "136", "417",
     }
     return numbers, texts
@@ -140,16 +173,69 @@ def test_scenes_type_no_number_the_plan_provides():
 
 
 def test_scenes_read_no_yaml_and_compute_no_physics():
-    """Scenes import the formatter and their own helpers, never the data, the storyboard or the roofline."""
-    forbidden = {"yaml", "json", "render.roofline", "render.plan", "render.catalog", "render.storyboard",
-                 "render.narration"}
+    """Scenes import the formatter, the plan's types and their own helpers; never the data, the
+    storyboard, the roofline, the resolve step or the voice."""
+    allowed_render = {"render.errors", "render.formatting", "render.plan.types", "render.plan.tracking",
+                      "render.plan.registry"}
     for path in SCENES.glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
         imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-        assert not imported & forbidden, f"{path.name} imports {imported & forbidden}"
+        assert not imported & {"yaml", "json"}, f"{path.name} imports {imported & {'yaml', 'json'}}"
+        from_render = {module for module in imported if module == "render" or module.startswith("render.")}
+        assert from_render <= allowed_render | {"render"}, f"{path.name} imports {from_render - allowed_render}"
+        if "render" in from_render:  # `from render import formatting` only
+            names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                     and node.module == "render" for alias in node.names}
+            assert names <= {"formatting"}, f"{path.name} imports {names} from render"
         calls = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
         assert "open" not in calls, f"{path.name} opens files"
+
+
+CUE_METHODS = {"at", "hold_until", "cue", "seconds_until"}
+
+
+def cues_named_in(class_node: ast.ClassDef) -> set[str]:
+    """Every cue name a scene class waits for: first argument of at/hold_until/cue/seconds_until, and until=."""
+    names = set()
+    for node in ast.walk(class_node):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        if node.func.attr in CUE_METHODS and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            names.add(node.args[0].value)
+        names |= {keyword.value.value for keyword in node.keywords
+                  if keyword.arg == "until" and isinstance(keyword.value, ast.Constant)}
+    return names
+
+
+def test_every_cue_a_scene_waits_for_is_in_its_beat_and_every_beat_cue_is_used():
+    plan = resolve_plan()
+    problems = []
+    for entry in REGISTRY:
+        tree = ast.parse((ROOT / entry.path).read_text())
+        classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+        assert entry.name in classes, f"{entry.path} has no class {entry.name} (render/plan/registry.py names it)"
+        used = cues_named_in(classes[entry.name])
+        marked = set(plan.beat(entry.beat).cue_offsets)
+        for name in sorted(used - marked - set(BUILT_IN_CUES)):
+            problems.append(f"{entry.name} waits for cue {name!r}, which beat {entry.beat!r} does not mark")
+        for name in sorted(marked - used):
+            problems.append(f"beat {entry.beat!r} marks cue [[{name}]], which {entry.name} never uses")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_registry_names_every_scene_class_and_only_scene_classes():
+    from scenes import scene_class
+    from scenes.base import BeatScene
+    for entry in REGISTRY:
+        assert issubclass(scene_class(entry.beat), BeatScene), entry
+    registered = {(entry.path, entry.name) for entry in REGISTRY}
+    for path in SCENES.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and any(getattr(base, "id", "") == "BeatScene" for base in node.bases):
+                assert (f"scenes/{path.name}", node.name) in registered, f"{node.name} is not in the registry"
 
 
 def test_make_scene_and_still_from_the_command_line(tmp_path):

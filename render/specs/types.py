@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 GIB = 2**30
 
@@ -24,9 +24,6 @@ class Gpu:
     @property
     def memory_bytes(self) -> float:
         return self.memory_gib * GIB
-
-    def to_dict(self) -> dict:
-        return {**asdict(self), "memory_bytes": self.memory_bytes}
 
 
 @dataclass(frozen=True)
@@ -62,9 +59,6 @@ class Model:
         embeddings = self.vocab_size * d * (1 if self.tied_embeddings else 2)
         return self.layers * (attention + mlp + norms) + embeddings + d  # + final norm
 
-    def to_dict(self) -> dict:
-        return {**asdict(self), "attention_width": self.attention_width}
-
 
 @dataclass(frozen=True)
 class DataType:
@@ -77,6 +71,3 @@ class DataType:
     kv_dtype: str
     kv_bytes: float
     source: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)

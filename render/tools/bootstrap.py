@@ -4,7 +4,7 @@ Runs with the system's python3 before anything is installed, so it uses the stan
 library only. `make test`, `make plan` and `make film` all call it first; when nothing has
 changed it checks and returns in a fraction of a second.
 
-    python3 render/bootstrap.py [test|film]
+    python3 render/tools/bootstrap.py [test|film]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv"
 
 # Debian packages each profile needs, with what shows each one is present. The film
@@ -124,12 +124,23 @@ def ensure_venv(profile: str) -> None:
     stamp_file.write_text(wanted)
 
 
+MINIMUM_PYTHON = (3, 11)  # Manim's own minimum
+
+
+def check_python(version: tuple[int, ...] = tuple(sys.version_info[:2])) -> None:
+    if version < MINIMUM_PYTHON:
+        raise SetupError(f"this project needs Python {'.'.join(map(str, MINIMUM_PYTHON))} or newer (Manim does); "
+                         f"{sys.executable} is {'.'.join(map(str, version))}. Run make with "
+                         f"PYTHON=/path/to/python3.11 (or newer)")
+
+
 def main(argv: list[str]) -> int:
     profile = argv[0] if argv else "test"
     if profile not in SYSTEM_PACKAGES:
         print(f"setup: unknown profile {profile!r}; use one of {', '.join(SYSTEM_PACKAGES)}", file=sys.stderr)
         return 2
     try:
+        check_python()
         install_system_packages(missing_system_packages(profile))
         ensure_venv(profile)
     except SetupError as error:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import io
 import json
 import logging
-import os
-import tempfile
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from render.errors import FilmError
+from render.files import write_atomic
+from render.plan.types import VOICE_ENGINES
 
 log = logging.getLogger("film")
 
@@ -123,17 +124,7 @@ class PiperEngine(SpeechEngine):
 
 
 ENGINES: dict[str, type[SpeechEngine]] = {"hibari": HibariEngine, "piper": PiperEngine}
-RECORDED = "recorded"
-
-
-def parse_voice(spec: str) -> tuple[str, str | None]:
-    """'hibari', 'hibari:heart', 'piper:joe' or 'recorded' -> (engine, voice)."""
-    engine, _, voice = spec.partition(":")
-    engine = engine.strip().lower()
-    if engine != RECORDED and engine not in ENGINES:
-        raise FilmError(f"unknown voice {spec!r}; use one of: {', '.join([*ENGINES, RECORDED])} "
-                        f"(optionally engine:voice, e.g. hibari:heart)")
-    return engine, (voice.strip() or None)
+assert tuple(ENGINES) == VOICE_ENGINES, "the plan's list of voices (render/plan/types.py) names these engines"
 
 
 _ENGINES: dict[tuple[str, str | None], SpeechEngine] = {}
@@ -199,18 +190,10 @@ class SpeechCache:
         return audio
 
     def _write(self, key: str, audio: np.ndarray) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
         audio_path, meta_path = self.paths(key)
         # The audio first, then the metadata that vouches for it: an entry without both is a miss.
-        for path, write in ((audio_path, lambda f: np.save(f, audio, allow_pickle=False)),
-                            (meta_path, lambda f: f.write(json.dumps(
-                                {"samples": int(audio.size),
-                                 "sha256": hashlib.sha256(audio.tobytes()).hexdigest()}).encode()))):
-            handle, temporary = tempfile.mkstemp(dir=self.folder, prefix=f".{path.name}.", suffix=".tmp")
-            try:
-                with os.fdopen(handle, "wb") as stream:
-                    write(stream)
-                os.replace(temporary, path)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
+        buffer = io.BytesIO()
+        np.save(buffer, audio, allow_pickle=False)
+        write_atomic(audio_path, buffer.getvalue())
+        write_atomic(meta_path, json.dumps({"samples": int(audio.size),
+                                            "sha256": hashlib.sha256(audio.tobytes()).hexdigest()}))

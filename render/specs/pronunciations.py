@@ -6,8 +6,8 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from render.yamlio import YamlMap, check_fields, display_path, load_yaml
 from render.errors import FilmError
+from render.specs.yamlio import YamlMap, check_fields, display_path, load_yaml
 
 Pronunciations = Sequence[tuple[str, str]]
 

@@ -6,6 +6,7 @@ functions, so a number reads the same in the narration, the subtitles and on scr
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Mapping
@@ -16,9 +17,22 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from render import formatting
 from render.errors import FilmError, close_matches
+from render.plan.types import BUILT_IN_CUES
+
+def strict(formatter):
+    """A filter that reports a misspelt name as such, not as the formatter's TypeError on a blank."""
+
+    @functools.wraps(formatter)
+    def filtered(value, *args, **kwargs):
+        if isinstance(value, jinja2.Undefined):
+            value._fail_with_undefined_error()
+        return formatter(value, *args, **kwargs)
+
+    return filtered
+
 
 FILTERS = {
-    name: getattr(formatting, name)
+    name: strict(getattr(formatting, name))
     for name in (
         "count", "approx", "round_down", "integer", "number_word", "quantity", "large", "gigabytes",
         "bytes_per_token", "teraflops", "bandwidth", "milliseconds", "duration", "seconds",
@@ -28,8 +42,30 @@ FILTERS = {
 }
 
 
+class PlanUndefined(jinja2.StrictUndefined):
+    """A name the plan does not have: the error lists the group's values that look like it."""
+
+    @property
+    def _undefined_message(self) -> str:
+        owner, name = self._undefined_obj, self._undefined_name
+        if owner is jinja2.utils.missing or not isinstance(name, str):
+            return super()._undefined_message
+        known = value_names(owner)
+        hint = close_matches(name, known)
+        did_you_mean = f"; did you mean {', '.join(hint)}?" if hint else ""
+        return f"{type(owner).__name__} has no value {name!r}{did_you_mean} (it has: {', '.join(known)})"
+
+
+def value_names(owner: object) -> list[str]:
+    """What a template can read of a plan group: its fields and properties."""
+    if dataclasses.is_dataclass(owner):
+        properties = [name for name, member in vars(type(owner)).items() if isinstance(member, property)]
+        return [field.name for field in dataclasses.fields(owner)] + properties
+    return sorted(name for name in dir(owner) if not name.startswith("_"))
+
+
 def environment() -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False,
+    env = ImmutableSandboxedEnvironment(undefined=PlanUndefined, autoescape=False,
                                         keep_trailing_newline=False)
     env.filters.update(FILTERS)
     return env
@@ -71,7 +107,7 @@ def fill(source: str, context: Mapping[str, object], where: str, what: str) -> s
     try:
         text = compile_template(source, where, what).render(**context)
     except jinja2.UndefinedError as error:
-        raise FilmError(f"{where}: {what}: {error.message}; check the name against the plan (make plan)") from None
+        raise FilmError(f"{where}: {what}: {error.message}; the plan's names are in `make plan`") from None
     except (TypeError, ValueError, ZeroDivisionError) as error:
         raise FilmError(f"{where}: {what}: cannot be filled: {error}") from None
     return tidy(text)
@@ -102,6 +138,9 @@ def extract_cues(text: str, where: str, what: str) -> tuple[str, dict[str, int]]
             raise FilmError(f"{where}: {what}: cue [[{name}]] should be lowercase letters, digits and dashes")
         if name in cues:
             raise FilmError(f"{where}: {what}: cue [[{name}]] is marked twice")
+        if name in BUILT_IN_CUES:
+            raise FilmError(f"{where}: {what}: cue [[{name}]] is built in (every beat has "
+                            f"{', '.join(BUILT_IN_CUES)}); give this one another name")
         piece = text[cursor:match.start()]
         clean.append(piece)
         length += len(piece)

@@ -6,16 +6,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from render.catalog import PROJECT_ROOT
 from render.errors import FilmError, unknown_name_error
+from render.files import STORYBOARD_PATH
 from render.formatting import timestamp as format_timestamp
-from render.templating import compile_template
-from render.yamlio import YamlMap, check_fields, display_path, load_yaml
-
-STORYBOARD_PATH = PROJECT_ROOT / "script" / "storyboard.yaml"
-
-# The scene families of the design card; scenes/ has one module for each.
-SCENE_FAMILIES = ("two-waits", "sluice-and-tap", "roofline", "batching", "measured-timings")
+from render.plan.registry import FAMILIES, beats_of, scene_entry
+from render.plan.templating import compile_template
+from render.plan.types import NarrationSettings, Parameters, parse_voice
+from render.specs.yamlio import YamlMap, check_fields, display_path, load_yaml
 
 TOP_FIELDS = {"film": dict, "defaults": dict, "parameters": dict, "narration": dict, "beats": list}
 FILM_FIELDS = {"title": str, "end": (str, int, float), "source": str}
@@ -53,8 +50,8 @@ class Storyboard:
     end: float
     source: str
     defaults: dict[str, str]
-    parameters: dict
-    narration: dict
+    parameters: Parameters
+    narration: NarrationSettings  # recordings as written, relative to the project
     beats: tuple[StoryBeat, ...]
     path: Path
     locations: dict[str, str] = field(default_factory=dict)  # parameter -> file:line
@@ -91,6 +88,13 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     narration = document["narration"]
     check_fields(narration, "narration", NARRATION_FIELDS)
     check_narration(narration)
+    try:
+        parse_voice(narration["voice"])
+    except FilmError as error:
+        raise error.with_prefix(f"{narration.where('voice')}: narration: ") from None
+    if not all(isinstance(pill, str) for pill in parameters["roofline_pills"]):
+        raise FilmError(f"{parameters.where('roofline_pills')}: parameters: roofline_pills should be a list of "
+                        f"GPU ids, e.g. [a100-sxm-80gb, rtx-4090]")
     for key in ("prompt_tokens", "batch_size", "long_prompt_tokens"):
         if parameters[key] < 1:
             raise FilmError(f"{parameters.where(key)}: parameters: {key} must be at least 1, not {parameters[key]}")
@@ -110,9 +114,7 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
         if beat["id"] in seen:
             raise FilmError(f"{beat.where('id')}: {label} is defined twice (first at {seen[beat['id']]})")
         seen[beat["id"]] = beat.where("id")
-        if beat["scene"] not in SCENE_FAMILIES:
-            raise unknown_name_error("scene", beat["scene"], SCENE_FAMILIES, "scene families in scenes/") \
-                .with_prefix(f"{beat.where('scene')}: {label}: ")
+        check_scene(beat, label)
         start = parse_timestamp(beat["start"], beat.where("start"), f"{label} start")
         compile_template(beat["narration"], beat.where("narration"), f"{label} narration")
         captions = beat.get("captions") or {}
@@ -149,8 +151,31 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     locations = {key: parameters.where(key) for key in parameters}
     locations.update({f"defaults.{key}": defaults.where(key) for key in defaults})
     locations.update({f"narration.{key}": narration.where(key) for key in narration})
-    return Storyboard(film["title"], film_end, film["source"], dict(defaults), dict(parameters),
-                      dict(narration), tuple(beats), path, locations)
+    return Storyboard(film["title"], film_end, film["source"], dict(defaults),
+                      Parameters(**{**parameters, "roofline_pills": tuple(parameters["roofline_pills"])}),
+                      NarrationSettings(**{key: float(value) if key not in ("voice", "recordings") else value
+                                           for key, value in narration.items()}),
+                      tuple(beats), path, locations)
+
+
+def check_scene(beat: YamlMap, label: str) -> None:
+    """The beat's scene family exists and one of its classes draws this beat (render/plan/registry.py)."""
+    family = beat["scene"]
+    if family not in FAMILIES:
+        raise unknown_name_error("scene", family, FAMILIES, "scene families in render/plan/registry.py") \
+            .with_prefix(f"{beat.where('scene')}: {label}: ")
+    entry = scene_entry(beat["id"])
+    if entry is None:
+        raise FilmError(
+            f"{beat.where('id')}: {label} has no scene class: the {family} family ({FAMILIES[family]}) draws "
+            f"{', '.join(beats_of(family))}; add a class for {beat['id']!r} there and register it in "
+            f"render/plan/registry.py"
+        )
+    if entry.family != family:
+        raise FilmError(
+            f"{beat.where('scene')}: {label}: scene {family!r}, but its class {entry.name} is in the "
+            f"{entry.family} family ({entry.path}); write scene: {entry.family}"
+        )
 
 
 def check_narration(narration: YamlMap) -> None:

@@ -11,104 +11,54 @@ storyboard's maximum tempo, and past that it is an error that names the beat and
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
+from pydub import AudioSegment
 
-from render import audio
-from render.atomic import write_text_atomic
 from render.errors import FilmError
+from render.files import write_atomic
 from render.formatting import timestamp
-from render.plan import Plan, PlannedBeat
-from render.pronunciation import spoken_form
-from render.speech import RECORDED, SpeechCache, SpeechEngine, get_engine, parse_voice
-from render.subtitles import Subtitle, TextUnit, clauses, pack, text_units, to_srt, to_vtt
+from render.plan.types import RECORDED, Beat, BeatTiming, Plan, TimedClause
+from render.specs.pronunciations import spoken_form
+from render.voice import audio
+from render.voice.speech import SpeechCache, SpeechEngine, get_engine
+from render.voice.subtitles import clauses, pack, text_units, to_srt, to_vtt
 
 log = logging.getLogger("film")
 
 RECORDING_SUFFIXES = (".wav", ".flac")
 FIT_MARGIN = 1.005  # ask the engine for a little more speed than the arithmetic says
-
-
-@dataclass(frozen=True)
-class TimedClause:
-    text: str
-    start: float  # seconds into the film
-    end: float
-
-
-@dataclass(frozen=True)
-class BeatNarration:
-    """A beat's voice: where its speech lies in the film and when each cue is spoken."""
-
-    id: str
-    start: float
-    end: float
-    speech_start: float
-    speech_end: float
-    tempo: float
-    source: str                  # "hibari:heart" or the recording's path
-    cues: dict[str, float]       # cue name -> seconds into the film
-    clauses: tuple[TimedClause, ...]
-    subtitles: tuple[Subtitle, ...]
-    latest_end: float            # the speech must end by here (the next beat less the gap)
-
-    @property
-    def speech_seconds(self) -> float:
-        return self.speech_end - self.speech_start
-
-    @property
-    def headroom(self) -> float:
-        return self.latest_end - self.speech_end
-
-    def to_dict(self) -> dict:
-        return {"speech_start": self.speech_start, "speech_end": self.speech_end, "tempo": self.tempo,
-                "voice": self.source, "cue_times": self.cues,
-                "clauses": [vars(clause) for clause in self.clauses]}
-
-
-@dataclass(frozen=True)
-class TimedPlan:
-    """The plan plus, for each beat, when its speech starts and ends and when its cues are spoken."""
-
-    plan: Plan
-    beats: tuple[BeatNarration, ...]
-    voice: str
-
-    def beat(self, beat_id: str) -> BeatNarration:
-        return next(beat for beat in self.beats if beat.id == beat_id)
-
-    @property
-    def subtitles(self) -> list[Subtitle]:
-        return [cue for beat in self.beats for cue in beat.subtitles]
-
-    def to_dict(self) -> dict:
-        data = self.plan.to_dict()
-        data["narration"] = {**data["narration"], "voice": self.voice}
-        for beat_data, beat in zip(data["beats"], self.beats):
-            beat_data.update(beat.to_dict())
-        return data
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+# Beats are matched in loudness this far under the target, so no peak clips before the
+# track is levelled to the target as a whole.
+MATCHING_HEADROOM_DB = 10.0
 
 
 @dataclass
 class Speech:
-    """One beat's speech before it is placed in the film: samples and times from its first sample."""
+    """One beat's speech before it is placed in the film, and times from its first sample."""
 
-    samples: np.ndarray
-    rate: int
+    clip: AudioSegment
     clause_spans: list[tuple[float, float]]
     offset_times: dict[int, float] = field(default_factory=dict)  # character offset -> seconds
 
     @property
     def seconds(self) -> float:
-        return len(self.samples) / self.rate
+        return audio.seconds_of(self.clip)
+
+
+@dataclass(frozen=True)
+class Narration:
+    """What voicing a plan returns: the timed plan, each beat's fitted speech, and the cache's work."""
+
+    plan: Plan                    # the same plan, each beat with its timing
+    speeches: dict[str, Speech]   # beat id -> its fitted speech, for the track
+    voice: str                    # "hibari:heart", "piper:joe" or "recorded"
+    synthesised: int
+    reused: int
+    repaired: int
 
 
 class Narrator:
@@ -118,44 +68,46 @@ class Narrator:
         self.plan = plan
         self.settings = plan.narration
         self.cache = SpeechCache(cache_dir / "speech")
-        engine_name, voice = parse_voice(self.settings["voice"])
-        self.all_recorded = engine_name == RECORDED
+        self.all_recorded = self.settings.engine == RECORDED
         # A recorded beat is timed against a synthetic reading of the same words.
-        self.engine: SpeechEngine = get_engine("hibari" if self.all_recorded else engine_name,
-                                               None if self.all_recorded else voice)
-        self.recordings = Path(self.settings["recordings"])
-        self.speeches: dict[str, Speech] = {}  # beat id -> its fitted speech, for the track
+        self.engine: SpeechEngine = get_engine("hibari" if self.all_recorded else self.settings.engine,
+                                               None if self.all_recorded else self.settings.engine_voice)
+        self.recordings = Path(self.settings.recordings)
 
     @property
     def voice_label(self) -> str:
         return RECORDED if self.all_recorded else self.engine.label
 
-    def recording_for(self, beat: PlannedBeat) -> Path | None:
+    def recording_for(self, beat: Beat) -> Path | None:
         for suffix in RECORDING_SUFFIXES:
             path = self.recordings / f"{beat.id}{suffix}"
             if path.is_file():
                 return path
         return None
 
-    def narrate(self) -> TimedPlan:
+    def narrate(self) -> Narration:
         missing = [beat.id for beat in self.plan.beats if self.recording_for(beat) is None]
         if self.all_recorded and missing:
             raise FilmError(
                 f"VOICE=recorded needs a recording of every beat; missing in {self.recordings}: "
                 f"{', '.join(f'{beat_id}.wav' for beat_id in missing)} (or .flac)"
             )
-        timed = tuple(self.narrate_beat(beat, index) for index, beat in enumerate(self.plan.beats))
-        return TimedPlan(self.plan, timed, self.voice_label)
+        timings, speeches = {}, {}
+        for beat in self.plan.beats:
+            timings[beat.id], speeches[beat.id] = self.narrate_beat(beat)
+        stats = self.cache.stats
+        return Narration(self.plan.timed(timings), speeches, self.voice_label, stats.synthesised, stats.reused,
+                         stats.repaired)
 
     # -- one beat -----------------------------------------------------------------------------
 
-    def narrate_beat(self, beat: PlannedBeat, index: int) -> BeatNarration:
+    def narrate_beat(self, beat: Beat) -> tuple[BeatTiming, Speech]:
         settings = self.settings
-        speech_start = beat.start + settings["lead_in"]
-        latest_end = beat.end - settings["gap"]
+        speech_start = beat.start + settings.lead_in
+        latest_end = beat.end - settings.gap
         available = latest_end - speech_start
         units = text_units(beat.narration)
-        wanted_offsets = sorted({*beat.cues.values(), *(unit.offset for unit in units)})
+        wanted_offsets = sorted({*beat.cue_offsets.values(), *(unit.offset for unit in units)})
         recording = self.recording_for(beat)
         if recording is not None:
             speech, tempo = self.fit_recording(beat, recording, available, wanted_offsets)
@@ -163,7 +115,6 @@ class Narrator:
         else:
             speech, tempo = self.fit_synthetic(beat, available, wanted_offsets)
             source = self.engine.label
-        self.speeches[beat.id] = speech
 
         def film_time(offset: int) -> float:
             return speech_start + speech.offset_times[offset]
@@ -177,16 +128,16 @@ class Narrator:
             following = [other for other in units if other.clause == unit.clause and other.offset > unit.offset]
             end = film_time(following[0].offset) if following else clause_end
             unit_times.append((unit, film_time(unit.offset), end))
-        return BeatNarration(
-            id=beat.id, start=beat.start, end=beat.end, speech_start=speech_start,
-            speech_end=speech_start + speech.seconds, tempo=tempo, source=source,
-            cues={name: film_time(offset) for name, offset in beat.cues.items()},
-            clauses=timed_clauses, subtitles=tuple(pack(unit_times)), latest_end=latest_end,
+        timing = BeatTiming(
+            speech_start=speech_start, speech_end=speech_start + speech.seconds, latest_end=latest_end,
+            tempo=tempo, voice=source, cues={name: film_time(offset) for name, offset in beat.cue_offsets.items()},
+            clauses=timed_clauses, subtitles=tuple(pack(unit_times)),
         )
+        return timing, speech
 
-    def fit_synthetic(self, beat: PlannedBeat, available: float, offsets: list[int]) -> tuple[Speech, float]:
+    def fit_synthetic(self, beat: Beat, available: float, offsets: list[int]) -> tuple[Speech, float]:
         """Synthesise at the voice's own pace; if too long, faster, up to the maximum tempo."""
-        max_tempo = self.settings["max_tempo"]
+        max_tempo = self.settings.max_tempo
         tempo = 1.0
         speech = self.synthesise(beat, tempo, offsets)
         for _ in range(4):
@@ -200,20 +151,21 @@ class Narrator:
             return speech, tempo
         raise self.overrun(beat, speech.seconds, available, tempo)
 
-    def synthesise(self, beat: PlannedBeat, tempo: float, offsets: list[int]) -> Speech:
+    def synthesise(self, beat: Beat, tempo: float, offsets: list[int]) -> Speech:
+        """The beat's clauses, each trimmed to its speech, joined with the storyboard's pauses."""
         rate = self.engine.sample_rate
         pieces, spans, cursor = [], [], 0.0
         clause_list = clauses(beat.narration)
-        for number, (offset, text) in enumerate(clause_list):
-            clip = audio.fade_edges(audio.trim(self.speak(text, tempo), rate), rate)
-            spans.append((cursor, cursor + len(clip) / rate))
+        for number, (_, text) in enumerate(clause_list):
+            clip = audio.fade_edges(audio.trim(self.speak(text, tempo)))
+            spans.append((cursor, cursor + audio.seconds_of(clip)))
             pieces.append(clip)
-            cursor += len(clip) / rate
+            cursor += audio.seconds_of(clip)
             if number + 1 < len(clause_list):
-                pause = self.pause_after(text) / tempo
-                pieces.append(np.zeros(int(round(pause * rate)), np.float32))
-                cursor += int(round(pause * rate)) / rate
-        speech = Speech(np.concatenate(pieces), rate, spans)
+                pause = audio.silence(self.pause_after(text) / tempo, rate)
+                pieces.append(pause)
+                cursor += audio.seconds_of(pause)
+        speech = Speech(audio.join(pieces, rate), spans)
         for offset in offsets:
             number = clause_index(clause_list, offset)
             clause_offset, text = clause_list[number]
@@ -223,41 +175,42 @@ class Narrator:
                 speech.offset_times[offset] = start
                 continue
             # The words before the cue, spoken alone, last about as long as they do in the clause.
-            prefix_seconds = len(audio.trim(self.speak(prefix, tempo), rate)) / rate
+            prefix_seconds = audio.seconds_of(audio.trim(self.speak(prefix, tempo)))
             speech.offset_times[offset] = min(start + prefix_seconds, end - 0.05)
         return speech
 
-    def speak(self, written: str, tempo: float) -> np.ndarray:
-        return self.cache.speak(self.engine, spoken_form(written, self.plan.pronunciations), tempo)
+    def speak(self, written: str, tempo: float) -> AudioSegment:
+        samples = self.cache.speak(self.engine, spoken_form(written, self.plan.pronunciations), tempo)
+        return audio.segment(samples, self.engine.sample_rate)
 
     def pause_after(self, clause_text: str) -> float:
-        return self.settings["clause_pause"] if clause_text.endswith(",") else self.settings["sentence_pause"]
+        return self.settings.clause_pause if clause_text.endswith(",") else self.settings.sentence_pause
 
-    def fit_recording(self, beat: PlannedBeat, path: Path, available: float, offsets: list[int]) -> tuple[Speech, float]:
+    def fit_recording(self, beat: Beat, path: Path, available: float, offsets: list[int]) -> tuple[Speech, float]:
         """A recording replaces the voice; its clause times come from matching a synthetic reading."""
-        rate = audio.TRACK_RATE
-        samples = audio.fade_edges(audio.trim(audio.decode(path, rate), rate), rate)
-        if samples.size == 0:
+        clip = audio.fade_edges(audio.trim(audio.decode(path, audio.TRACK_RATE)))
+        if len(clip) == 0:
             raise FilmError(f"{path}: the recording of beat {beat.id!r} is silent")
         tempo = 1.0
-        if len(samples) / rate > available:
-            tempo = len(samples) / rate / available * FIT_MARGIN
-            if tempo > self.settings["max_tempo"]:
-                raise self.overrun(beat, len(samples) / rate / self.settings["max_tempo"], available,
-                                   self.settings["max_tempo"], recording=path)
-            samples = audio.trim(audio.time_stretch(samples, rate, tempo), rate)
+        length = audio.seconds_of(clip)
+        if length > available:
+            tempo = length / available * FIT_MARGIN
+            if tempo > self.settings.max_tempo:
+                raise self.overrun(beat, length / self.settings.max_tempo, available, self.settings.max_tempo,
+                                   recording=path)
+            clip = audio.trim(audio.time_stretch(clip, tempo))
         reference = self.synthesise(beat, 1.0, offsets)
-        return align_to_reference(samples, rate, reference), tempo
+        return align_to_reference(clip, reference), tempo
 
-    def overrun(self, beat: PlannedBeat, seconds: float, available: float, tempo: float,
+    def overrun(self, beat: Beat, seconds: float, available: float, tempo: float,
                 recording: Path | None = None) -> FilmError:
         settings = self.settings
         what = f"its recording ({recording})" if recording else "its speech"
         return FilmError(
             f"beat {beat.id!r} ({beat.location}) does not fit: {what} lasts {seconds:.2f} s at tempo "
-            f"{tempo:.2f} (the most allowed is {settings['max_tempo']:.2f}), but its slot leaves "
-            f"{available:.2f} s ({beat.duration:g} s less the {settings['lead_in']:g} s lead-in and the "
-            f"{settings['gap']:g} s gap): {seconds - available:.2f} s over.\n"
+            f"{tempo:.2f} (the most allowed is {settings.max_tempo:.2f}), but its slot leaves "
+            f"{available:.2f} s ({beat.duration:g} s less the {settings.lead_in:g} s lead-in and the "
+            f"{settings.gap:g} s gap): {seconds - available:.2f} s over.\n"
             f"Shorten the beat's narration, or raise narration.max_tempo in the storyboard."
         )
 
@@ -269,23 +222,23 @@ def clause_index(clause_list: list[tuple[int, str]], offset: int) -> int:
     return 0
 
 
-def align_to_reference(samples: np.ndarray, rate: int, reference: Speech) -> Speech:
+def align_to_reference(clip: AudioSegment, reference: Speech) -> Speech:
     """Map a synthetic reading's times onto a recording of the same words.
 
     The reference times are scaled to the recording's length, then each clause boundary is
     moved to the recording's nearest pause (within 0.6 s), where a speaker breathes between
     clauses; times inside a clause move with its boundaries.
     """
-    length = len(samples) / rate
+    length = audio.seconds_of(clip)
     scale = length / reference.seconds
-    quiet = audio.pauses(samples, rate)
-    boundaries = [0.0]
+    quiet = audio.pauses(clip)
+    boundaries = [(0.0, 0.0)]
     for (_, previous_end), (next_start, _) in zip(reference.clause_spans, reference.clause_spans[1:]):
         guess = (previous_end + next_start) / 2 * scale
         nearby = [(abs((a + b) / 2 - guess), a, b) for a, b in quiet if abs((a + b) / 2 - guess) < 0.6]
         boundaries.append(min(nearby)[1:] if nearby else (guess, guess))
     spans = []
-    for number, (start, end) in enumerate(reference.clause_spans):
+    for number in range(len(reference.clause_spans)):
         clause_start = 0.0 if number == 0 else boundaries[number][1]
         clause_end = length if number + 1 == len(reference.clause_spans) else boundaries[number + 1][0]
         spans.append((clause_start, max(clause_start, clause_end)))
@@ -297,14 +250,16 @@ def align_to_reference(samples: np.ndarray, rate: int, reference: Speech) -> Spe
                 return new_start + share * (new_end - new_start)
         return min(length, seconds * scale)
 
-    return Speech(samples, rate, spans, {offset: mapped(t) for offset, t in reference.offset_times.items()})
+    return Speech(clip, spans, {offset: mapped(t) for offset, t in reference.offset_times.items()})
 
 
 # -- the whole track --------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class NarrationResult:
-    timed_plan: TimedPlan
+    plan: Plan            # the timed plan
+    voice: str
     track: Path
     srt: Path
     vtt: Path
@@ -318,24 +273,22 @@ class NarrationResult:
 def make_narration(plan: Plan, out_dir: Path, cache_dir: Path) -> NarrationResult:
     """Voice every beat, build the levelled track, the subtitles and the timed plan."""
     started = time.perf_counter()
-    narrator = Narrator(plan, cache_dir)
-    timed = narrator.narrate()
-    track = assemble_track(plan, timed, narrator.speeches)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {name: out_dir / name for name in ("narration.wav", "film.srt", "film.vtt", "timed-plan.json")}
-    level_once(track, paths["narration.wav"], plan.narration["loudness_lufs"], plan.narration["true_peak_dbtp"])
-    write_text_atomic(paths["film.srt"], to_srt(timed.subtitles))
-    write_text_atomic(paths["film.vtt"], to_vtt(timed.subtitles, plan.title))
-    write_text_atomic(paths["timed-plan.json"], timed.to_json() + "\n")
-    stats = narrator.cache.stats
-    return NarrationResult(timed, paths["narration.wav"], paths["film.srt"], paths["film.vtt"],
-                           paths["timed-plan.json"], stats.synthesised, stats.reused, stats.repaired,
+    narration = Narrator(plan, cache_dir).narrate()
+    timed = narration.plan
+    track = assemble_track(timed, narration.speeches)
+    paths = {name: Path(out_dir) / name for name in ("narration.wav", "film.srt", "film.vtt", "timed-plan.json")}
+    level_once(track, paths["narration.wav"], plan.narration.loudness_lufs, plan.narration.true_peak_dbtp)
+    write_atomic(paths["film.srt"], to_srt(timed.subtitles))
+    write_atomic(paths["film.vtt"], to_vtt(timed.subtitles, plan.title))
+    write_atomic(paths["timed-plan.json"], timed.to_json() + "\n")
+    return NarrationResult(timed, narration.voice, paths["narration.wav"], paths["film.srt"], paths["film.vtt"],
+                           paths["timed-plan.json"], narration.synthesised, narration.reused, narration.repaired,
                            time.perf_counter() - started)
 
 
-def level_once(track: np.ndarray, out_path: Path, lufs: float, true_peak: float) -> None:
+def level_once(track: AudioSegment, out_path: Path, lufs: float, true_peak: float) -> None:
     """Level the track unless the same track was levelled into `out_path` already (a no-op rerun)."""
-    recipe = hashlib.sha256(track.tobytes())
+    recipe = hashlib.sha256(track.raw_data)
     recipe.update(f"{lufs}:{true_peak}:{audio.LEVELLING_VERSION}".encode())
     key_file = out_path.with_name(f".{out_path.name}.key")
     if out_path.exists() and key_file.exists() and key_file.read_text() == recipe.hexdigest():
@@ -343,35 +296,30 @@ def level_once(track: np.ndarray, out_path: Path, lufs: float, true_peak: float)
         return
     key_file.unlink(missing_ok=True)
     audio.level_track(track, out_path, lufs, true_peak)
-    write_text_atomic(key_file, recipe.hexdigest())
+    write_atomic(key_file, recipe.hexdigest())
 
 
-def assemble_track(plan: Plan, timed: TimedPlan, speeches: dict[str, Speech]) -> np.ndarray:
+def assemble_track(plan: Plan, speeches: dict[str, Speech]) -> AudioSegment:
     """The film-long track at 48 kHz, each beat's speech at its place, beats matched in loudness."""
     rate = audio.TRACK_RATE
-    track = np.zeros(int(round(plan.duration * rate)), np.float32)
-    target = plan.narration["loudness_lufs"]
-    for beat in timed.beats:
-        speech = audio.resample(speeches[beat.id].samples, speeches[beat.id].rate, rate)
-        loudness = audio.integrated_loudness(speech, rate)
-        if np.isfinite(loudness):
-            speech = speech * np.float32(10 ** ((target - loudness) / 20))
-        start = int(round(beat.speech_start * rate))
-        end = min(len(track), start + len(speech))
-        track[start:end] += speech[: end - start]
+    track = audio.silence(plan.duration, rate)
+    target = plan.narration.loudness_lufs - MATCHING_HEADROOM_DB
+    for beat in plan.beats:
+        speech = audio.resample(speeches[beat.id].clip, rate)
+        loudness = audio.integrated_loudness(speech)
+        if loudness > -70:
+            speech = speech.apply_gain(target - loudness)
+        track = track.overlay(speech, position=beat.timing.speech_start * 1000)
     return track
 
 
-def fit_table(timed: TimedPlan) -> str:
+def fit_table(plan: Plan) -> str:
     """Each beat's slot, speech length, headroom and tempo."""
     rows = [f"{'beat':<19}{'slot':>13}{'speech':>9}{'headroom':>10}{'tempo':>7}  voice"]
-    for beat in timed.beats:
+    for beat in plan.beats:
+        timing = beat.timing
         slot = f"{timestamp(beat.start)}-{timestamp(beat.end)}"
-        tempo = "-" if abs(beat.tempo - 1) < 1e-9 else f"{beat.tempo:.3f}"
-        rows.append(f"{beat.id:<19}{slot:>13}{beat.speech_seconds:>8.2f}s{beat.headroom:>9.2f}s{tempo:>7}  {beat.source}")
+        tempo = "-" if abs(timing.tempo - 1) < 1e-9 else f"{timing.tempo:.3f}"
+        rows.append(f"{beat.id:<19}{slot:>13}{timing.speech_seconds:>8.2f}s{timing.headroom:>9.2f}s{tempo:>7}  "
+                    f"{timing.voice}")
     return "\n".join(rows)
-
-
-
-
-__all__ = ["BeatNarration", "TimedPlan", "make_narration", "fit_table", "TextUnit"]

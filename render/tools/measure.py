@@ -31,7 +31,7 @@ from pathlib import Path
 import yaml
 
 from render import __version__
-from render.atomic import write_text_atomic
+from render.files import write_atomic
 from render.errors import FilmError
 
 log = logging.getLogger("film")
@@ -279,7 +279,7 @@ def dataset(name: str, endpoint: Endpoint, prompts: list[dict], label: str | Non
 
 def write_dataset(path: Path, data: dict) -> None:
     header = "# Measured with `film measure`; see README (Measuring your own endpoint).\n"
-    write_text_atomic(path, header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    write_atomic(path, header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
 
 
 def api_key_from(variable: str | None) -> str | None:

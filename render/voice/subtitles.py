@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from render.plan.types import Subtitle
+
 MAX_LINE = 42
 MAX_LINES = 2
 # Words a long clause is best split before ("... teraflops / but only 1.6 times ...").
@@ -25,13 +27,6 @@ class TextUnit:
     text: str
     clause: int          # index of the clause it belongs to
     ends_sentence: bool  # a full stop, colon or semicolon closes it
-
-
-@dataclass(frozen=True)
-class Subtitle:
-    start: float
-    end: float
-    lines: tuple[str, ...]
 
 
 def clauses(narration: str) -> list[tuple[int, str]]:

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 
 from render.errors import FilmError
-from render.specs import Gpu, DataType, Model
+from render.specs.types import DataType, Gpu, Model
 
 
 @dataclass(frozen=True)

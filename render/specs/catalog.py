@@ -8,11 +8,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from render.errors import FilmError, unknown_name_error
-from render.specs import DataType, Gpu, Model
-from render.yamlio import YamlList, YamlMap, check_fields, display_path, load_yaml
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = PROJECT_ROOT / "data"
+from render.files import DATA_DIR
+from render.specs.types import DataType, Gpu, Model
+from render.specs.yamlio import YamlList, YamlMap, check_fields, display_path, load_yaml
 
 NUMBER = (int, float)
 MAYBE_NUMBER = (int, float, type(None))

@@ -21,11 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-from render.atomic import write_text_atomic
-from render.film import make_film
-from render.paths import BUILD_DIR
-from render.plan import resolve_plan
-from render.storyboard import STORYBOARD_PATH
+from render.files import BUILD_DIR, STORYBOARD_PATH, write_atomic
+from render.plan.resolve import resolve_plan
+from render.video.film import make_film
 
 CHANGED_BEAT = "two-budgets"
 
@@ -98,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="film: %(message)s")
     results = run(args.qualities.split(","), args.build)
-    write_text_atomic(args.out, json.dumps(results, indent=2) + "\n")
+    write_atomic(args.out, json.dumps(results, indent=2) + "\n")
     print(table(results))
     print(f"wrote {args.out}")
     return 0

@@ -1,0 +1,71 @@
+"""Where files live, and the one way every output is written: whole or not at all.
+
+Every result (a plan, a track, a beat, the film, a cache entry) is written to a temporary
+file beside its destination and renamed over it, so an interrupted or failed run leaves a
+good earlier output intact and a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = PROJECT_ROOT / "data"
+STORYBOARD_PATH = PROJECT_ROOT / "script" / "storyboard.yaml"
+BUILD_DIR = PROJECT_ROOT / "build"
+
+
+@contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path beside `path` for a writer (ffmpeg, PIL, numpy) to fill; renamed over
+    `path` when the block succeeds, removed when it fails. Its suffix is the destination's,
+    so tools that choose a format by extension still do."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+    os.close(handle)
+    temporary = Path(temporary)
+    try:
+        yield temporary
+        os.chmod(temporary, 0o666 & ~current_umask())  # mkstemp's 0600 would hide the result from others
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_atomic(path: Path, content: str | bytes) -> Path:
+    """Write text (UTF-8) or bytes to `path`, durably and atomically."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    with atomic_path(path) as temporary:
+        with open(temporary, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+    return Path(path)
+
+
+def move(finished: Path, path: Path) -> Path:
+    """Move a finished file (a render another program wrote whole) to `path` in one step."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    os.replace(finished, path)
+    return Path(path)
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def output_dir(choice_name: str, is_default: bool, build_dir: Path = BUILD_DIR) -> Path:
+    """build/ for the storyboard's own choice, build/<gpu>-<model>-<dtype>/ for any other."""
+    return Path(build_dir) if is_default else Path(build_dir) / choice_name
+
+
+def cache_dir(build_dir: Path = BUILD_DIR) -> Path:
+    """Shared by every choice: a clip or a beat is keyed by its content, not by the film."""
+    return Path(build_dir) / "cache"

@@ -1,0 +1,75 @@
+"""ffmpeg, through ffmpeg-python: every command is built as a graph, run with one error
+message when it fails, and every file is probed with ffprobe's JSON.
+
+Both the voice stage (decoding, time-stretching and levelling audio) and the video stage
+(muxing, joining, frames, posters) use it, so it sits beside them rather than in either.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import ffmpeg
+
+from render.errors import FilmError
+from render.files import atomic_path
+
+QUIET = ("-hide_banner", "-nostdin")
+
+
+def require(program: str = "ffmpeg") -> str:
+    path = shutil.which(program)
+    if path is None:
+        raise FilmError(f"{program} is not installed; run `make setup` (as root it installs it with apt-get), "
+                        f"or: sudo apt-get install ffmpeg")
+    return path
+
+
+def run(stream, what: str, input_bytes: bytes | None = None) -> tuple[bytes, bytes]:
+    """Run an ffmpeg-python graph; return (stdout, stderr). A failure says what was being done
+    and ffmpeg's last lines, never a traceback."""
+    require()
+    try:
+        return (stream.global_args(*QUIET).overwrite_output()
+                .run(input=input_bytes, capture_stdout=True, capture_stderr=True))
+    except ffmpeg.Error as error:
+        tail = (error.stderr or b"").decode(errors="replace").strip().splitlines()[-3:]
+        raise FilmError(f"{what} failed (ffmpeg): {' / '.join(tail)}") from None
+
+
+def probe(path: Path, **options) -> dict:
+    """ffprobe's JSON: format, streams and chapters (options add, e.g. count_packets=None)."""
+    require("ffprobe")
+    try:
+        return ffmpeg.probe(str(path), show_chapters=None, **options)
+    except ffmpeg.Error as error:
+        message = (error.stderr or b"").decode(errors="replace").strip()
+        raise FilmError(f"{path} cannot be read: {message}") from None
+
+
+def frame_count(path: Path) -> int:
+    """Video frames in a file, counted from its packets; -1 when it cannot be read."""
+    try:
+        streams = probe(path, select_streams="v", count_packets=None)["streams"]
+        return int(streams[0]["nb_read_packets"])
+    except (FilmError, KeyError, IndexError, ValueError):
+        return -1
+
+
+def extract_frame(video: Path, frame_index: int, out_path: Path) -> Path:
+    """One frame of a video as a PNG, written atomically."""
+    with atomic_path(out_path) as temporary:
+        run(ffmpeg.input(str(video)).filter("select", f"eq(n,{frame_index})")
+            .output(str(temporary), vsync=0, vframes=1), f"extracting frame {frame_index} of {video.name}")
+        if temporary.stat().st_size == 0:
+            raise FilmError(f"{video} has no frame {frame_index}")
+    return out_path
+
+
+def frame_at(video: Path, seconds: float, out_path: Path) -> Path:
+    """The frame shown `seconds` into a video, as a PNG or JPEG, written atomically."""
+    with atomic_path(out_path) as temporary:
+        run(ffmpeg.input(str(video), ss=f"{seconds:.3f}").output(str(temporary), vframes=1),
+            f"extracting the frame at {seconds:.2f} s of {video.name}")
+    return out_path

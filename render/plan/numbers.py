@@ -1,0 +1,168 @@
+"""Every number of the film, from the roofline: the choice's spec sheet, each beat topic's
+numbers and the measured beats' comparison with the ideal. The only caller is the resolve step."""
+
+from __future__ import annotations
+
+import math
+
+from render.errors import FilmError
+from render.plan.types import (BatchNumbers, ComparisonFraming, ComparisonNumbers, DecodeNumbers,
+                               LongPromptNumbers, MeasuredNumbers, MeasuredPromptNumbers, Numbers, Parameters,
+                               Pill, PrefillNumbers, QuantisedDecode, SpecSheet)
+from render.specs import roofline as rl
+from render.specs.catalog import MeasuredDataset, MeasuredPrompt
+from render.specs.types import DataType, Gpu, Model
+
+# Ratios within this of 1 are "the same" in the comparison framing.
+SAME_RATIO = 0.05
+
+
+def spec_sheet(gpu: Gpu, model: Model, dtype: DataType) -> SpecSheet:
+    return SpecSheet(
+        peak_flops=rl.peak_flops(gpu, dtype), memory_bandwidth=gpu.bandwidth, memory_bytes=gpu.memory_bytes,
+        sm_count=gpu.sm_count, ridge_ops_per_byte=rl.ridge_ops_per_byte(gpu, dtype),
+        parameters=model.parameters, weight_bytes=rl.weight_bytes(model, dtype),
+        kv_bytes_per_token=rl.kv_bytes_per_token(model, dtype),
+    )
+
+
+def film_numbers(gpu: Gpu, model: Model, dtype: DataType, compare_gpu: Gpu, params: Parameters,
+                 quantised: dict[str, DataType]) -> Numbers:
+    """Every number of beats 1-6 and 9, for the film's own GPU, model and data type."""
+    return Numbers(
+        prefill=prefill_numbers(gpu, model, dtype, params.prompt_tokens),
+        decode=decode_numbers(gpu, model, dtype),
+        batch=batch_numbers(gpu, model, dtype, params.batch_size, params.batch_context_tokens),
+        long_prompt=long_prompt_numbers(gpu, model, dtype, params.long_prompt_tokens),
+        compare=comparison_numbers(gpu, compare_gpu, model, dtype, params),
+        int8=quantised_decode(gpu, model, dtype, quantised["int8"]),
+        int4=quantised_decode(gpu, model, dtype, quantised["int4"]),
+    )
+
+
+def prefill_numbers(gpu: Gpu, model: Model, dtype: DataType, tokens: int) -> PrefillNumbers:
+    timing = rl.time_on(gpu, dtype, rl.prefill(model, dtype, tokens))
+    return PrefillNumbers(
+        tokens=tokens, ops=timing.step.operations,
+        linear_ops=rl.prefill_linear_operations(model, tokens),
+        attention_ops=rl.prefill_attention_operations(model, tokens),
+        bytes=timing.step.bytes, seconds=timing.seconds, compute_seconds=timing.compute_seconds,
+        memory_seconds=timing.memory_seconds, attention_fraction=rl.prefill_attention_fraction(model, tokens),
+        ops_per_byte=timing.step.ops_per_byte, compute_utilisation=timing.compute_seconds / timing.seconds,
+    )
+
+
+def decode_numbers(gpu: Gpu, model: Model, dtype: DataType) -> DecodeNumbers:
+    timing = rl.time_on(gpu, dtype, rl.decode_step(model, dtype))
+    return DecodeNumbers(
+        ops_per_token=timing.step.operations, bytes_per_token=timing.step.bytes, step_seconds=timing.seconds,
+        compute_seconds=timing.compute_seconds, tokens_per_second=1 / timing.seconds,
+        ops_per_byte=timing.step.ops_per_byte, compute_utilisation=timing.compute_seconds / timing.seconds,
+    )
+
+
+def batch_numbers(gpu: Gpu, model: Model, dtype: DataType, size: int, context: int) -> BatchNumbers:
+    timing = rl.time_on(gpu, dtype, rl.decode_step(model, dtype, size, context))
+    kv_bytes = size * rl.kv_cache_bytes(model, dtype, context)
+    limit = rl.decode_intensity_limit(model, dtype, context)
+    ridge_value_size = max(1, round(rl.ridge_ops_per_byte(gpu, dtype)))
+    return BatchNumbers(
+        size=size, context_tokens=context, kv_bytes=kv_bytes, kv_ratio=kv_bytes / rl.weight_bytes(model, dtype),
+        step_bytes=timing.step.bytes, step_seconds=timing.seconds, tokens_per_second=size / timing.seconds,
+        ops_per_byte=timing.step.ops_per_byte, compute_utilisation=timing.compute_seconds / timing.seconds,
+        size_at_ridge=rl.batch_size_at_ridge(gpu, model, dtype, context),
+        ops_per_byte_limit=None if math.isinf(limit) else limit,
+        ridge_value_size=ridge_value_size,
+        ridge_value_ops_per_byte=rl.decode_step(model, dtype, ridge_value_size, context).ops_per_byte,
+    )
+
+
+def long_prompt_numbers(gpu: Gpu, model: Model, dtype: DataType, tokens: int) -> LongPromptNumbers:
+    timing = rl.time_on(gpu, dtype, rl.prefill(model, dtype, tokens))
+    attention = rl.prefill_attention_fraction(model, tokens)
+    return LongPromptNumbers(
+        tokens=tokens, ops=timing.step.operations, seconds=timing.seconds, attention_fraction=attention,
+        attention_seconds=timing.seconds * attention, linear_seconds=timing.seconds * (1 - attention),
+        kv_bytes=rl.kv_cache_bytes(model, dtype, tokens),
+    )
+
+
+def comparison_numbers(gpu: Gpu, other: Gpu, model: Model, dtype: DataType, params: Parameters) -> ComparisonNumbers:
+    compared = rl.compare(gpu, other, model, dtype, params.prompt_tokens)
+    return ComparisonNumbers(
+        gpu=other, peak_flops=rl.peak_flops(other, dtype), memory_bandwidth=other.bandwidth,
+        ridge_ops_per_byte=rl.ridge_ops_per_byte(other, dtype), flops_ratio=compared.flops_ratio,
+        bandwidth_ratio=compared.bandwidth_ratio, decode_speedup=compared.decode_speedup,
+        prefill_speedup=compared.prefill_speedup,
+        decode_tokens_per_second=rl.decode_tokens_per_second(other, model, dtype),
+        prefill_seconds=rl.time_on(other, dtype, rl.prefill(model, dtype, params.prompt_tokens)).seconds,
+        long_prompt_seconds=rl.time_on(other, dtype, rl.prefill(model, dtype, params.long_prompt_tokens)).seconds,
+        framing=framing(gpu, other, compared),
+    )
+
+
+def framing(gpu: Gpu, other: Gpu, compared: rl.Comparison) -> ComparisonFraming:
+    """The GPU with more arithmetic leads the sentence (on a tie, the one with more bandwidth),
+    so it always reads "X has N times Y's teraflops"."""
+    flops, bandwidth, speedup = compared.flops_ratio, compared.bandwidth_ratio, compared.decode_speedup
+    film_gpu_first = bandwidth >= 1 if abs(flops - 1) < SAME_RATIO else flops > 1
+    if film_gpu_first:
+        return ComparisonFraming(gpu, other, flops, bandwidth, speedup)
+    return ComparisonFraming(other, gpu, 1 / flops, 1 / bandwidth, 1 / speedup)
+
+
+def quantised_decode(gpu: Gpu, model: Model, dtype: DataType, quantised: DataType) -> QuantisedDecode:
+    rate = rl.decode_tokens_per_second(gpu, model, quantised)
+    return QuantisedDecode(quantised, rl.weight_bytes(model, quantised), rate,
+                           rate / rl.decode_tokens_per_second(gpu, model, dtype))
+
+
+def pill(gpu: Gpu, dtype: DataType) -> Pill:
+    return Pill(gpu.id, gpu.short_name, rl.peak_flops(gpu, dtype), gpu.bandwidth, rl.ridge_ops_per_byte(gpu, dtype))
+
+
+# -- the measured beats ----------------------------------------------------------------------------
+
+
+def measured_roles(dataset: MeasuredDataset) -> tuple[MeasuredPrompt, MeasuredPrompt | None, MeasuredPrompt]:
+    """The shortest, the middle (when there are three or more and it has a TTFT) and the longest prompt."""
+    prompts = dataset.prompts
+    middle = prompts[len(prompts) // 2] if len(prompts) > 2 else None
+    return prompts[0], middle if middle is not None and middle.ttft_seconds is not None else None, prompts[-1]
+
+
+def measured_numbers(dataset: MeasuredDataset, gpu: Gpu, model: Model, dtype: DataType) -> MeasuredNumbers:
+    """The dataset's own figures beside its model's roofline on the GPU it is compared with."""
+    short, medium, long = measured_roles(dataset)
+    for role, prompt in (("shortest", short), ("longest", long)):
+        missing = [name for name in ("ttft_seconds", "decode_tokens_per_second") if getattr(prompt, name) is None]
+        if missing:
+            raise FilmError(
+                f"{dataset.path}: the {role} prompt ({prompt.prompt_tokens:,} tokens) has no "
+                f"{' or '.join(missing)}; the measured beats need the TTFT and decode rate of the "
+                f"shortest and the longest prompt"
+            )
+
+    def role(prompt: MeasuredPrompt) -> MeasuredPromptNumbers:
+        ideal = rl.time_on(gpu, dtype, rl.prefill(model, dtype, prompt.prompt_tokens)).seconds
+        return MeasuredPromptNumbers(prompt.prompt_tokens, prompt.ttft_seconds, prompt.decode_tokens_per_second,
+                                     prompt.ttft_approximate, ideal)
+
+    short_numbers, long_numbers = role(short), role(long)
+    medium_numbers = role(medium) if medium else None
+    ceiling = rl.decode_tokens_per_second(gpu, model, dtype)
+    weights = rl.weight_bytes(model, dtype)
+    long_kv = rl.kv_cache_bytes(model, dtype, long.prompt_tokens)
+    network_prompt = medium_numbers or short_numbers  # the longest prompt whose wait is still mostly not prefill
+    return MeasuredNumbers(
+        dataset=dataset, model=model, gpu=gpu, precision=dtype,
+        short=short_numbers, medium=medium_numbers, long=long_numbers,
+        weight_bytes=weights, kv_bytes_per_token=rl.kv_bytes_per_token(model, dtype),
+        ceiling_tokens_per_second=ceiling, ridge_ops_per_byte=rl.ridge_ops_per_byte(gpu, dtype),
+        ceiling_fraction=short.decode_tokens_per_second / ceiling,
+        long_kv_bytes=long_kv, long_kv_ratio=long_kv / weights,
+        slowdown=1 - long.decode_tokens_per_second / short.decode_tokens_per_second,
+        network_fraction=1 - network_prompt.ideal_prefill_seconds / network_prompt.ttft_seconds,
+        other_decode_tokens_per_second=(dataset.other_providers[0].decode_tokens_per_second
+                                        if dataset.other_providers else None),
+    )

@@ -1,0 +1,48 @@
+"""The one list of the beats a film can have and the scene class that draws each.
+
+The storyboard names a beat's scene family; this says which module of scenes/ holds that
+family and which class in it draws the beat. It is plain data (no Manim import), so the
+storyboard's validation (`make plan`) refuses an unknown family or a beat no class draws
+before anything renders, and scenes/__init__.py imports the class from here at render time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SceneEntry:
+    beat: str     # the storyboard's beat id
+    family: str   # the storyboard's `scene`
+    module: str   # where the class lives
+    name: str     # the BeatScene subclass that draws the beat
+
+    @property
+    def path(self) -> str:
+        return self.module.replace(".", "/") + ".py"
+
+
+# In film order. Add a beat here, in its family's module, and in the storyboard.
+SCENES = (
+    SceneEntry("two-waits", "two-waits", "scenes.two_waits", "TwoWaits"),
+    SceneEntry("prefill", "sluice-and-tap", "scenes.sluice_and_tap", "Prefill"),
+    SceneEntry("decode", "sluice-and-tap", "scenes.sluice_and_tap", "Decode"),
+    SceneEntry("roofline", "roofline", "scenes.the_roofline", "Roofline"),
+    SceneEntry("batching", "batching", "scenes.batching", "Batching"),
+    SceneEntry("wasted-money", "roofline", "scenes.the_roofline", "WastedMoney"),
+    SceneEntry("measured", "measured-timings", "scenes.measured_timings", "Measured"),
+    SceneEntry("cache-rides-along", "measured-timings", "scenes.measured_timings", "CacheRidesAlong"),
+    SceneEntry("two-budgets", "two-waits", "scenes.two_waits", "TwoBudgets"),
+)
+
+BEAT_IDS = tuple(entry.beat for entry in SCENES)
+FAMILIES = {entry.family: entry.module for entry in SCENES}  # family -> module
+
+
+def scene_entry(beat_id: str) -> SceneEntry | None:
+    return next((entry for entry in SCENES if entry.beat == beat_id), None)
+
+
+def beats_of(family: str) -> list[str]:
+    return [entry.beat for entry in SCENES if entry.family == family]

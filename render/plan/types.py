@@ -1,0 +1,383 @@
+"""The typed plan: every value the film speaks or shows, and when.
+
+The resolve step (render/plan/resolve.py) builds a `Plan` from data/ and the storyboard; the
+narration (render/voice/narration.py) returns the same plan with each beat's `timing` filled
+in (the timed plan, build/timed-plan.json); the scenes and the beat cache read it. Scenes
+read attributes (`plan.numbers.prefill.ops`), so a misspelt name fails at once.
+
+    Plan
+      choice        Choice: the GPU, model and data type, the comparison GPU, the measured dataset
+      spec          SpecSheet: that GPU running that model (peak, bandwidth, ridge, weight bytes)
+      numbers       Numbers: prefill, decode, batch, long_prompt, compare, int8, int4
+      measured      MeasuredNumbers: the measured dataset, its prompts by role (short, medium, long)
+      pills         Pill per GPU the roofline morphs through
+      parameters    Parameters: the storyboard's prompt lengths, batch and comparison choices
+      narration     NarrationSettings: voice, lead-in, gap, tempo, loudness
+      beats         Beat per beat, with its narration, cues and (once narrated) its BeatTiming
+
+`film plan --json` and build/timed-plan.json are this tree as JSON (render/plan/codec.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from render.errors import FilmError
+from render.plan import codec
+from render.specs.catalog import MeasuredDataset
+from render.specs.types import DataType, Gpu, Model
+
+# Speech engines a storyboard or VOICE= may name (render/voice/speech.py implements them).
+VOICE_ENGINES = ("hibari", "piper")
+RECORDED = "recorded"
+
+# Cues every beat's scene has besides its storyboard markers: when its speech starts and ends,
+# and "end", when the beat's closing fade begins.
+BUILT_IN_CUES = ("speech-start", "speech-end", "end")
+
+
+# -- the choice and its spec sheet ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the film is about: one GPU serving one model in one data type."""
+
+    gpu: Gpu
+    model: Model
+    dtype: DataType
+    arithmetic: str      # the format its matrix multiplies run in on this GPU: bf16 or fp8
+    compare_gpu: Gpu     # the wasted-money beat's other GPU
+    measured_id: str     # the measured dataset in data/measured/
+    is_default: bool     # the storyboard's own GPU, model and data type
+
+    @property
+    def name(self) -> str:
+        """'a100-sxm-80gb-llama-3.1-70b-int8': the folder a regenerated film goes to."""
+        return f"{self.gpu.id}-{self.model.id}-{self.dtype.id}"
+
+    @property
+    def label(self) -> str:
+        """'H100 SXM · Llama 3.1 8B · BF16', as the beats' subtitles show it."""
+        return f"{self.gpu.short_name} · {self.model.name} · {self.dtype.name}"
+
+
+@dataclass(frozen=True)
+class SpecSheet:
+    """The film's GPU running the film's model in its data type."""
+
+    peak_flops: float          # at the arithmetic format the choice runs in (dense)
+    memory_bandwidth: float    # bytes/s
+    memory_bytes: float
+    sm_count: int
+    ridge_ops_per_byte: float  # peak / bandwidth
+    parameters: int
+    weight_bytes: float
+    kv_bytes_per_token: float
+
+
+# -- the numbers, by beat topic ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PrefillNumbers:
+    """The prompt in one pass (the prefill beat)."""
+
+    tokens: int
+    ops: float
+    linear_ops: float
+    attention_ops: float
+    bytes: float
+    seconds: float
+    compute_seconds: float
+    memory_seconds: float
+    attention_fraction: float
+    ops_per_byte: float
+    compute_utilisation: float
+
+
+@dataclass(frozen=True)
+class DecodeNumbers:
+    """One token at batch 1 with nothing cached (the decode beat)."""
+
+    ops_per_token: float
+    bytes_per_token: float
+    step_seconds: float
+    compute_seconds: float
+    tokens_per_second: float
+    ops_per_byte: float
+    compute_utilisation: float
+
+
+@dataclass(frozen=True)
+class BatchNumbers:
+    """Many users decoding together, each rereading its own KV cache (the batching beat)."""
+
+    size: int
+    context_tokens: int
+    kv_bytes: float
+    kv_ratio: float               # the batch's KV cache / the weights
+    step_bytes: float
+    step_seconds: float
+    tokens_per_second: float
+    ops_per_byte: float
+    compute_utilisation: float
+    size_at_ridge: int | None     # the smallest batch that reaches the ridge; None: none does
+    ops_per_byte_limit: float | None  # what an endless batch tends to; None: no limit (nothing cached)
+    ridge_value_size: int         # as many users as the ridge's value ...
+    ridge_value_ops_per_byte: float  # ... and the intensity they reach
+
+
+@dataclass(frozen=True)
+class LongPromptNumbers:
+    """The wasted-money beat's long prompt, split into its linear layers and attention."""
+
+    tokens: int
+    ops: float
+    seconds: float
+    attention_fraction: float
+    attention_seconds: float
+    linear_seconds: float
+    kv_bytes: float
+
+
+@dataclass(frozen=True)
+class ComparisonFraming:
+    """Who the wasted-money sentence is about: the GPU with more arithmetic, ratios from its side."""
+
+    subject: Gpu
+    other: Gpu
+    flops_ratio: float
+    bandwidth_ratio: float
+    decode_speedup: float
+
+
+@dataclass(frozen=True)
+class ComparisonNumbers:
+    """The film's GPU against the comparison GPU (ratios: film GPU / comparison GPU)."""
+
+    gpu: Gpu
+    peak_flops: float
+    memory_bandwidth: float
+    ridge_ops_per_byte: float
+    flops_ratio: float
+    bandwidth_ratio: float
+    decode_speedup: float
+    prefill_speedup: float
+    decode_tokens_per_second: float
+    prefill_seconds: float
+    long_prompt_seconds: float
+    framing: ComparisonFraming
+
+
+@dataclass(frozen=True)
+class QuantisedDecode:
+    """A budget card's quantisation lever: batch-1 decode with weight-only quantised weights."""
+
+    dtype: DataType
+    weight_bytes: float
+    tokens_per_second: float
+    speedup: float
+
+
+@dataclass(frozen=True)
+class Numbers:
+    prefill: PrefillNumbers
+    decode: DecodeNumbers
+    batch: BatchNumbers
+    long_prompt: LongPromptNumbers
+    compare: ComparisonNumbers
+    int8: QuantisedDecode
+    int4: QuantisedDecode
+
+
+@dataclass(frozen=True)
+class MeasuredPromptNumbers:
+    """One measured prompt beside the roofline's ideal prefill of it."""
+
+    prompt_tokens: int
+    ttft_seconds: float | None
+    decode_tokens_per_second: float | None
+    ttft_approximate: bool
+    ideal_prefill_seconds: float
+
+
+@dataclass(frozen=True)
+class MeasuredNumbers:
+    """The measured beats: a dataset's own figures beside its model's roofline on its GPU."""
+
+    dataset: MeasuredDataset
+    model: Model
+    gpu: Gpu
+    precision: DataType
+    short: MeasuredPromptNumbers
+    medium: MeasuredPromptNumbers | None  # the middle prompt, when there are three or more with a TTFT
+    long: MeasuredPromptNumbers
+    weight_bytes: float
+    kv_bytes_per_token: float
+    ceiling_tokens_per_second: float
+    ridge_ops_per_byte: float
+    ceiling_fraction: float       # the short prompt's decode rate / the ceiling
+    long_kv_bytes: float
+    long_kv_ratio: float          # the long prompt's KV cache / the weights
+    slowdown: float               # 1 - long decode rate / short decode rate
+    network_fraction: float       # of the medium (else short) prompt's TTFT, the share that is not prefill
+    other_decode_tokens_per_second: float | None
+
+
+@dataclass(frozen=True)
+class Pill:
+    """A GPU the roofline beat morphs through, running the film's model and data type."""
+
+    gpu_id: str
+    name: str
+    peak_flops: float
+    memory_bandwidth: float
+    ridge_ops_per_byte: float
+
+
+# -- the storyboard's settings -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Parameters:
+    prompt_tokens: int            # the prefill beat's prompt
+    batch_size: int               # users decoding together in the batching beat
+    batch_context_tokens: int     # cached tokens each of them rereads per step
+    long_prompt_tokens: int       # the wasted-money beat's long prompt
+    compare_gpu: str
+    compare_gpu_when_same: str
+    roofline_pills: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NarrationSettings:
+    voice: str              # hibari, piper or recorded, optionally engine:voice
+    recordings: str         # folder of <beat-id>.wav/.flac recordings (absolute)
+    lead_in: float
+    gap: float
+    max_tempo: float
+    clause_pause: float
+    sentence_pause: float
+    loudness_lufs: float
+    true_peak_dbtp: float
+
+    @property
+    def engine(self) -> str:
+        return parse_voice(self.voice)[0]
+
+    @property
+    def engine_voice(self) -> str | None:
+        return parse_voice(self.voice)[1]
+
+
+def parse_voice(spec: str) -> tuple[str, str | None]:
+    """'hibari', 'hibari:heart', 'piper:joe' or 'recorded' -> (engine, voice)."""
+    engine, _, voice = spec.partition(":")
+    engine = engine.strip().lower()
+    if engine != RECORDED and engine not in VOICE_ENGINES:
+        raise FilmError(f"unknown voice {spec!r}; use one of: {', '.join([*VOICE_ENGINES, RECORDED])} "
+                        f"(optionally engine:voice, e.g. hibari:heart)")
+    return engine, (voice.strip() or None)
+
+
+# -- the beats -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TimedClause:
+    text: str
+    start: float  # seconds into the film
+    end: float
+
+
+@dataclass(frozen=True)
+class Subtitle:
+    start: float
+    end: float
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BeatTiming:
+    """Where a beat's speech lies in the film and when each cue is spoken (the narration's result)."""
+
+    speech_start: float          # seconds into the film
+    speech_end: float
+    latest_end: float            # the speech must end by here (the next beat less the gap)
+    tempo: float
+    voice: str                   # "hibari:heart" or the recording's path
+    cues: dict[str, float]       # cue name -> seconds into the film
+    clauses: tuple[TimedClause, ...]
+    subtitles: tuple[Subtitle, ...]
+
+    @property
+    def speech_seconds(self) -> float:
+        return self.speech_end - self.speech_start
+
+    @property
+    def headroom(self) -> float:
+        return self.latest_end - self.speech_end
+
+
+@dataclass(frozen=True)
+class Beat:
+    id: str
+    title: str
+    start: float                 # seconds into the film
+    end: float
+    scene: str                   # the scene family (render/plan/registry.py names its class)
+    narration: str               # filled, cue markers removed
+    captions: dict[str, str]     # on-screen sentences, filled
+    cue_offsets: dict[str, int]  # cue name -> character offset in the narration
+    location: str                # file:line of the beat's narration in the storyboard
+    timing: BeatTiming | None = None  # set by the narration
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+# -- the plan ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    title: str
+    duration: float
+    source: str
+    choice: Choice
+    spec: SpecSheet
+    numbers: Numbers
+    measured: MeasuredNumbers
+    pills: tuple[Pill, ...]
+    parameters: Parameters
+    narration: NarrationSettings
+    pronunciations: tuple[tuple[str, str], ...]
+    beats: tuple[Beat, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def beat(self, beat_id: str) -> Beat:
+        for beat in self.beats:
+            if beat.id == beat_id:
+                return beat
+        raise FilmError(f"unknown beat {beat_id!r}; the beats are: {', '.join(b.id for b in self.beats)}")
+
+    @property
+    def is_timed(self) -> bool:
+        return all(beat.timing is not None for beat in self.beats)
+
+    def timed(self, timings: dict[str, BeatTiming]) -> Plan:
+        """This plan with each beat's speech timing: the timed plan the scenes render from."""
+        return replace(self, beats=tuple(replace(beat, timing=timings[beat.id]) for beat in self.beats))
+
+    @property
+    def subtitles(self) -> list[Subtitle]:
+        return [cue for beat in self.beats if beat.timing for cue in beat.timing.subtitles]
+
+    def to_json(self) -> str:
+        return codec.dumps(self)
+
+    @classmethod
+    def from_json(cls, text: str, where: str = "the timed plan") -> Plan:
+        return codec.loads(cls, text, where)

@@ -1,0 +1,8 @@
+"""Stage 1, specs and maths: what the GPUs, models and data types in data/ are, and the roofline.
+
+    yamlio.py          YAML that remembers line numbers; the field checks every data file shares
+    types.py           Gpu, Model, DataType: the spec sheets as frozen dataclasses
+    catalog.py         loads and validates data/ (and data/measured/)
+    pronunciations.py  written forms -> spoken forms, from data/pronunciations.yaml
+    roofline.py        pure maths: every number the film shows, from the specs alone
+"""

@@ -1,0 +1,196 @@
+"""Rendering beats with Manim: one beat's pictures, a beat with its narration, stills and a sheet.
+
+Every render reads the timed plan and nothing else, and returns what it found (a BeatRender);
+nothing comes back through globals.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import ffmpeg
+
+from render import media
+from render.errors import FilmError
+from render.files import atomic_path, move
+from render.formatting import timestamp
+from render.plan.types import Plan
+
+log = logging.getLogger("film")
+
+
+@dataclass(frozen=True)
+class Quality:
+    name: str
+    width: int
+    height: int
+    fps: int
+
+
+QUALITIES = {
+    # Tests: review size (text lays out differently at very small sizes) at a low frame rate.
+    "tiny": Quality("tiny", 854, 480, 3),
+    "low": Quality("low", 854, 480, 15),        # review
+    "medium": Quality("medium", 1280, 720, 30),
+    "high": Quality("high", 1920, 1080, 60),    # the film
+}
+STILL_FPS = 10  # a still at another quality renders its beat at this rate, not the full one
+
+
+def quality(name: str) -> Quality:
+    if name not in QUALITIES:
+        raise FilmError(f"unknown quality {name!r}; use one of: {', '.join(QUALITIES)}")
+    return QUALITIES[name]
+
+
+@dataclass(frozen=True)
+class BeatRender:
+    """What rendering one beat's pictures produced and found."""
+
+    beat_id: str
+    video: Path
+    frames: int
+    safe_area: tuple[str, ...]    # what was drawn within 5% of the frame's edge (should be nothing)
+    values_read: tuple[str, ...]  # the plan values the scene read ("numbers.prefill.ops"), for the cache
+    seconds: float                # wall time of the render
+
+
+def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int | None = None,
+                 progress=None) -> BeatRender:
+    """Render one beat's pictures (no sound) with Manim into `out_path`.
+
+    `progress(frames drawn, frames in the beat)` is called as the render goes, when given.
+    """
+    from manim import tempconfig
+
+    from scenes import scene_class
+
+    started = time.perf_counter()
+    scene_type = scene_class(beat_id)
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"manim-{beat_id}-", dir=out_path.parent))
+    settings = {
+        "pixel_width": q.width, "pixel_height": q.height, "frame_rate": fps or q.fps,
+        "media_dir": str(work), "output_file": beat_id, "disable_caching": True,
+        "verbosity": "WARNING", "progress_bar": "none", "write_to_movie": True, "format": "mp4",
+    }
+    try:
+        with tempconfig(settings):
+            scene = scene_type(plan, beat_id, progress)
+            scene.render()
+            produced = Path(scene.renderer.file_writer.movie_file_path)
+            frames = scene.frames_done
+        move(produced, out_path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for problem in sorted(scene.safe_area_violations):
+        log.warning("%s: outside the safe area: %s", beat_id, problem)
+    return BeatRender(beat_id, out_path, frames, tuple(sorted(scene.safe_area_violations)),
+                      tuple(sorted(scene.reads)), time.perf_counter() - started)
+
+
+def mux_beat_audio(video: Path, narration: Path, start: float, duration: float, out_path: Path) -> Path:
+    """The beat's slice of the narration track under its pictures, written atomically."""
+    pictures = ffmpeg.input(str(video))
+    sound = ffmpeg.input(str(narration), ss=f"{start:.6f}", t=f"{duration:.6f}")
+    with atomic_path(out_path) as temporary:
+        media.run(ffmpeg.output(pictures["v"], sound["a"], str(temporary), vcodec="copy", acodec="aac",
+                                audio_bitrate="160k", ar=48000, t=f"{duration:.6f}", movflags="+faststart"),
+                  f"adding the narration to {out_path.name}")
+    return out_path
+
+
+def render_beat(plan: Plan, narration: Path, beat_id: str, quality_name: str, out_dir: Path) -> BeatRender:
+    """`make scene`: the beat's video with its narration, at <out_dir>/<beat-id>.mp4."""
+    beat = plan.beat(beat_id)
+    q = quality(quality_name)
+    silent = Path(out_dir) / f".{beat_id}.{q.name}.video.mp4"
+    try:
+        render = render_video(plan, beat_id, q, silent)
+        out_path = mux_beat_audio(silent, narration, beat.start, beat.duration, Path(out_dir) / f"{beat_id}.mp4")
+    finally:
+        silent.unlink(missing_ok=True)
+    log.info("rendered %s at %s (%dx%d, %d fps) in %.1f s", beat_id, q.name, q.width, q.height, q.fps,
+             render.seconds)
+    return BeatRender(beat_id, out_path, render.frames, render.safe_area, render.values_read, render.seconds)
+
+
+def render_frames(plan: Plan, beat_id: str, times: list[float], quality_name: str, out_dir: Path,
+                  names: list[str] | None = None) -> list[Path]:
+    """Frames of one beat at `times` (seconds into the beat), from one render, as PNGs.
+
+    The beat is rendered at the quality's size but at a low frame rate (the quality's own
+    when lower), several times faster than the full render; it draws the same frame at each
+    moment, because every animation is a function of time, not of frame count.
+    """
+    duration = plan.beat(beat_id).duration
+    for at in times:
+        if not 0 <= at < duration:
+            raise FilmError(f"AT={at:g} is outside beat {beat_id!r}, which lasts {duration:g} s "
+                            f"(0 <= AT < {duration:g})")
+    q = quality(quality_name)
+    fps = min(q.fps, STILL_FPS)
+    video = Path(out_dir) / f".{beat_id}.{q.name}.{fps}fps.mp4"
+    try:
+        render_video(plan, beat_id, q, video, fps=fps)
+        return [media.extract_frame(video, min(round(at * fps), round(duration * fps) - 1), Path(out_dir) / name)
+                for at, name in zip(times, names or [f"{beat_id}@{at:g}.png" for at in times])]
+    finally:
+        video.unlink(missing_ok=True)
+
+
+def render_still(plan: Plan, beat_id: str, at: float, quality_name: str, out_dir: Path) -> Path:
+    """`make still`: the frame at `at` seconds into the beat, as <out_dir>/<beat-id>@<at>.png."""
+    return render_frames(plan, beat_id, [at], quality_name, out_dir)[0]
+
+
+def make_sheet(plan: Plan, quality_name: str, out_path: Path) -> Path:
+    """`make sheet`: three frames of every beat (just after it starts, its middle, just before it
+    ends), each labelled with the beat's title and film time, on one PNG."""
+    from PIL import Image, ImageDraw
+
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="sheet-", dir=out_path.parent))
+    try:
+        rows = []
+        for beat in plan.beats:
+            times = [min(0.8, beat.duration / 4), beat.duration / 2, max(0, beat.duration - 0.6)]
+            frames = render_frames(plan, beat.id, times, quality_name, work,
+                                   [f"{beat.id}-{index}.png" for index in range(3)])
+            rows.append((beat, times, [Image.open(frame).convert("RGB") for frame in frames]))
+        width, height = rows[0][2][0].size
+        label_height = max(18, height // 9)
+        gap = max(4, width // 100)
+        sheet = Image.new("RGB", (3 * width + 4 * gap, len(rows) * (height + label_height + gap) + gap), "#05070a")
+        draw = ImageDraw.Draw(sheet)
+        font = sheet_font(int(label_height * 0.62))
+        for row, (beat, times, images) in enumerate(rows):
+            top = gap + row * (height + label_height + gap)
+            for column, (at, image) in enumerate(zip(times, images)):
+                left = gap + column * (width + gap)
+                label = f"{beat.title}  ·  {timestamp(beat.start + at)}  (+{at:.1f} s)"
+                draw.text((left + 4, top + label_height * 0.15), label, fill="#e9edf3", font=font)
+                sheet.paste(image, (left, top + label_height))
+        with atomic_path(out_path) as temporary:
+            sheet.save(temporary)
+        return out_path
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def sheet_font(size: int):
+    from PIL import ImageFont
+
+    try:
+        path = subprocess.run(["fc-match", "-f", "%{file}", "Inter"], capture_output=True, text=True).stdout.strip()
+        return ImageFont.truetype(path, size)
+    except (OSError, FileNotFoundError):
+        return ImageFont.load_default()

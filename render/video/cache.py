@@ -1,0 +1,128 @@
+"""The beat cache: when a beat's pictures can be reused, and when they must be rendered again.
+
+A beat's video is stored under build/cache/beats/ by two keys:
+
+    base key    everything the scene's code and its own beat decide: the scene module and the
+                scene modules it imports, the formatter, the beat's words, cues and their times,
+                the quality, Manim's version
+    values key  the values of the plan the scene read the last time it rendered
+                (recorded by render/plan/tracking.py: "numbers.prefill.ops", "choice.gpu.name", ...)
+
+So a beat re-renders when its code, its narration or its timing changes, or when one of the
+numbers it shows changes, and not when a number only another beat shows changes. A hit is
+verified, not trusted: the stored video must have the size and checksum recorded when it
+was stored, or it is rendered again.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.metadata
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from render.files import PROJECT_ROOT, move, write_atomic
+from render.plan import codec
+from render.plan.registry import scene_entry
+from render.plan.tracking import value_at
+from render.plan.types import Plan
+from render.video.beats import Quality
+
+log = logging.getLogger("film")
+
+CACHE_FORMAT = 3
+
+
+def scene_sources(module: str) -> list[Path]:
+    """The files a beat's pictures depend on: its scene module, the scene modules it imports,
+    the formatter and the renderer."""
+    seen: set[str] = set()
+    pending = [module, "scenes.base"]
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = PROJECT_ROOT / (name.replace(".", "/") + ".py")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("scenes."):
+                pending.append(node.module)
+    shared = ["render/formatting.py", "render/plan/tracking.py", "render/video/beats.py"]
+    return sorted([PROJECT_ROOT / (name.replace(".", "/") + ".py") for name in seen]
+                  + [PROJECT_ROOT / path for path in shared])
+
+
+def beat_slice(plan: Plan, beat_id: str) -> dict:
+    """The beat's own part of the timed plan: its words, cues and when they are spoken."""
+    beat = plan.beat(beat_id)
+    timing = beat.timing
+    return {"beat": codec.to_data({"id": beat.id, "title": beat.title, "start": beat.start, "end": beat.end,
+                                   "scene": beat.scene, "narration": beat.narration, "captions": beat.captions,
+                                   "cue_offsets": beat.cue_offsets}),
+            "timing": {"speech_start": timing.speech_start, "speech_end": timing.speech_end, "cues": timing.cues}}
+
+
+def base_key(plan: Plan, beat_id: str, q: Quality) -> str:
+    digest = hashlib.sha256()
+    for path in scene_sources(scene_entry(beat_id).module):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    digest.update(json.dumps(beat_slice(plan, beat_id), sort_keys=True).encode())
+    digest.update(f"{q}:{importlib.metadata.version('manim')}:{CACHE_FORMAT}".encode())
+    return digest.hexdigest()[:24]
+
+
+def values_key(plan: Plan, paths: list[str]) -> str:
+    """A hash of the values at the paths a scene read."""
+    values = {path: value_at(plan, path) for path in paths}
+    return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    video: Path
+    meta: Path
+
+
+class BeatCache:
+    """build/cache/beats/: <beat>-<base>.json lists the values the scene read; <beat>-<base>-<values>.mp4
+    is the video, with <beat>-<base>-<values>.json holding its size and checksum."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder) / "beats"
+        self.folder.mkdir(parents=True, exist_ok=True)
+
+    def reads_path(self, plan: Plan, beat_id: str, q: Quality) -> Path:
+        return self.folder / f"{beat_id}-{base_key(plan, beat_id, q)}.json"
+
+    def entry(self, plan: Plan, beat_id: str, q: Quality, values_read: list[str]) -> CacheEntry:
+        stem = f"{beat_id}-{base_key(plan, beat_id, q)}-{values_key(plan, values_read)}"
+        return CacheEntry(self.folder / f"{stem}.mp4", self.folder / f"{stem}.json")
+
+    def lookup(self, plan: Plan, beat_id: str, q: Quality) -> Path | None:
+        """The cached video of this beat, if there is one and it is whole."""
+        try:
+            values_read = json.loads(self.reads_path(plan, beat_id, q).read_text())["values_read"]
+            entry = self.entry(plan, beat_id, q, values_read)
+            recorded = json.loads(entry.meta.read_text())
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if not entry.video.exists():
+            return None
+        data = entry.video.read_bytes()
+        if len(data) != recorded.get("size") or hashlib.sha256(data).hexdigest() != recorded.get("sha256"):
+            log.warning("cached %s is damaged; rendering it again", entry.video.name)
+            return None
+        return entry.video
+
+    def store(self, plan: Plan, beat_id: str, q: Quality, rendered: Path, values_read: list[str]) -> Path:
+        """Move a fresh render into the cache: the video, then what vouches for it, then the reads."""
+        entry = self.entry(plan, beat_id, q, values_read)
+        data = rendered.read_bytes()
+        move(rendered, entry.video)
+        write_atomic(entry.meta, json.dumps({"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}))
+        write_atomic(self.reads_path(plan, beat_id, q), json.dumps({"values_read": list(values_read)}))
+        return entry.video

@@ -1,0 +1,261 @@
+"""`make film`: every beat rendered (cached, in parallel), joined, muxed with the narration, checked.
+
+The beat cache (render/video/cache.py) decides which beats must be rendered; they render in
+worker processes, each returning its BeatRender. The film is joined without re-encoding,
+muxed with the narration, chapters and metadata, written atomically and checked with
+ffprobe before it is declared done; a lock keeps two runs on one output folder apart.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import os
+import shutil
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from multiprocessing import Manager
+from pathlib import Path
+
+import ffmpeg
+
+from render import media
+from render.errors import FilmError
+from render.files import BUILD_DIR, atomic_path, cache_dir, output_dir, write_atomic
+from render.plan.types import Plan
+from render.video import beats
+from render.video.cache import CACHE_FORMAT, BeatCache
+from render.voice.narration import make_narration
+
+log = logging.getLogger("film")
+
+
+@dataclass(frozen=True)
+class FilmResult:
+    film: Path
+    srt: Path
+    vtt: Path
+    poster: Path
+    duration: float
+    seconds: float
+    rendered: list[str]
+    reused: list[str]
+    beat_ratios: dict[str, float]  # each rendered beat's render time over its length (one process each)
+
+
+@dataclass
+class BeatVideos:
+    """Every beat's video, and which were rendered now (with their render results) or reused."""
+
+    videos: dict[str, Path] = field(default_factory=dict)
+    rendered: dict[str, beats.BeatRender] = field(default_factory=dict)
+    reused: list[str] = field(default_factory=list)
+
+
+def render_beat_job(timed_plan_path: str, beat_id: str, quality_name: str, out_path: str,
+                    progress_queue) -> beats.BeatRender:
+    """In a worker process: render one beat's pictures and return what the render found."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="film: %(message)s")
+    plan = Plan.from_json(Path(timed_plan_path).read_text(), timed_plan_path)
+    return beats.render_video(plan, beat_id, beats.quality(quality_name), Path(out_path),
+                              progress=lambda frames, total: progress_queue.put((beat_id, frames, total)))
+
+
+@contextmanager
+def output_lock(folder: Path):
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / ".film.lock"
+    handle = open(path, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise FilmError(f"another `make film` is writing {folder} ({holder}); wait for it to finish, "
+                        f"or render another choice meanwhile") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    try:
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+def film_dir(plan: Plan, quality_name: str, build_dir: Path) -> Path:
+    """The film's folder; a preview (any quality but high) goes to a preview/ folder beside it."""
+    folder = output_dir(plan.choice.name, plan.choice.is_default, build_dir)
+    return folder if quality_name == "high" else folder / "preview"
+
+
+def make_film(plan: Plan, quality_name: str = "high", build_dir: Path = BUILD_DIR, jobs: int | None = None,
+              say=print) -> FilmResult:
+    started = time.perf_counter()
+    q = beats.quality(quality_name)
+    folder = film_dir(plan, quality_name, build_dir)
+    with output_lock(folder):
+        narration = make_narration(plan, output_dir(plan.choice.name, plan.choice.is_default, build_dir),
+                                   cache_dir(build_dir))
+        timed = narration.plan
+        made = render_all_beats(timed, narration.timed_plan_path, q, cache_dir(build_dir),
+                                jobs or os.cpu_count() or 1, say)
+        film = folder / "film.mp4"
+        ordered = [made.videos[beat.id] for beat in timed.beats]
+        key = film_key(timed, ordered, narration.track)
+        key_file = folder / ".film.mp4.key"
+        if film.exists() and key_file.exists() and key_file.read_text() == key:
+            say("film: up to date (every beat and the narration unchanged)")
+        else:
+            key_file.unlink(missing_ok=True)
+            assemble(timed, ordered, narration.track, film)
+            check_film(film, timed, q)
+            write_atomic(key_file, key)
+        for source in (narration.srt, narration.vtt):
+            if source.parent != folder:
+                write_atomic(folder / source.name, source.read_bytes())
+        poster = make_poster(film, timed, folder / "poster.png")
+    return FilmResult(film, folder / "film.srt", folder / "film.vtt", poster,
+                      float(media.probe(film)["format"]["duration"]), time.perf_counter() - started,
+                      list(made.rendered), made.reused,
+                      {beat_id: round(render.seconds / timed.beat(beat_id).duration, 2)
+                       for beat_id, render in made.rendered.items()})
+
+
+def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_folder: Path, jobs: int,
+                     say) -> BeatVideos:
+    cache = BeatCache(cache_folder)
+    made = BeatVideos()
+    to_render = []
+    for beat in plan.beats:
+        hit = cache.lookup(plan, beat.id, q)
+        if hit:
+            made.videos[beat.id] = hit
+            made.reused.append(beat.id)
+        else:
+            to_render.append(beat.id)
+    reused = made.reused
+    say(f"beats: {len(reused)} cached" + (f" ({', '.join(reused)})" if reused else "")
+        + (f"; rendering {len(to_render)} at {q.name} ({q.width}x{q.height}, {q.fps} fps) on {min(jobs, len(to_render))} "
+           f"processes: {', '.join(to_render)}" if to_render else "; nothing to render"))
+    if not to_render:
+        return made
+    scratch = cache.folder / f".rendering-{os.getpid()}"
+    scratch.mkdir(parents=True, exist_ok=True)
+    try:
+        with Manager() as manager, ProcessPoolExecutor(max_workers=min(jobs, len(to_render))) as pool:
+            progress = manager.Queue()
+            futures = {pool.submit(render_beat_job, str(timed_plan_path), beat_id, q.name,
+                                   str(scratch / f"{beat_id}.mp4"), progress): beat_id for beat_id in to_render}
+            states: dict[str, str] = {}
+            last_report = 0.0
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+                while not progress.empty():
+                    beat_id, frames, total = progress.get()
+                    states[beat_id] = f"{beat_id} {100 * frames // max(total, 1)}%"
+                for future in done:
+                    beat_id = futures[future]
+                    try:
+                        render = future.result()
+                    except FilmError:
+                        raise
+                    except Exception as error:  # a scene's own bug: name the beat
+                        raise FilmError(f"rendering beat {beat_id!r} failed: {type(error).__name__}: {error}") from error
+                    made.videos[beat_id] = cache.store(plan, beat_id, q, render.video, list(render.values_read))
+                    made.rendered[beat_id] = render
+                    states.pop(beat_id, None)
+                    say(f"  done {beat_id} in {render.seconds:.1f} s ({len(made.videos)}/{len(plan.beats)})")
+                if states and time.monotonic() - last_report > 10:
+                    say("  rendering: " + ", ".join(states.values()))
+                    last_report = time.monotonic()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return made
+
+
+def assemble(plan: Plan, videos: list[Path], narration: Path, out_path: Path) -> None:
+    """Join the beats without re-encoding, add the narration (AAC), chapters and metadata; atomically."""
+    folder = out_path.parent
+    concat = folder / ".film.concat.txt"
+    chapters = folder / ".film.chapters.txt"
+    concat.write_text("".join(f"file '{video.resolve()}'\n" for video in videos))
+    chapters.write_text(ffmetadata(plan))
+    try:
+        pictures = ffmpeg.input(str(concat), format="concat", safe=0)
+        sound = ffmpeg.input(str(narration))
+        metadata = ffmpeg.input(str(chapters), format="ffmetadata")
+        with atomic_path(out_path) as temporary:
+            # The metadata input has no streams; "d?" maps its none, so ffmpeg-python keeps it as input 2.
+            joined = ffmpeg.output(pictures["v"], sound["a"], metadata["d?"], str(temporary),
+                                   map_metadata=2, map_chapters=2, vcodec="copy", acodec="aac",
+                                   audio_bitrate="192k", ar=48000, t=f"{plan.duration:.6f}",
+                                   movflags="+faststart+use_metadata_tags")
+            media.run(joined, "joining the beats into the film")
+    finally:
+        concat.unlink(missing_ok=True)
+        chapters.unlink(missing_ok=True)
+
+
+def film_key(plan: Plan, videos: list[Path], narration: Path) -> str:
+    """What the film is made of: the beats' cache entries (named by their keys), the narration, the chapters."""
+    digest = hashlib.sha256()
+    for video in videos:
+        digest.update(video.name.encode())
+    narration_key = narration.with_name(f".{narration.name}.key")
+    digest.update(narration_key.read_bytes() if narration_key.exists() else narration.read_bytes())
+    digest.update(ffmetadata(plan).encode())
+    digest.update(str(CACHE_FORMAT).encode())
+    return digest.hexdigest()
+
+
+def ffmetadata(plan: Plan) -> str:
+    def escape(text: str) -> str:
+        return "".join("\\" + char if char in "=;#\\\n" else char for char in str(text))
+
+    gpu, model, dtype = plan.choice.gpu.name, plan.choice.model.name, plan.choice.dtype.name
+    lines = [";FFMETADATA1", f"title={escape(plan.title)}",
+             f"comment={escape(f'{gpu} · {model} · {dtype}; numbers from a roofline model; after ' + plan.source)}",
+             f"gpu={escape(gpu)}", f"model={escape(model)}", f"dtype={escape(dtype)}",
+             f"description={escape(f'{gpu}, {model}, {dtype}')}"]
+    for beat in plan.beats:
+        lines += ["[CHAPTER]", "TIMEBASE=1/1000", f"START={round(beat.start * 1000)}",
+                  f"END={round(beat.end * 1000)}", f"title={escape(beat.title)}"]
+    return "\n".join(lines) + "\n"
+
+
+def check_film(path: Path, plan: Plan, q: beats.Quality) -> None:
+    """The finished film, checked before it is declared done: streams, duration, chapters."""
+    info = media.probe(path)
+    video = [s for s in info["streams"] if s["codec_type"] == "video"]
+    sound = [s for s in info["streams"] if s["codec_type"] == "audio"]
+    problems = []
+    if len(video) != 1 or video[0]["codec_name"] != "h264" or video[0]["pix_fmt"] != "yuv420p":
+        problems.append(f"video stream: {[(s['codec_name'], s.get('pix_fmt')) for s in video]}, wanted one h264 yuv420p")
+    elif (video[0]["width"], video[0]["height"]) != (q.width, q.height) or video[0]["r_frame_rate"] != f"{q.fps}/1":
+        problems.append(f"video is {video[0]['width']}x{video[0]['height']} at {video[0]['r_frame_rate']}, "
+                        f"wanted {q.width}x{q.height} at {q.fps}")
+    if len(sound) != 1 or sound[0]["codec_name"] != "aac" or sound[0]["sample_rate"] != "48000":
+        problems.append("audio stream: wanted one AAC 48 kHz")
+    duration = float(info["format"]["duration"])
+    if abs(duration - plan.duration) > 1 / q.fps + 1e-3:
+        problems.append(f"duration {duration:.3f} s, wanted {plan.duration:.3f} s")
+    titles = [chapter.get("tags", {}).get("title") for chapter in info.get("chapters", [])]
+    if titles != [beat.title for beat in plan.beats]:
+        problems.append(f"chapters {titles}, wanted the nine beats")
+    if problems:
+        raise FilmError(f"the finished film {path} failed its check: " + "; ".join(problems))
+
+
+def make_poster(film: Path, plan: Plan, out_path: Path) -> Path:
+    """The poster: the roofline beat with everything on it, just before the GPU pills."""
+    beat = next((b for b in plan.beats if b.id == "roofline"), plan.beats[len(plan.beats) // 2])
+    at = min(beat.end - 0.6, max(beat.timing.cues.values(), default=beat.start) + 1.0)
+    return media.frame_at(film, at, out_path)

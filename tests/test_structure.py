@@ -1,0 +1,123 @@
+"""The layout shows the architecture: stages import only earlier stages, one atomic writer, ffmpeg
+through one module, and the README's account of the folders in data-flow order."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+# Each module's stage, in data-flow order; shared modules (0) serve every stage.
+STAGES = {"render.errors": 0, "render.files": 0, "render.formatting": 0, "render.media": 0, "render": 0,
+          "render.specs": 1, "render.plan": 2, "render.voice": 3, "render.video": 4, "scenes": 4,
+          "render.tools": 5, "render.cli": 5}
+
+
+def stage_of(module: str) -> int:
+    best = max((name for name in STAGES if module == name or module.startswith(name + ".")), key=len)
+    return STAGES[best]
+
+
+def modules() -> list[tuple[str, Path]]:
+    found = []
+    for path in sorted([*(ROOT / "render").rglob("*.py"), *(ROOT / "scenes").glob("*.py")]):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found.append((".".join(parts), path))
+    return found
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    names |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    return {name for name in names if name == "render" or name.startswith(("render.", "scenes"))}
+
+
+def test_no_module_imports_a_later_stage():
+    offences = []
+    for module, path in modules():
+        for imported in imports_of(path):
+            if stage_of(imported) > stage_of(module):
+                offences.append(f"{module} (stage {stage_of(module)}) imports {imported} (stage {stage_of(imported)})")
+    assert not offences, "\n".join(offences)
+
+
+def test_the_resolve_step_loads_no_voice_no_renderer():
+    """Resolving a plan imports neither the speech engines nor Manim, so `make plan` stays light."""
+    probe = ("import sys, render.plan.resolve; print(sorted({m.split('.')[0] if not m.startswith('render') else "
+             "'.'.join(m.split('.')[:2]) for m in sys.modules}))")
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    for heavy in ("manim", "hibari", "piper", "pydub", "render.voice", "render.video", "scenes"):
+        assert f"'{heavy}'" not in loaded, f"resolving a plan imports {heavy}"
+
+
+def calls(path: Path):
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            yield node
+
+
+def test_one_helper_writes_files_atomically():
+    """Temporary files and renames live in render/files.py only."""
+    offences = []
+    for module, path in modules():
+        if module == "render.files":
+            continue
+        for node in calls(path):
+            function = node.func
+            name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+            base = getattr(function.value, "id", "") if isinstance(function, ast.Attribute) else ""
+            if (base, name) in {("os", "replace"), ("os", "rename"), ("tempfile", "mkstemp"),
+                                ("tempfile", "NamedTemporaryFile")} \
+                    or (name in ("replace", "rename") and len(node.args) == 1 and not node.keywords):
+                offences.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert not offences, "write through render.files instead:\n" + "\n".join(offences)
+
+
+def test_ffmpeg_commands_are_built_with_ffmpeg_python_in_one_module():
+    """No argv lists for ffmpeg by hand: the strings only appear where render/media.py finds the programs."""
+    offences = []
+    for module, path in modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in ("ffmpeg", "ffprobe", "-i", "-map") \
+                    and module not in ("render.media", "render.tools.bootstrap"):  # bootstrap installs the package
+                offences.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    assert not offences, "\n".join(offences)
+
+
+def test_the_readme_names_the_folders_in_data_flow_order():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## How it works", 1)[1].split("\n## ", 1)[0]
+    folders = ["data/", "script/storyboard.yaml", "render/specs/", "render/plan/", "render/voice/", "scenes/",
+               "render/video/"]
+    positions = [section.find(folder) for folder in folders]
+    assert all(position >= 0 for position in positions), dict(zip(folders, positions))
+    assert positions == sorted(positions), "the folders are not named in data-flow order"
+    for folder in ("render/specs", "render/plan", "render/voice", "render/video", "render/tools"):
+        assert (ROOT / folder).is_dir()
+
+
+def test_the_python_versions_agree():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    minimum = re.fullmatch(r">=(\d+\.\d+)", project["requires-python"]).group(1)
+    readme = (ROOT / "README.md").read_text()
+    assert f"Python {minimum}" in readme, f"the README should state the Python versions ({minimum}+)"
+    assert tuple(map(int, minimum.split("."))) <= sys.version_info[:2]
+
+
+def test_nothing_generated_is_committed():
+    tracked = subprocess.run(["git", "ls-files", "media", "build", ".venv"], cwd=ROOT, capture_output=True,
+                             text=True).stdout
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    assert tracked == ""
+    assert "/media/" in (ROOT / ".gitignore").read_text()
