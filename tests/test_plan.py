@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ from render.plan.resolve import resolve_plan
 from render.plan.storyboard import parse_timestamp
 from render.plan.types import Plan
 
-from conftest import FIXTURES
+from conftest import FIXTURES, ROOT
 
 SHARED_PAGE = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "004_70339d625aa121db.txt"
 
@@ -41,10 +44,17 @@ def at_path(data: dict, path: str):
     return data
 
 
+TRANSCRIPT = FIXTURES / "transcript.txt"
+
+
+def transcript_section(page: str) -> str:
+    """The '## Transcript' section of a page: its nine '### m:ss Title' parts, up to the next '## '."""
+    return page.split("## Transcript", 1)[1].split("\n## ", 1)[0].strip()
+
+
 def transcript() -> list[tuple[float, str, str]]:
     """(start, title, text) of each '### m:ss Title' section of the film page's transcript."""
-    page = (FIXTURES / "film-page.txt").read_text()
-    section = page.split("## Transcript", 1)[1].split("\n## ", 1)[0]
+    section = transcript_section(TRANSCRIPT.read_text())
     beats = re.findall(r"^### (\d+:\d\d) (.+?)\n\n(.+?)(?=\n\n###|\n*\Z)", section, re.S | re.M)
     return [(parse_timestamp(start, "", ""), title.strip(), " ".join(text.split())) for start, title, text in beats]
 
@@ -54,10 +64,37 @@ def plan():
     return resolve_plan()
 
 
-def test_the_fixture_is_the_source_page():
+def test_the_fixture_is_the_source_pages_transcript_and_nothing_else():
+    text = TRANSCRIPT.read_text()
+    citation, rest = text.split("\n", 1)
+    assert citation.startswith("# Transcript of \"Prefill vs decode") and "2026-09-11" in citation
+    assert "https://understandingdata.com/ai-engineering-visualised/prefill-decode/" in citation
+    assert rest.strip() == "## Transcript\n\n" + transcript_section(text)  # only the transcript follows
+    assert text.count("\n## ") == 1 and text.count("### ") == 9
     if not SHARED_PAGE.exists():
         pytest.skip("the shared seeds are not beside this checkout")
-    assert (FIXTURES / "film-page.txt").read_text() == SHARED_PAGE.read_text()
+    assert transcript_section(text) == transcript_section(SHARED_PAGE.read_text())
+
+
+def test_the_transcript_check_runs_in_a_clone_without_shared(tmp_path):
+    """A fresh clone with no ../shared beside it still checks the narration against the transcript."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True)
+    if files.returncode != 0:
+        pytest.skip("not a git checkout")
+    clone = tmp_path / "nowhere" / "checkout"
+    for name in files.stdout.splitlines():
+        if (ROOT / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, clone / name)
+    assert not (clone.parent.parent / "shared").exists()
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_plan.py",
+                             "-k", "transcript and not clone", "-rs"], cwd=clone, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # The narration matched the transcript; only the comparison with the shared original was skipped.
+    assert "1 passed, 1 skipped" in result.stdout, result.stdout
+    assert "the shared seeds are not beside this checkout" in result.stdout
 
 
 def test_default_narration_reads_as_the_transcript(plan):
