@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -78,13 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
         if name != "sheet":
             command.add_argument("--beat", required=True, help="beat id (film plan lists them)")
         if name == "still":
-            command.add_argument("--at", type=float, required=True, help="seconds into the beat")
+            command.add_argument("--at", type=seconds_into_beat, required=True, help="seconds into the beat")
         command.set_defaults(run=run_render)
 
     film = commands.add_parser("film", help="render the whole film into build/ (or build/<gpu>-<model>-<dtype>/)")
     add_plan_arguments(film)
     film.add_argument("--quality", default="high", help="high (1080p60, the film) or low/medium/tiny (a preview)")
-    film.add_argument("--jobs", type=positive_int, help="beats rendered at once (default: the number of cores)")
+    film.add_argument("--jobs", type=whole_number(1, 256), help="beats rendered at once (default: the number of cores)")
     film.set_defaults(run=run_film)
 
     measure = commands.add_parser("measure", help="measure TTFT and decode speed of an OpenAI-compatible endpoint")
@@ -92,15 +93,15 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--model", required=True, help="the model name the endpoint serves")
     measure.add_argument("--api-key-env", help="environment variable holding the API key (never printed)")
     measure.add_argument("--prompt-tokens", default="34,2081,16361", help="prompt lengths (default: %(default)s)")
-    measure.add_argument("--max-tokens", type=positive_int, default=256, help="tokens to generate (default: %(default)s)")
-    measure.add_argument("--runs", type=positive_int, default=5, help="runs per prompt length (default: %(default)s)")
+    measure.add_argument("--max-tokens", type=whole_number(1, 100_000), default=256, help="tokens to generate (default: %(default)s)")
+    measure.add_argument("--runs", type=whole_number(1, 100), default=5, help="runs per prompt length (default: %(default)s)")
     measure.add_argument("--label", help="what this is, e.g. 'CoreWeave, BF16'")
     measure.add_argument("--provider", help="who serves it (default: the label, or the host)")
     measure.add_argument("--as-model", help="the catalog model it runs, for the ideal times (default: the storyboard's)")
     measure.add_argument("--precision", help="its data type, a catalog id (default: the storyboard's)")
     measure.add_argument("--compared-gpu", help="the GPU its timings are compared with (default: the storyboard's)")
     measure.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default: %(default)s)")
-    measure.add_argument("--max-requests", type=positive_int, default=300, help="cap on requests (default: %(default)s)")
+    measure.add_argument("--max-requests", type=whole_number(1, 100_000), default=300, help="cap on requests (default: %(default)s)")
     measure.add_argument("--out", type=Path, required=True, help="the dataset to write, e.g. data/measured/mine.yaml")
     measure.set_defaults(run=run_measure)
 
@@ -135,20 +136,36 @@ def plan_from(args: argparse.Namespace):
                         recordings=getattr(args, "recordings", None), storyboard_path=args.storyboard)
 
 
-def positive_int(text: str) -> int:
-    value = non_negative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {text}")
-    return value
+def whole_number(low: int, high: int):
+    """An argparse type: a whole number from `low` to `high` (commas and underscores allowed)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace(",", "").replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(
+                f"must be at least {low}, not {text}" if low else f"must not be negative, not {text}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"at most {high:,}, not {text}")
+        return value
+
+    return parse
 
 
-def non_negative_int(text: str) -> int:
+positive_int = whole_number(1, 10**7)
+non_negative_int = whole_number(0, 10**7)
+MAX_MEASURED_PROMPT = 2_000_000
+
+
+def seconds_into_beat(text: str) -> float:
     try:
-        value = int(text.replace(",", "").replace("_", ""))
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, not {text}")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a time from 0 into the beat, not {text}")
     return value
 
 
@@ -243,7 +260,7 @@ def run_measure(args: argparse.Namespace) -> int:
     from render.tools import measure
 
     try:
-        lengths = [positive_int(part) for part in args.prompt_tokens.split(",")]
+        lengths = [whole_number(1, MAX_MEASURED_PROMPT)(part) for part in args.prompt_tokens.split(",")]
     except argparse.ArgumentTypeError as error:
         raise FilmError(f"--prompt-tokens {args.prompt_tokens!r}: {error}") from None
     if lengths != sorted(set(lengths)) or len(lengths) < 2:

@@ -44,6 +44,12 @@ class FakeEndpoint:
                 if endpoint.mode == "hang":
                     time.sleep(3)
                     return
+                authorization = self.headers.get("Authorization") or ""
+                if endpoint.mode == "echo-401":  # a careless server: the credentials back in its error body
+                    self.send_response(401)
+                    self.end_headers()
+                    self.wfile.write(f'{{"error": "invalid credentials: {authorization}"}}'.encode())
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
@@ -56,10 +62,16 @@ class FakeEndpoint:
                     if endpoint.mode == "malformed" and index == 2:
                         self.send("data: {not json")
                         return
-                    self.send("data: " + json.dumps({"model": "served/model",
+                    if endpoint.mode == "giant-line" and index == 1:
+                        self.send("data: " + "x" * (2 << 20))
+                        return
+                    model = f"served/model for {authorization}" if endpoint.mode == "echo-model" else "served/model"
+                    self.send("data: " + json.dumps({"model": model,
                                                      "choices": [{"delta": {"content": f"tok{index} "}}]}))
                 if endpoint.mode == "no-done":
                     return
+                if endpoint.mode == "negative-usage":
+                    prompt_tokens, count = -prompt_tokens, -5
                 if endpoint.usage:
                     self.send("data: " + json.dumps({"choices": [], "usage": {
                         "prompt_tokens": prompt_tokens, "completion_tokens": count}}))

@@ -131,3 +131,52 @@ def test_the_written_dataset_loads_into_the_plan_and_changes_the_measured_beats(
     assert "on test rig" in narration
     assert plan.beat("cache-rides-along").narration.startswith(
         f"Decode ran at {fmt.integer(dataset.prompts[0].decode_tokens_per_second)} tokens a second")
+
+
+def test_a_server_that_echoes_the_key_everywhere_never_gets_it_shown_or_written(tmp_path):
+    secret = "sk-echo-5ecret-value-9876543210"
+    with FakeEndpoint(mode="echo-401") as server:
+        failed = run_measure_cli(server.url, tmp_path / "bad.yaml", {"RIG_KEY": secret}, "--api-key-env", "RIG_KEY")
+    assert failed.returncode == 1 and "HTTP 401" in failed.stderr and "invalid credentials: Bearer ***" in failed.stderr
+    assert secret not in failed.stderr + failed.stdout
+    with FakeEndpoint(mode="echo-model", first_delay=0.02, token_delay=0.002, tokens=8) as server:
+        result = run_measure_cli(server.url, tmp_path / "rig.yaml", {"RIG_KEY": secret}, "--api-key-env", "RIG_KEY")
+    assert result.returncode == 0, result.stderr
+    written = (tmp_path / "rig.yaml").read_text()
+    assert secret not in written + result.stdout + result.stderr
+    raw = yaml.safe_load(written)
+    assert raw["model_reported"] == "served/model for Bearer ***" and "Bearer ***" in raw["source"]
+
+
+def test_absurd_usage_figures_are_refused_not_written():
+    with FakeEndpoint(mode="negative-usage", first_delay=0.01) as server:
+        with pytest.raises(FilmError, match="usage says completion_tokens is -5, which is not a token count"):
+            measure(Endpoint(server.url, "m", max_requests=20), [30, 60], max_tokens=8, runs=1, say=quiet)
+        assert server.requests <= 5  # refused at once, not calibrated towards an impossible length
+
+
+def test_the_timeout_bounds_the_whole_request_not_each_read():
+    import time
+    with FakeEndpoint(first_delay=0.05, token_delay=0.1, tokens=40) as server:  # a 4 s stream
+        started = time.perf_counter()
+        with pytest.raises(FilmError, match=r"the answer took longer than 1 s \(--timeout\)"):
+            measure(Endpoint(server.url, "m", timeout=1), [30, 60], max_tokens=64, runs=1, say=quiet)
+        assert time.perf_counter() - started < 3
+
+
+def test_a_giant_stream_line_is_refused_without_reading_it_whole():
+    with FakeEndpoint(mode="giant-line", first_delay=0.01) as server:
+        with pytest.raises(FilmError, match="a line longer than 1 MiB"):
+            measure(Endpoint(server.url, "m"), [30, 60], max_tokens=8, runs=1, say=quiet)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--timeout", "-1"], "--timeout -1: give the seconds one request may take, above 0 and at most 3600"),
+    (["--base-url", "http://127.0.0.1:99999/v1"], "the port must be a number from 1 to 65535"),
+    (["--prompt-tokens", "34,99999999"], "at most 2,000,000"),
+    (["--runs", "100000"], "--runs: at most 100"),
+])
+def test_out_of_range_options_are_refused_before_any_request(tmp_path, args, message):
+    result = run_measure_cli("http://127.0.0.1:9/v1", tmp_path / "x.yaml", {}, *args)
+    assert result.returncode in (1, 2) and message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "x.yaml").exists()

@@ -41,10 +41,14 @@ FILLER = ("the quick brown fox jumps over a lazy dog while seven wizards quietly
 MAX_RETRY_AFTER = 30.0   # seconds we are willing to wait on a 429
 MAX_429_RETRIES = 3
 CALIBRATION_ROUNDS = 5
+MAX_LINE_BYTES = 1 << 20      # one SSE line; a chunk of a chat stream is a few hundred bytes
+MAX_TOKEN_COUNT = 10_000_000  # what a usage figure may say before it is not believed
+MAX_PROMPT_WORDS = 4_000_000  # calibration never builds a longer prompt than this
+REDACTED = "***"
 
 
 class RunFailed(Exception):
-    """One request failed; the message says how (never with the API key)."""
+    """One request failed; the message says how (never with the API key: see Endpoint.failed)."""
 
 
 @dataclass
@@ -77,8 +81,24 @@ class Endpoint:
         parsed = urllib.parse.urlparse(self.base_url.rstrip("/"))
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise FilmError(f"--base-url {self.base_url!r} is not an http(s) URL, e.g. http://localhost:8000/v1")
-        self.scheme, self.host, self.port = parsed.scheme, parsed.hostname, parsed.port
+        try:
+            port = parsed.port
+        except ValueError:
+            raise FilmError(f"--base-url {self.base_url!r}: the port must be a number from 1 to 65535") from None
+        if port is not None and not 1 <= port <= 65535:
+            raise FilmError(f"--base-url {self.base_url!r}: the port must be a number from 1 to 65535")
+        if not 0 < self.timeout <= 3600:
+            raise FilmError(f"--timeout {self.timeout:g}: give the seconds one request may take, above 0 and at "
+                            f"most 3600")
+        self.scheme, self.host, self.port = parsed.scheme, parsed.hostname, port
         self.path = (parsed.path or "") + "/chat/completions"
+
+    def redact(self, text: str) -> str:
+        """Text that leaves the program with the API key (however a server echoes it) replaced by ***."""
+        return text.replace(self.api_key, REDACTED) if self.api_key else text
+
+    def failed(self, message: str) -> RunFailed:
+        return RunFailed(self.redact(message))
 
     def stream(self, prompt: str, max_tokens: int) -> Run:
         """One streamed chat completion, timed; 429s retried after their Retry-After."""
@@ -107,6 +127,7 @@ class Endpoint:
         connection_type = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
         connection = connection_type(self.host, self.port, timeout=self.timeout)
         started = time.perf_counter()
+        deadline = started + self.timeout  # --timeout bounds the whole request, not each read
         try:
             connection.request("POST", self.path, body=body, headers=headers)
             response = connection.getresponse()
@@ -114,28 +135,38 @@ class Endpoint:
                 raise RateLimited(retry_after(response.getheader("Retry-After")))
             if response.status != 200:
                 detail = response.read(300).decode(errors="replace").strip().replace("\n", " ")
-                raise RunFailed(f"HTTP {response.status} {response.reason}" + (f": {detail}" if detail else ""))
-            return self._read_stream(response, started)
+                raise self.failed(f"HTTP {response.status} {response.reason}" + (f": {detail}" if detail else ""))
+            return self._read_stream(response, connection, started, deadline)
         except (ConnectionRefusedError, socket.gaierror) as error:
-            raise RunFailed(f"cannot connect to {self.host}:{self.port or ''} ({error.strerror or error})") from None
+            raise self.failed(f"cannot connect to {self.host}:{self.port or ''} ({error.strerror or error})") from None
         except (socket.timeout, TimeoutError):
-            raise RunFailed(f"no answer within {self.timeout:g} s (--timeout)") from None
+            raise self.failed(f"no answer within {self.timeout:g} s (--timeout)") from None
         except (http.client.HTTPException, OSError) as error:
-            raise RunFailed(f"the connection failed: {type(error).__name__}") from None
+            raise self.failed(f"the connection failed: {type(error).__name__}") from None
         finally:
             connection.close()
 
-    def _read_stream(self, response, started: float) -> Run:
+    def _read_stream(self, response, connection, started: float, deadline: float) -> Run:
         first = None
         chunk_times: list[float] = []
         usage = None
         done = False
-        for raw in response:
+        while True:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise self.failed(f"the answer took longer than {self.timeout:g} s (--timeout)")
+            if connection.sock is not None:
+                connection.sock.settimeout(remaining)
+            raw = response.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                break
+            if len(raw) > MAX_LINE_BYTES:
+                raise self.failed(f"malformed stream: a line longer than {MAX_LINE_BYTES // 2**20} MiB")
             line = raw.decode(errors="replace").strip()
             if not line or line.startswith(":"):
                 continue
             if not line.startswith("data:"):
-                raise RunFailed(f"malformed stream: a line that is not an SSE data line ({line[:40]!r})")
+                raise self.failed(f"malformed stream: a line that is not an SSE data line ({line[:40]!r})")
             data = line[5:].strip()
             if data == "[DONE]":
                 done = True
@@ -143,28 +174,43 @@ class Endpoint:
             try:
                 event = json.loads(data)
             except json.JSONDecodeError:
-                raise RunFailed(f"malformed stream: a chunk that is not JSON ({data[:40]!r})") from None
+                raise self.failed(f"malformed stream: a chunk that is not JSON ({data[:40]!r})") from None
+            if not isinstance(event, dict):
+                raise self.failed(f"malformed stream: a chunk that is not a JSON object ({data[:40]!r})")
             if "error" in event:
-                raise RunFailed(f"the endpoint reported an error mid-stream: {str(event['error'])[:120]}")
-            self.reported_model = event.get("model", self.reported_model)
+                raise self.failed(f"the endpoint reported an error mid-stream: {str(event['error'])[:120]}")
+            if isinstance(event.get("model"), str):
+                self.reported_model = self.redact(event["model"][:200])
             if event.get("usage"):
                 usage = event["usage"]
             for choice in event.get("choices") or []:
-                if (choice.get("delta") or {}).get("content"):
+                if isinstance(choice, dict) and (choice.get("delta") or {}).get("content"):
                     now = time.perf_counter()
                     if first is None:
                         first = now
                     chunk_times.append(now)
         end = time.perf_counter()
         if not done:
-            raise RunFailed("the stream ended without [DONE] (truncated)")
+            raise self.failed("the stream ended without [DONE] (truncated)")
         if first is None:
-            raise RunFailed("the stream carried no content")
+            raise self.failed("the stream carried no content")
         gaps = [later - earlier for earlier, later in zip(chunk_times, chunk_times[1:])]
-        if usage and usage.get("completion_tokens"):
-            return Run(first - started, end - started, int(usage["completion_tokens"]),
-                       usage.get("prompt_tokens"), gaps, True)
+        if usage:
+            completion = self.token_count(usage, "completion_tokens")
+            prompt = self.token_count(usage, "prompt_tokens")
+            if completion:
+                return Run(first - started, end - started, completion, prompt, gaps, True)
         return Run(first - started, end - started, len(chunk_times), None, gaps, False)
+
+    def token_count(self, usage, name: str) -> int | None:
+        """A usage figure, believed only if it is a whole number of tokens within reason."""
+        if not isinstance(usage, dict) or usage.get(name) is None:
+            return None
+        value = usage[name]
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
+            raise self.failed(f"the endpoint's usage says {name} is {str(value)[:40]}, which is not a token "
+                              f"count (0 to {MAX_TOKEN_COUNT:,})")
+        return value
 
 
 class RateLimited(Exception):
@@ -191,9 +237,14 @@ def calibrated_prompt(endpoint: Endpoint, tokens: int) -> tuple[str, int | None]
         run = endpoint.stream(prompt, max_tokens=1)
         if run.prompt_tokens is None:
             return prompt, None
+        if run.prompt_tokens == 0:
+            raise FilmError(f"the endpoint counted a {words:,}-word prompt as 0 tokens, so no prompt can be "
+                            f"calibrated against it; nothing was written")
         if abs(run.prompt_tokens - tokens) <= max(1, 0.01 * tokens):
             return prompt, run.prompt_tokens
-        words = max(1, words + round((tokens - run.prompt_tokens) * words / max(run.prompt_tokens, 1)))
+        # At most four times longer or shorter a round: a wild count cannot make the prompt explode.
+        scaled = round(words * tokens / run.prompt_tokens)
+        words = max(1, min(scaled, 4 * words, MAX_PROMPT_WORDS), words // 4)
     raise FilmError(f"could not build a prompt of {tokens:,} tokens within 1% in {CALIBRATION_ROUNDS} tries "
                     f"(last: {run.prompt_tokens:,}); nothing was written")
 
@@ -252,10 +303,21 @@ def measure(endpoint: Endpoint, prompt_tokens: list[int], max_tokens: int, runs:
     return results
 
 
+def redacted(endpoint: Endpoint, value):
+    """Every string in a nested structure with the API key replaced."""
+    if isinstance(value, str):
+        return endpoint.redact(value)
+    if isinstance(value, dict):
+        return {key: redacted(endpoint, item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redacted(endpoint, item) for item in value]
+    return value
+
+
 def dataset(name: str, endpoint: Endpoint, prompts: list[dict], label: str | None, provider: str | None,
             precision: str, model: str, compared_gpu: str, runs: int) -> dict:
     host = endpoint.host + (f":{endpoint.port}" if endpoint.port else "")
-    return {
+    return redacted(endpoint, {
         "id": name,
         "route": f"direct to {host}" + (f" ({label})" if label else ""),
         "provider": provider or label or host,
@@ -274,7 +336,7 @@ def dataset(name: str, endpoint: Endpoint, prompts: list[dict], label: str | Non
         "definitions": "TTFT: request sent to first streamed content token. TPOT: (end-to-end - TTFT) / "
                        "(output tokens - 1); decode rate = 1 / TPOT.",
         "prompts": prompts,
-    }
+    })
 
 
 def write_dataset(path: Path, data: dict) -> None:
