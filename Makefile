@@ -5,26 +5,36 @@
 # Choices: make plan GPU=a100-sxm-80gb MODEL=llama-3.1-70b DTYPE=int8 [COMPARE_GPU=…] [MEASURED=…]
 #          make narration [GPU=… MODEL=… DTYPE=…] [VOICE=hibari|piper|recorded] [RECORDINGS=dir]
 #          make scene BEAT=prefill [QUALITY=low|medium|high]   make still BEAT=prefill AT=5.5   make sheet
+#
+# The choices never become shell code: make exports variables given on its command line to the
+# recipes' environment, and the recipes pass them on as quoted arguments ("$$GPU"), so a value
+# holding ; $( ) ` or quotes reaches the film command as text, which refuses what it does not know.
 
-PYTHON ?= python3
-VENV   := .venv
-FILM   := $(VENV)/bin/film
-BUILD  := build
+# A $ in a value is make syntax: make would expand it before any program saw the value, so a
+# choice holding one is refused here rather than silently changed.
+CHOICE_VARIABLES := GPU MODEL DTYPE COMPARE_GPU MEASURED VOICE RECORDINGS BEAT AT QUALITY JOBS PYTHON
+$(foreach variable,$(CHOICE_VARIABLES),$(if $(findstring $$,$(value $(variable))),\
+  $(error $(variable)= contains '$$', which make would expand; give ids, numbers and paths without it)))
 
-CHOICES := $(if $(GPU),--gpu $(GPU)) $(if $(MODEL),--model $(MODEL)) $(if $(DTYPE),--dtype $(DTYPE))
-PLAN_CHOICES := $(CHOICES) $(if $(COMPARE_GPU),--compare-gpu $(COMPARE_GPU)) $(if $(MEASURED),--measured $(MEASURED))
-VOICE_CHOICES := $(PLAN_CHOICES) $(if $(VOICE),--voice $(VOICE)) $(if $(RECORDINGS),--recordings $(RECORDINGS))
+export PYTHON ?= python3
+VENV := .venv
+FILM := $(VENV)/bin/film
 
-QUALITY ?= low
-RENDER_CHOICES := $(VOICE_CHOICES) --quality $(QUALITY)
+# One optional argument: --flag "$VALUE" when the variable is set and not empty.
+arg = $${$(1):+--$(2) "$$$(1)"}
+
+CHOICES := $(call arg,GPU,gpu) $(call arg,MODEL,model) $(call arg,DTYPE,dtype)
+PLAN_CHOICES := $(CHOICES) $(call arg,COMPARE_GPU,compare-gpu) $(call arg,MEASURED,measured)
+VOICE_CHOICES := $(PLAN_CHOICES) $(call arg,VOICE,voice) $(call arg,RECORDINGS,recordings)
+FILM_CHOICES := $(VOICE_CHOICES) $(call arg,JOBS,jobs)
 
 .PHONY: setup setup-film test plan roofline narration scene still sheet film preview bench clean
 
 setup:
-	@$(PYTHON) render/tools/bootstrap.py test
+	@"$$PYTHON" render/tools/bootstrap.py test
 
 setup-film:
-	@$(PYTHON) render/tools/bootstrap.py film
+	@"$$PYTHON" render/tools/bootstrap.py film
 
 test: setup
 	@$(VENV)/bin/python -m pytest
@@ -39,26 +49,24 @@ narration: setup
 	@$(FILM) narration $(VOICE_CHOICES)
 
 scene: setup-film
-	@test -n "$(BEAT)" || { echo "make scene: say which beat, e.g. make scene BEAT=prefill (film plan lists them)" >&2; exit 2; }
-	@$(FILM) scene --beat $(BEAT) $(RENDER_CHOICES)
+	@test -n "$$BEAT" || { echo "make scene: say which beat, e.g. make scene BEAT=prefill (film plan lists them)" >&2; exit 2; }
+	@$(FILM) scene --beat "$$BEAT" --quality "$${QUALITY:-low}" $(VOICE_CHOICES)
 
 still: setup-film
-	@test -n "$(BEAT)" -a -n "$(AT)" || { echo "make still: say which beat and when, e.g. make still BEAT=prefill AT=5.5" >&2; exit 2; }
-	@$(FILM) still --beat $(BEAT) --at $(AT) $(RENDER_CHOICES)
+	@test -n "$$BEAT" -a -n "$$AT" || { echo "make still: say which beat and when, e.g. make still BEAT=prefill AT=5.5" >&2; exit 2; }
+	@$(FILM) still --beat "$$BEAT" --at "$$AT" --quality "$${QUALITY:-low}" $(VOICE_CHOICES)
 
 sheet: setup-film
-	@$(FILM) sheet $(RENDER_CHOICES)
-
-FILM_CHOICES := $(VOICE_CHOICES) $(if $(JOBS),--jobs $(JOBS))
+	@$(FILM) sheet --quality "$${QUALITY:-low}" $(VOICE_CHOICES)
 
 film: setup-film
-	@$(FILM) film $(FILM_CHOICES) --quality $(if $(filter command line,$(origin QUALITY)),$(QUALITY),high)
+	@$(FILM) film --quality "$${QUALITY:-high}" $(FILM_CHOICES)
 
 preview: setup-film
-	@$(FILM) film $(FILM_CHOICES) --quality low
+	@$(FILM) film --quality low $(FILM_CHOICES)
 
 bench: setup-film
 	@$(VENV)/bin/python -m render.tools.bench
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf build

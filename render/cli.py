@@ -131,6 +131,10 @@ def add_plan_arguments(parser: argparse.ArgumentParser, voice: bool = True, buil
 
 
 def plan_from(args: argparse.Namespace):
+    recordings = getattr(args, "recordings", None)
+    if recordings is not None and not recordings.is_dir():
+        raise FilmError(f"--recordings {recordings}: no such folder; give the folder that holds "
+                        f"<beat-id>.wav or .flac recordings")
     return resolve_plan(gpu=args.gpu, model=args.model, dtype=args.dtype, compare_gpu=args.compare_gpu,
                         measured=args.measured, voice=getattr(args, "voice", None),
                         recordings=getattr(args, "recordings", None), storyboard_path=args.storyboard)

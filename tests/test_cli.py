@@ -88,3 +88,33 @@ def test_make_plan_passes_the_choice_through():
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)
     assert plan["choice"]["gpu"]["id"] == "a100-sxm-80gb" and plan["choice"]["dtype"]["id"] == "int8"
+
+
+def run_make(*args: str) -> subprocess.CompletedProcess:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("MAKE")}
+    return subprocess.run(["make", "-s", *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+
+
+HOSTILE = ["x; touch {proof}; true", "x`touch {proof}`", 'x"; touch {proof}; echo "', "x'; touch {proof}; echo '",
+           "$(shell touch {proof})", "x$$(touch {proof})"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+@pytest.mark.parametrize("target, variable, payload", [
+    *[("plan", "GPU", payload) for payload in HOSTILE],
+    ("roofline", "MODEL", HOSTILE[0]), ("roofline", "DTYPE", HOSTILE[2]), ("plan", "COMPARE_GPU", HOSTILE[1]),
+    ("plan", "MEASURED", HOSTILE[0]), ("narration", "VOICE", HOSTILE[0]), ("narration", "RECORDINGS", HOSTILE[3]),
+    ("still", "BEAT", HOSTILE[0]), ("still", "AT", HOSTILE[1]), ("still", "QUALITY", HOSTILE[2]),
+    ("film", "JOBS", HOSTILE[0]), ("plan", "PYTHON", HOSTILE[0]),
+])
+def test_make_variables_never_run_as_shell_code_and_are_refused(tmp_path, target, variable, payload):
+    proof = tmp_path / "proof"
+    value = payload.format(proof=proof)
+    extra = ["BEAT=prefill", "AT=1"] if target == "still" and variable not in ("BEAT", "AT") else \
+        ["BEAT=prefill"] if variable == "AT" else ["AT=1"] if variable == "BEAT" else []
+    result = run_make(target, f"{variable}={value}", *extra)
+    assert not proof.exists(), f"{variable}={value!r} ran a command"
+    assert result.returncode != 0, f"{variable}={value!r} was accepted:\n{result.stdout[:300]}"
+    assert "Traceback" not in result.stderr
+    assert (value in result.stderr or "contains '$'" in result.stderr or "No such file" in result.stderr
+            or "not found" in result.stderr), result.stderr

@@ -318,6 +318,7 @@ def test_voices_that_would_download_are_refused():
 
 
 def test_make_narration_from_the_command_line(tmp_path):
+    (tmp_path / "none").mkdir()
     result = run_film("narration", "--build", str(tmp_path), "--recordings", str(tmp_path / "none"))
     assert result.returncode == 0, result.stderr
     assert "two-waits" in result.stdout and "headroom" in result.stdout

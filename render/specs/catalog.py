@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -13,6 +14,7 @@ from render.specs.types import DataType, Gpu, Model
 from render.specs.yamlio import YamlList, YamlMap, check_fields, display_path, load_yaml
 
 NUMBER = (int, float)
+DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 MAYBE_NUMBER = (int, float, type(None))
 
 GPU_FIELDS = {
@@ -111,6 +113,11 @@ class Catalog:
         return sorted(path.stem for path in self.measured_dir.glob("*.yaml"))
 
     def measured(self, dataset_id: str) -> MeasuredDataset:
+        if not DATASET_NAME.fullmatch(dataset_id):
+            raise FilmError(
+                f"measured dataset {dataset_id!r}: a dataset is a name, the file name in "
+                f"{display_path(self.measured_dir)}/ without .yaml (letters, digits, '.', '_' and '-'), not a path; "
+                f"known: {', '.join(self.measured_ids())}")
         path = self.measured_dir / f"{dataset_id}.yaml"
         if not path.is_file():
             raise unknown_name_error(
