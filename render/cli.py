@@ -40,6 +40,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FilmError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except OSError as error:  # a read-only folder, a full disk, a vanished file: earlier outputs stay as they were
+        where = f"{display_path(error.filename)}: " if error.filename else ""
+        print(f"error: {where}{error.strerror or error}; nothing was replaced. Check that the build folder can be "
+              f"written and its disk has room (make clean frees the build folder)", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print("error: out of memory; nothing was replaced", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -135,9 +143,13 @@ def plan_from(args: argparse.Namespace):
     if recordings is not None and not recordings.is_dir():
         raise FilmError(f"--recordings {recordings}: no such folder; give the folder that holds "
                         f"<beat-id>.wav or .flac recordings")
-    return resolve_plan(gpu=args.gpu, model=args.model, dtype=args.dtype, compare_gpu=args.compare_gpu,
+    from render.video.cues import check_cues
+
+    plan = resolve_plan(gpu=args.gpu, model=args.model, dtype=args.dtype, compare_gpu=args.compare_gpu,
                         measured=args.measured, voice=getattr(args, "voice", None),
                         recordings=getattr(args, "recordings", None), storyboard_path=args.storyboard)
+    check_cues(plan)  # the scenes and the storyboard agree on their cues, before anything is voiced or drawn
+    return plan
 
 
 def whole_number(low: int, high: int):

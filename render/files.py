@@ -7,11 +7,15 @@ good earlier output intact and a reader never sees half a file.
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+log = logging.getLogger("film")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = PROJECT_ROOT / "data"
@@ -46,6 +50,34 @@ def write_atomic(path: Path, content: str | bytes) -> Path:
             stream.flush()
             os.fsync(stream.fileno())
     return Path(path)
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def record_made(output: Path, key_file: Path, key: str) -> None:
+    """Note beside `output` what it was made from (`key`) and what it is (its checksum)."""
+    write_atomic(key_file, f"{key}\n{file_digest(output)}\n")
+
+
+def up_to_date(output: Path, key_file: Path, key: str) -> bool:
+    """`output` was made from exactly `key` and is still the file that was made: a truncated or
+    damaged output is made again, never trusted."""
+    try:
+        recorded_key, recorded_digest = key_file.read_text().split("\n")[:2]
+    except (OSError, ValueError):
+        return False
+    if recorded_key != key or not output.exists():
+        return False
+    if file_digest(output) != recorded_digest:
+        log.warning("%s has changed since it was made; making it again", output)
+        return False
+    return True
 
 
 def move(finished: Path, path: Path) -> Path:

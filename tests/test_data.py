@@ -118,7 +118,7 @@ def test_a_missing_field_in_a_model_is_named(data_copy):
 
 
 def test_a_zero_or_duplicate_entry_is_refused(data_copy, tmp_path):
-    with pytest.raises(FilmError, match=r"'memory_gib' must be positive"):
+    with pytest.raises(FilmError, match=r"'memory_gib' is 0; it must be between 1 and 100,000 GiB"):
         load_catalog(data_copy("gpus.yaml", "memory_gib: 80", "memory_gib: 0"))
     import shutil
     shutil.rmtree(tmp_path / "data")
@@ -135,3 +135,49 @@ def test_measured_dataset_validation(tmp_path):
     )
     with pytest.raises(FilmError, match=r"mine.yaml:\d+: measured dataset 'mine': needs at least two prompt lengths"):
         load_measured(path)
+
+
+@pytest.mark.parametrize("written, shown", [
+    (".nan", "nan"), (".inf", "inf"), ("1e-300", "1e-300"), ("1e308", "1e+308"), ("-3.35e12", "-3350000000000.0"),
+])
+def test_a_figure_outside_physical_bounds_names_file_line_and_range(data_copy, written, shown):
+    data = data_copy("gpus.yaml", "bandwidth: 3.35e12", f"bandwidth: {written}")
+    with pytest.raises(FilmError) as error:
+        load_catalog(data)
+    message = str(error.value)
+    assert "gpus.yaml:" in message and "GPU 'h100-sxm': 'bandwidth' is" in message
+    assert "it must be between 1e+10 and 1e+14 bytes/s (10 GB/s to 100 TB/s)" in message
+
+
+def test_data_files_that_are_not_yaml_text_are_refused(data_copy, tmp_path):
+    data = data_copy("models.yaml")
+    (data / "models.yaml").write_bytes((data / "models.yaml").read_bytes().replace(b"Llama 3.1 8B", b"Llama \xff 8B", 1))
+    with pytest.raises(FilmError, match=r"models.yaml:\d+: not UTF-8 text \(byte 0xff\); save the file as UTF-8"):
+        load_catalog(data)
+    (data / "models.yaml").write_text("models:\n  ? [a, b]\n  : c\n")
+    with pytest.raises(FilmError, match=r"models.yaml:2: a key must be a plain name, not a YamlList"):
+        load_catalog(data)
+    (data / "models.yaml").write_text("models: []\n# " + "x" * (3 * 2**20) + "\n")
+    with pytest.raises(FilmError, match=r"models.yaml: 3.0 MiB is far too large for a data file"):
+        load_catalog(data)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("ttft_seconds", "-0.74", "'ttft_seconds' is -0.74; it must be between 0.0001 and 600 seconds"),
+    ("ttft_seconds", "0", "'ttft_seconds' is 0; it must be between 0.0001 and 600 seconds"),
+    ("decode_tokens_per_second", "1e9", "'decode_tokens_per_second' is 1000000000.0; it must be between 0.01 and 100,000"),
+    ("prompt_tokens", "-34", "'prompt_tokens' is -34; it must be between 1 and 10,000,000 tokens"),
+])
+def test_absurd_measurements_are_refused(tmp_path, field, value, message):
+    path = tmp_path / "mine.yaml"
+    prompt = {"prompt_tokens": "34", "ttft_seconds": "0.3", "decode_tokens_per_second": "156"}
+    prompt[field] = value
+    first = ", ".join(f"{key}: {item}" for key, item in prompt.items())
+    path.write_text(
+        "id: mine\nroute: direct\nprovider: me\nprecision: bf16\nmodel: llama-3.1-8b\n"
+        "compared_gpu: h100-sxm\ncompared_gpu_is_assumption: false\nsource: my bench\n"
+        f"prompts:\n  - {{{first}}}\n  - {{prompt_tokens: 20000, ttft_seconds: 0.7, decode_tokens_per_second: 136}}\n"
+    )
+    with pytest.raises(FilmError) as error:
+        load_measured(path)
+    assert "mine.yaml:" in str(error.value) and message in str(error.value)

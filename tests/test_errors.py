@@ -151,3 +151,42 @@ def test_a_failed_plan_leaves_the_earlier_output_intact(tmp_path):
     assert result.returncode == 1
     assert out.read_text() == good
     assert list(tmp_path.iterdir()) == [out]  # no temporary file left behind
+
+
+@pytest.mark.parametrize("template, message", [
+    ("{{ lipsum }}", "names 'lipsum', which the plan does not have"),
+    ("{{ range(1000000)|length }}", "names 'range', which the plan does not have"),
+    ("{{ 2 ** 3000000000 }}", "the template sandbox refuses a power above 100"),
+    ("{{ 'x' * 100000000 }}", "the template sandbox refuses repeating text more than 1,000 times"),
+    ("{{ 'x'.ljust(1000000000) }}", "the template sandbox refuses calling ljust()"),
+    ("{{ model.__class__.__mro__ }}", "the template sandbox refuses access to attribute '__class__'"),
+    ("{{ 'x'|center(1000000000) }}", "template error on its line 1: No filter named 'center'"),
+    ("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "the template never finishes"),
+])
+def test_hostile_templates_get_one_message(storyboard_copy, template, message):
+    path = storyboard_copy("{{ model.name }} is", f"{template} is")
+    text = refusal(path)
+    assert "beat 'prefill' narration" in text and message in text
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('start: "0:33"', "start: .nan", "beat 'decode' start: nan is not a time in an explainer film"),
+    ('end: "2:34"', 'end: "100000:00"', "film end: '100000:00' is not a time in an explainer film; write one from 0:00 to 60:00"),
+    ("batch_size: 64", "batch_size: 100000000", "parameters: batch_size must be from 1 to 100,000, not 100,000,000"),
+    ("prompt_tokens: 2000", "prompt_tokens: 0", "parameters: prompt_tokens must be from 1 to 10,000,000, not 0"),
+    ("[[paste]]Paste", "[[end]]Paste", "cue [[end]] is built in"),
+])
+def test_out_of_range_storyboard_values_are_refused(storyboard_copy, old, new, message):
+    path = storyboard_copy(old, new)
+    text = refusal(path)
+    assert str(path) in text and message in text
+    result = run_film("plan", "--storyboard", str(path))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+
+
+def test_a_measured_dataset_is_a_name_not_a_path():
+    for name in ("../../script/storyboard", "/etc/passwd", "data/measured/x"):
+        with pytest.raises(FilmError, match="a dataset is a name, the file name in data/measured/ without .yaml"):
+            resolve_plan(measured=name)
+    result = run_film("plan", "--measured", "../../script/storyboard")
+    assert result.returncode == 1 and "not a path" in result.stderr and "Traceback" not in result.stderr

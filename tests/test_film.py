@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import fcntl
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,12 +101,24 @@ def test_an_interrupted_run_leaves_the_earlier_film_intact(first, build, monkeyp
     assert not list(result.film.parent.glob(".film.*tmp*"))
 
 
-def test_two_runs_on_one_output_are_kept_apart(first, build):
+def test_two_runs_on_one_output_are_kept_apart_and_a_dead_holder_is_taken_over(first, build):
     folder = build / "preview"
-    with open(folder / ".film.lock", "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        with pytest.raises(FilmError, match="another `make film` is writing .*preview"):
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time\n"
+        f"handle = open({str(folder / '.film.lock')!r}, 'a+')\n"
+        "fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+        "handle.seek(0); handle.truncate(); handle.write(f'pid {os.getpid()}'); handle.flush()\n"
+        "print('locked', flush=True); time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(FilmError, match=rf"another `make film` is writing .*preview \(pid {holder.pid}\)"):
             make_film(resolve_plan(recordings=build / "none"), "tiny", build, jobs=1, say=lambda line: None)
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder died without unlocking (SIGKILL): its lock went with it, and the next run proceeds.
+    result = make_film(resolve_plan(recordings=build / "none"), "tiny", build, jobs=1, say=lambda line: None)
+    assert result.film.exists() and (folder / ".film.lock").read_text() == f"pid {os.getpid()}"
 
 
 def test_another_choice_lands_in_its_own_folder(first, build):

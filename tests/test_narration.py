@@ -245,19 +245,37 @@ def test_a_tight_slot_is_fitted_with_tempo(storyboard_copy, tmp_path, cache):
 
 
 def test_an_overlong_beat_names_the_beat_and_the_overrun(storyboard_copy, tmp_path, cache):
-    path = storyboard_copy('start: "1:07"', 'start: "0:59"')
+    # Ten seconds for the roofline's 38 words: plausible on paper, too long once spoken even at tempo 1.10.
+    path = storyboard_copy('start: "1:07"', 'start: "1:02"')
     plan = resolve_plan(storyboard_path=path, recordings=tmp_path / "none")
     with pytest.raises(FilmError) as error:
         make_narration(plan, tmp_path, cache)
     message = str(error.value)
     assert re.search(r"beat 'roofline' \(.*storyboard.yaml:\d+\) does not fit: its speech lasts [\d.]+ s at tempo 1.10", message)
-    assert "its slot leaves 6.45 s (7 s less the 0.25 s lead-in and the 0.3 s gap)" in message
+    assert "its slot leaves 9.45 s (10 s less the 0.25 s lead-in and the 0.3 s gap)" in message
     assert re.search(r": [\d.]+ s over\.", message) and "raise narration.max_tempo" in message
+
+
+def test_a_beat_with_far_too_many_words_is_refused_before_any_synthesis(storyboard_copy, tmp_path):
+    path = storyboard_copy('start: "1:07"', 'start: "0:59"')  # seven seconds for 38 words
+    with pytest.raises(FilmError) as error:
+        resolve_plan(storyboard_path=path, recordings=tmp_path / "none")
+    message = str(error.value)
+    assert re.search(r"storyboard.yaml:\d+: beat 'roofline' has 38 words, but its slot leaves 6.45 s", message)
+    assert "no voice says more than about 28 words" in message
+    many = storyboard_copy("So treat them as [[budgets]]two budgets:", "So treat them as [[budgets]]two budgets:"
+                           + " and so on" * 100)
+    with pytest.raises(FilmError, match="beat 'two-budgets' has 331 words"):
+        resolve_plan(storyboard_path=many, recordings=tmp_path / "none")
+    huge = storyboard_copy("So treat them as [[budgets]]two budgets:", "So treat them as [[budgets]]two budgets:"
+                           + " and so on" * 100_000)
+    with pytest.raises(FilmError, match="beat 'two-budgets' narration: fills to 1,000,2\\d\\d characters"):
+        resolve_plan(storyboard_path=huge, recordings=tmp_path / "none")
 
 
 def test_a_failed_run_leaves_the_earlier_track_intact(narrated, storyboard_copy, tmp_path, cache):
     before = {path: path.read_bytes() for path in (narrated.track, narrated.srt, narrated.timed_plan_path)}
-    plan = resolve_plan(storyboard_path=storyboard_copy('start: "1:07"', 'start: "0:59"'), recordings=tmp_path / "none")
+    plan = resolve_plan(storyboard_path=storyboard_copy('start: "1:07"', 'start: "1:02"'), recordings=tmp_path / "none")
     with pytest.raises(FilmError):
         make_narration(plan, narrated.track.parent, cache)
     assert {path: path.read_bytes() for path in before} == before

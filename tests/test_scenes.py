@@ -18,6 +18,7 @@ from render.plan.registry import BEAT_IDS, SCENES as REGISTRY
 from render.plan.resolve import resolve_plan
 from render.plan.types import BUILT_IN_CUES
 from render.video import beats
+from render.video.cues import cue_problems, cues_waited_for
 from render.voice.narration import make_narration
 
 from conftest import ROOT, run_film
@@ -192,37 +193,23 @@ def test_scenes_read_no_yaml_and_compute_no_physics():
         assert "open" not in calls, f"{path.name} opens files"
 
 
-CUE_METHODS = {"at", "hold_until", "cue", "seconds_until"}
-
-
-def cues_named_in(class_node: ast.ClassDef) -> set[str]:
-    """Every cue name a scene class waits for: first argument of at/hold_until/cue/seconds_until, and until=."""
-    names = set()
-    for node in ast.walk(class_node):
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-            continue
-        if node.func.attr in CUE_METHODS and node.args and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str):
-            names.add(node.args[0].value)
-        names |= {keyword.value.value for keyword in node.keywords
-                  if keyword.arg == "until" and isinstance(keyword.value, ast.Constant)}
-    return names
-
-
 def test_every_cue_a_scene_waits_for_is_in_its_beat_and_every_beat_cue_is_used():
-    plan = resolve_plan()
-    problems = []
-    for entry in REGISTRY:
-        tree = ast.parse((ROOT / entry.path).read_text())
-        classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
-        assert entry.name in classes, f"{entry.path} has no class {entry.name} (render/plan/registry.py names it)"
-        used = cues_named_in(classes[entry.name])
-        marked = set(plan.beat(entry.beat).cue_offsets)
-        for name in sorted(used - marked - set(BUILT_IN_CUES)):
-            problems.append(f"{entry.name} waits for cue {name!r}, which beat {entry.beat!r} does not mark")
-        for name in sorted(marked - used):
-            problems.append(f"beat {entry.beat!r} marks cue [[{name}]], which {entry.name} never uses")
-    assert not problems, "\n".join(problems)
+    assert cue_problems(resolve_plan()) == []
+    assert cues_waited_for(REGISTRY[0]) >= {"paste", "stream", "two-jobs", "speech-end"}  # at(), until= and cue()
+
+
+def test_cues_that_disagree_with_the_scenes_are_refused_before_rendering(storyboard_copy, tmp_path):
+    removed = storyboard_copy("[[ops]]{{ prefill.ops|large }}", "{{ prefill.ops|large }}")
+    result = run_film("plan", "--storyboard", str(removed))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "beat 'prefill': its scene (scenes/sluice_and_tap.py, Prefill) waits for cue [[ops]]" in result.stderr
+    bogus = storyboard_copy("[[drip]]a drip", "[[bogus]]a drip")
+    result = run_film("still", "--beat", "decode", "--at", "1", "--storyboard", str(bogus), "--build",
+                      str(tmp_path / "build"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "beat 'decode' marks cue [[bogus]], which its scene (scenes/sluice_and_tap.py, Decode) never uses" \
+        in result.stderr
+    assert "waits for cue [[drip]]" in result.stderr and not (tmp_path / "build").exists()
 
 
 def test_the_registry_names_every_scene_class_and_only_scene_classes():

@@ -75,16 +75,36 @@ def resolve_plan(
                     for name, template in beat.captions.items()}
         beats.append(Beat(beat.id, beat.title, beat.start, beat.end, beat.scene, narration, captions, cues, where))
 
+    narration = resolve_narration(storyboard, voice, recordings)
+    for beat in beats:
+        check_speakable(beat, narration)
+
     named = [(g.short_name, g.spoken_name) for g in catalog.gpus.values()]
     named += [(m.name, m.spoken_name) for m in catalog.models.values()]
     named += [(d.name, d.spoken_name) for d in catalog.dtypes.values()]
     return Plan(
         title=storyboard.title, duration=storyboard.end, source=storyboard.source,
         choice=choice, spec=spec, numbers=numbers, measured=measured_numbers, pills=pills,
-        parameters=params, narration=resolve_narration(storyboard, voice, recordings),
+        parameters=params, narration=narration,
         pronunciations=load_pronunciations(data_dir / "pronunciations.yaml", named),
         beats=tuple(beats), notes=tuple(notes),
     )
+
+
+# No narrator (ours speak about three words a second) says more than this in a second, even sped up.
+MAX_WORDS_PER_SECOND = 4.0
+
+
+def check_speakable(beat: Beat, narration: NarrationSettings) -> None:
+    """Refuse, before anything is synthesised, a beat with far more words than its slot can hold."""
+    available = beat.duration - narration.lead_in - narration.gap
+    words = len(beat.narration.split())
+    most = max(0, int(available * MAX_WORDS_PER_SECOND * narration.max_tempo))
+    if words > most:
+        raise FilmError(
+            f"{beat.location}: beat {beat.id!r} has {words:,} words, but its slot leaves {available:.2f} s: no voice "
+            f"says more than about {most} words in that (at most {MAX_WORDS_PER_SECOND:g} a second at tempo "
+            f"{narration.max_tempo:.2f}). Shorten its narration, or give the beat more time.")
 
 
 def resolve_choice(catalog: Catalog, storyboard: Storyboard, gpu: str | None = None, model: str | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,10 @@ NARRATION_FIELDS = {
 BEAT_FIELDS = {"id": str, "title": str, "start": (str, int, float), "scene": str, "narration": str}
 BEAT_OPTIONAL = {"captions": dict}
 
+MAX_FILM_SECONDS = 3600  # an explainer; the track and every beat's frames are held in memory
+# The storyboard's parameters, each with the range a real deployment could ask for.
+PARAMETER_BOUNDS = {"prompt_tokens": (1, 10_000_000), "batch_size": (1, 100_000),
+                    "batch_context_tokens": (0, 10_000_000), "long_prompt_tokens": (1, 10_000_000)}
 TIMESTAMP = re.compile(r"^(?:(\d+):)?(\d+):(\d{2}(?:\.\d+)?)$")
 
 
@@ -64,14 +69,19 @@ def parse_timestamp(value: str | int | float, where: str, what: str) -> float:
     """'1:07' or '0:01:07' or a number of seconds -> seconds."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         # YAML 1.1 reads an unquoted 2:34 as the base-60 integer 154, which is already seconds.
-        return float(value)
-    match = TIMESTAMP.match(str(value).strip())
-    if not match:
-        raise FilmError(f"{where}: {what}: {value!r} is not a timestamp; write minutes:seconds, e.g. \"1:07\"")
-    hours, minutes, secs = match.groups()
-    if float(secs) >= 60:
-        raise FilmError(f"{where}: {what}: {value!r} has {secs} seconds; seconds must be below 60")
-    return int(hours or 0) * 3600 + int(minutes) * 60 + float(secs)
+        seconds = float(value)
+    else:
+        match = TIMESTAMP.match(str(value).strip())
+        if not match:
+            raise FilmError(f"{where}: {what}: {value!r} is not a timestamp; write minutes:seconds, e.g. \"1:07\"")
+        hours, minutes, secs = match.groups()
+        if float(secs) >= 60:
+            raise FilmError(f"{where}: {what}: {value!r} has {secs} seconds; seconds must be below 60")
+        seconds = int(hours or 0) * 3600 + int(minutes) * 60 + float(secs)
+    if not (math.isfinite(seconds) and 0 <= seconds <= MAX_FILM_SECONDS):
+        raise FilmError(f"{where}: {what}: {value!r} is not a time in an explainer film; write one from "
+                        f"0:00 to {MAX_FILM_SECONDS // 60}:00")
+    return seconds
 
 
 def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
@@ -95,11 +105,10 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     if not all(isinstance(pill, str) for pill in parameters["roofline_pills"]):
         raise FilmError(f"{parameters.where('roofline_pills')}: parameters: roofline_pills should be a list of "
                         f"GPU ids, e.g. [a100-sxm-80gb, rtx-4090]")
-    for key in ("prompt_tokens", "batch_size", "long_prompt_tokens"):
-        if parameters[key] < 1:
-            raise FilmError(f"{parameters.where(key)}: parameters: {key} must be at least 1, not {parameters[key]}")
-    if parameters["batch_context_tokens"] < 0:
-        raise FilmError(f"{parameters.where('batch_context_tokens')}: parameters: batch_context_tokens cannot be negative")
+    for key, (low, high) in PARAMETER_BOUNDS.items():
+        if not low <= parameters[key] <= high:
+            raise FilmError(f"{parameters.where(key)}: parameters: {key} must be from {low:,} to {high:,}, "
+                            f"not {parameters[key]:,}")
 
     film_end = parse_timestamp(film["end"], film.where("end"), "film end")
     beats_list = document["beats"]

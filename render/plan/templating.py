@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import jinja2
 from jinja2 import meta
+from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from render import formatting
@@ -48,26 +49,60 @@ class PlanUndefined(jinja2.StrictUndefined):
     @property
     def _undefined_message(self) -> str:
         owner, name = self._undefined_obj, self._undefined_name
-        if owner is jinja2.utils.missing or not isinstance(name, str):
+        if owner is jinja2.utils.missing or not isinstance(name, str) or self._undefined_hint:
             return super()._undefined_message
         known = value_names(owner)
         hint = close_matches(name, known)
         did_you_mean = f"; did you mean {', '.join(hint)}?" if hint else ""
-        return f"{type(owner).__name__} has no value {name!r}{did_you_mean} (it has: {', '.join(known)})"
+        listing = f" (it has: {', '.join(known)})" if known else ""
+        return f"{type(owner).__name__} has no value {name!r}{did_you_mean}{listing}"
 
 
 def value_names(owner: object) -> list[str]:
-    """What a template can read of a plan group: its fields and properties."""
+    """What a template can read of a plan group: its fields and properties (nothing of plain values)."""
     if dataclasses.is_dataclass(owner):
         properties = [name for name, member in vars(type(owner)).items() if isinstance(member, property)]
         return [field.name for field in dataclasses.fields(owner)] + properties
-    return sorted(name for name in dir(owner) if not name.startswith("_"))
+    return []
+
+
+# Jinja's own filters a narration may use; the others (center, format, indent, wordwrap, ...)
+# can build text of any size from a small template, and a sentence never needs them.
+JINJA_FILTERS = ("abs", "round", "int", "float", "default", "lower", "upper", "capitalize", "title", "trim",
+                 "length", "min", "max", "first", "last")
+MAX_OUTPUT = 2_000       # characters of one filled narration or caption (the longest beat has ~350)
+MAX_REPEAT = 1_000       # the most "text" * n may repeat
+MAX_EXPONENT = 100
+
+
+class Sandbox(ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox, with nothing that can spend unbounded time or memory: no globals
+    (range, lipsum, cycler, ...), no method calls, bounded repetition and powers."""
+
+    intercepted_binops = frozenset(["*", "**", "%"])
+
+    def call_binop(self, context, operator, left, right):
+        sequences = (str, list, tuple)
+        if operator == "*" and (isinstance(left, sequences) and isinstance(right, int) and right > MAX_REPEAT
+                                or isinstance(right, sequences) and isinstance(left, int) and left > MAX_REPEAT):
+            raise SecurityError(f"repeating text more than {MAX_REPEAT:,} times")
+        if operator == "**" and isinstance(right, (int, float)) and abs(right) > MAX_EXPONENT:
+            raise SecurityError(f"a power above {MAX_EXPONENT}")
+        if operator == "%" and isinstance(left, str):
+            raise SecurityError("%-formatting text (use the formatter's filters)")
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - Jinja's own signature
+        if not isinstance(__obj, jinja2.runtime.Macro):
+            raise SecurityError(f"calling {getattr(__obj, '__name__', type(__obj).__name__)}(); "
+                                f"a template uses the plan's values and filters only")
+        return super().call(__context, __obj, *args, **kwargs)
 
 
 def environment() -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(undefined=PlanUndefined, autoescape=False,
-                                        keep_trailing_newline=False)
-    env.filters.update(FILTERS)
+    env = Sandbox(undefined=PlanUndefined, autoescape=False, keep_trailing_newline=False)
+    env.globals.clear()
+    env.filters = {name: env.filters[name] for name in JINJA_FILTERS} | FILTERS
     return env
 
 
@@ -95,6 +130,7 @@ def names_used(source: str) -> frozenset[str]:
 
 def fill(source: str, context: Mapping[str, object], where: str, what: str) -> str:
     """Render a template against the plan; unknown names get the close matches and the fix."""
+    template = compile_template(source, where, what)
     unknown = sorted(names_used(source) - set(context))
     if unknown:
         name = unknown[0]
@@ -105,11 +141,19 @@ def fill(source: str, context: Mapping[str, object], where: str, what: str) -> s
             f"Values a template can use: {', '.join(sorted(context))}"
         )
     try:
-        text = compile_template(source, where, what).render(**context)
+        text = template.render(**context)
     except jinja2.UndefinedError as error:
         raise FilmError(f"{where}: {what}: {error.message}; the plan's names are in `make plan`") from None
-    except (TypeError, ValueError, ZeroDivisionError) as error:
+    except SecurityError as error:
+        raise FilmError(f"{where}: {what}: the template sandbox refuses {error}") from None
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError, ArithmeticError) as error:
         raise FilmError(f"{where}: {what}: cannot be filled: {error}") from None
+    except (RecursionError, MemoryError):
+        raise FilmError(f"{where}: {what}: the template never finishes (it calls itself, or builds text without "
+                        f"end); keep narration templates to values, filters and if/else") from None
+    if len(text) > MAX_OUTPUT:
+        raise FilmError(f"{where}: {what}: fills to {len(text):,} characters; a beat's narration or caption is a "
+                        f"sentence or two (at most {MAX_OUTPUT:,})")
     return tidy(text)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,13 +164,52 @@ def load_entries(path: Path, top_key: str, kind: str, fields: dict, make: type[T
     return result
 
 
+# What a real entry can hold, in the data's own units: a value outside is a typo, not a chip.
+BOUNDS = {
+    "GPU": {
+        "bf16_flops": (1e12, 1e17, "FLOP/s (1 TFLOP/s to 100 PFLOP/s, dense)"),
+        "fp8_flops": (1e12, 1e17, "FLOP/s (1 TFLOP/s to 100 PFLOP/s, dense)"),
+        "bandwidth": (1e10, 1e14, "bytes/s (10 GB/s to 100 TB/s)"),
+        "memory_gib": (1, 100_000, "GiB"),
+        "sm_count": (1, 10_000, "streaming multiprocessors"),
+    },
+    "model": {
+        "layers": (1, 1_000, "layers"), "hidden_size": (64, 1_000_000, "values"),
+        "attention_heads": (1, 10_000, "heads"), "kv_heads": (1, 10_000, "heads"),
+        "head_dim": (8, 4_096, "values"), "ffn_size": (64, 10_000_000, "values"),
+        "vocab_size": (100, 10_000_000, "tokens"), "parameters": (1e6, 1e14, "parameters"),
+    },
+    "data type": {
+        "bytes_per_weight": (0.0625, 8, "bytes"), "kv_bytes": (0.0625, 8, "bytes"),
+    },
+}
+MEASURED_BOUNDS = {
+    "prompt_tokens": (1, 10_000_000, "tokens"),
+    "ttft_seconds": (1e-4, 600, "seconds"),
+    "decode_tokens_per_second": (0.01, 100_000, "tokens/s"),
+}
+
+
+def check_range(mapping: YamlMap, key: str, label: str, bounds: tuple[float, float, str]) -> None:
+    """A number must be finite and within its physical bounds; the message says which and why."""
+    low, high, unit = bounds
+    value = mapping[key]
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if not math.isfinite(value) or not low <= value <= high:
+        raise FilmError(f"{mapping.where(key)}: {label}: {key!r} is {value!r}; it must be between "
+                        f"{bound_text(low)} and {bound_text(high)} {unit}")
+
+
+def bound_text(value: float) -> str:
+    """1e+10 for the very large, 10,000,000 for counts, 0.0001 for the small."""
+    return f"{value:,.0f}" if 1 <= value < 1e9 and value == int(value) else f"{value:g}"
+
+
 def check_entry(entry: YamlMap, kind: str, label: str) -> None:
     """Value checks beyond types: what would make the roofline meaningless."""
-    positive = [key for key, value in entry.items()
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0]
-    if positive:
-        key = positive[0]
-        raise FilmError(f"{entry.where(key)}: {label}: {key!r} must be positive, not {entry[key]!r}")
+    for key, bounds in BOUNDS[kind].items():
+        check_range(entry, key, label, bounds)
     if kind == "GPU" and entry["article"] not in ("a", "an"):
         raise FilmError(f"{entry.where('article')}: {label}: 'article' must be 'a' or 'an', not {entry['article']!r}")
     if kind == "data type" and entry["arithmetic"] not in ARITHMETIC_FORMATS:
@@ -193,6 +233,8 @@ def load_measured(path: Path) -> MeasuredDataset:
     for index, entry in enumerate(document["prompts"]):
         what = f"{label}, prompt {index + 1}"
         check_fields(entry, what, MEASURED_PROMPT_FIELDS, MEASURED_PROMPT_OPTIONAL)
+        for key, bounds in MEASURED_BOUNDS.items():
+            check_range(entry, key, what, bounds)
         prompts.append(MeasuredPrompt(**{key: entry[key] for key in (*MEASURED_PROMPT_FIELDS, "ttft_approximate")
                                          if key in entry}))
     if len(prompts) < 2:
@@ -203,6 +245,8 @@ def load_measured(path: Path) -> MeasuredDataset:
     others = []
     for index, entry in enumerate(document.get("other_providers") or []):
         check_fields(entry, f"{label}, other provider {index + 1}", OTHER_PROVIDER_FIELDS)
+        check_range(entry, "decode_tokens_per_second", f"{label}, other provider {index + 1}",
+                    MEASURED_BOUNDS["decode_tokens_per_second"])
         others.append(OtherProvider(**entry))
     return MeasuredDataset(
         **{key: document[key] for key in MEASURED_FIELDS if key != "prompts"},

@@ -64,15 +64,30 @@ LineLoader.add_implicit_resolver(
 )
 
 
+MAX_YAML_BYTES = 2 * 2**20  # the project's data files are a few kilobytes
+
+
 def load_yaml(path: Path) -> Any:
     """Parse a YAML file into YamlMap/YamlList values; syntax errors name the file and line."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_YAML_BYTES:
+            raise FilmError(f"{display_path(path)}: {size / 2**20:.1f} MiB is far too large for a data file "
+                            f"(at most {MAX_YAML_BYTES // 2**20} MiB); is it the right file?")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise FilmError(f"{display_path(path)}: file not found") from None
+    except IsADirectoryError:
+        raise FilmError(f"{display_path(path)}: is a folder, not a YAML file") from None
     except OSError as error:
         raise FilmError(f"{display_path(path)}: cannot read: {error.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[:error.start].count(b"\n") + 1
+        raise FilmError(f"{display_path(path)}:{line}: not UTF-8 text (byte 0x{raw[error.start]:02x}); "
+                        f"save the file as UTF-8") from None
 
     class Loader(LineLoader):
         pass
@@ -83,6 +98,9 @@ def load_yaml(path: Path) -> Any:
         result.key_lines = {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise FilmError(f"{display_path(path)}:{key_node.start_mark.line + 1}: a key must be a plain "
+                                f"name, not a {type(key).__name__}")
             if key in result:
                 raise FilmError(
                     f"{display_path(path)}:{key_node.start_mark.line + 1}: duplicate key {key!r}"

@@ -101,8 +101,7 @@ def mux_beat_audio(video: Path, narration: Path, start: float, duration: float, 
     pictures = ffmpeg.input(str(video))
     sound = ffmpeg.input(str(narration), ss=f"{start:.6f}", t=f"{duration:.6f}")
     with atomic_path(out_path) as temporary:
-        media.run(ffmpeg.output(pictures["v"], sound["a"], str(temporary), vcodec="copy", acodec="aac",
-                                audio_bitrate="160k", ar=48000, t=f"{duration:.6f}", movflags="+faststart"),
+        media.run(media.aac_output(pictures["v"], sound["a"], temporary, duration, audio_bitrate="160k"),
                   f"adding the narration to {out_path.name}")
     return out_path
 

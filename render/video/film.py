@@ -8,27 +8,30 @@ ffprobe before it is declared done; a lock keeps two runs on one output folder a
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import logging
 import os
 import shutil
+import signal
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from multiprocessing import Manager
+from multiprocessing.managers import SyncManager
 from pathlib import Path
 
 import ffmpeg
 
 from render import media
 from render.errors import FilmError
-from render.files import BUILD_DIR, atomic_path, cache_dir, output_dir, write_atomic
+from render.files import BUILD_DIR, atomic_path, cache_dir, output_dir, record_made, up_to_date, write_atomic
 from render.plan.types import Plan
 from render.video import beats
 from render.video.cache import CACHE_FORMAT, BeatCache
+from render.video.cues import check_cues
 from render.voice.narration import make_narration
 
 log = logging.getLogger("film")
@@ -67,12 +70,16 @@ def render_beat_job(timed_plan_path: str, beat_id: str, quality_name: str, out_p
 
 @contextmanager
 def output_lock(folder: Path):
+    """One run per output folder. A POSIX record lock belongs to the process that took it: the
+    kernel releases it when that process dies, however it dies, and forked workers never hold
+    it, so a lock left by a killed run is simply taken over."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / ".film.lock"
-    handle = open(path, "a+")
+    handle = open(folder / ".film.lock", "a+")
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+        fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        if error.errno not in (errno.EACCES, errno.EAGAIN):
+            raise
         handle.seek(0)
         holder = handle.read().strip() or "another process"
         handle.close()
@@ -85,8 +92,39 @@ def output_lock(folder: Path):
     try:
         yield
     finally:
-        fcntl.flock(handle, fcntl.LOCK_UN)
+        fcntl.lockf(handle, fcntl.LOCK_UN)
         handle.close()
+
+
+def die_with_parent(parent: int) -> None:
+    """In a worker or the progress manager: have Linux kill this process when the run's main
+    process dies, even by SIGKILL, so no orphan keeps rendering (or holding files) after it."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: workers end when their pipes close instead
+    if os.getppid() != parent:  # the main process died before we could ask
+        os._exit(1)
+
+
+def remove_stale_scratch(folder: Path) -> None:
+    """Scratch folders of runs whose process is gone (killed mid-render)."""
+    for scratch in folder.glob(".rendering-*"):
+        pid = scratch.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not process_alive(int(pid)):
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def film_dir(plan: Plan, quality_name: str, build_dir: Path) -> Path:
@@ -99,6 +137,8 @@ def make_film(plan: Plan, quality_name: str = "high", build_dir: Path = BUILD_DI
               say=print) -> FilmResult:
     started = time.perf_counter()
     q = beats.quality(quality_name)
+    media.require_tools()
+    check_cues(plan)
     folder = film_dir(plan, quality_name, build_dir)
     with output_lock(folder):
         narration = make_narration(plan, output_dir(plan.choice.name, plan.choice.is_default, build_dir),
@@ -110,13 +150,13 @@ def make_film(plan: Plan, quality_name: str = "high", build_dir: Path = BUILD_DI
         ordered = [made.videos[beat.id] for beat in timed.beats]
         key = film_key(timed, ordered, narration.track)
         key_file = folder / ".film.mp4.key"
-        if film.exists() and key_file.exists() and key_file.read_text() == key:
+        if up_to_date(film, key_file, key):
             say("film: up to date (every beat and the narration unchanged)")
         else:
             key_file.unlink(missing_ok=True)
             assemble(timed, ordered, narration.track, film)
             check_film(film, timed, q)
-            write_atomic(key_file, key)
+            record_made(film, key_file, key)
         for source in (narration.srt, narration.vtt):
             if source.parent != folder:
                 write_atomic(folder / source.name, source.read_bytes())
@@ -146,10 +186,14 @@ def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_
            f"processes: {', '.join(to_render)}" if to_render else "; nothing to render"))
     if not to_render:
         return made
+    remove_stale_scratch(cache.folder)
     scratch = cache.folder / f".rendering-{os.getpid()}"
     scratch.mkdir(parents=True, exist_ok=True)
+    manager = SyncManager()
+    manager.start(die_with_parent, (os.getpid(),))
     try:
-        with Manager() as manager, ProcessPoolExecutor(max_workers=min(jobs, len(to_render))) as pool:
+        with manager, ProcessPoolExecutor(max_workers=min(jobs, len(to_render)), initializer=die_with_parent,
+                                          initargs=(os.getpid(),)) as pool:
             progress = manager.Queue()
             futures = {pool.submit(render_beat_job, str(timed_plan_path), beat_id, q.name,
                                    str(scratch / f"{beat_id}.mp4"), progress): beat_id for beat_id in to_render}
@@ -193,11 +237,10 @@ def assemble(plan: Plan, videos: list[Path], narration: Path, out_path: Path) ->
         sound = ffmpeg.input(str(narration))
         metadata = ffmpeg.input(str(chapters), format="ffmetadata")
         with atomic_path(out_path) as temporary:
-            # The metadata input has no streams; "d?" maps its none, so ffmpeg-python keeps it as input 2.
-            joined = ffmpeg.output(pictures["v"], sound["a"], metadata["d?"], str(temporary),
-                                   map_metadata=2, map_chapters=2, vcodec="copy", acodec="aac",
-                                   audio_bitrate="192k", ar=48000, t=f"{plan.duration:.6f}",
-                                   movflags="+faststart+use_metadata_tags")
+            # The metadata input has no streams; mapping its optional data streams ("d?", none) keeps it
+            # in ffmpeg-python's graph as input 2, where map_metadata and map_chapters find it.
+            joined = media.aac_output(pictures["v"], sound["a"], temporary, plan.duration, extra=[metadata["d?"]],
+                                      audio_bitrate="192k", map_metadata=2, map_chapters=2)
             media.run(joined, "joining the beats into the film")
     finally:
         concat.unlink(missing_ok=True)
@@ -232,7 +275,8 @@ def ffmetadata(plan: Plan) -> str:
 
 
 def check_film(path: Path, plan: Plan, q: beats.Quality) -> None:
-    """The finished film, checked before it is declared done: streams, duration, chapters."""
+    """The finished film, checked before it is declared done: its streams, each stream's real
+    length (counted in packets, not the container's claim), chapters, and that all of it decodes."""
     info = media.probe(path)
     video = [s for s in info["streams"] if s["codec_type"] == "video"]
     sound = [s for s in info["streams"] if s["codec_type"] == "audio"]
@@ -250,6 +294,15 @@ def check_film(path: Path, plan: Plan, q: beats.Quality) -> None:
     titles = [chapter.get("tags", {}).get("title") for chapter in info.get("chapters", [])]
     if titles != [beat.title for beat in plan.beats]:
         problems.append(f"chapters {titles}, wanted the nine beats")
+    packets = media.packet_counts(path)
+    frames, wanted_frames = packets.get("video", 0), round(plan.duration * q.fps)
+    if frames != wanted_frames:
+        problems.append(f"the video holds {frames} frames ({frames / q.fps:.3f} s), wanted {wanted_frames}")
+    sound_seconds = packets.get("audio", 0) * 1024 / 48_000  # an AAC packet is 1024 samples
+    if abs(sound_seconds - plan.duration) > 0.05:
+        problems.append(f"the sound lasts {sound_seconds:.3f} s, wanted {plan.duration:.3f} s")
+    if not problems:
+        problems += [f"it does not decode: {line}" for line in media.decode_problems(path)]
     if problems:
         raise FilmError(f"the finished film {path} failed its check: " + "; ".join(problems))
 

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from pydub import AudioSegment
 
+from render import media
 from render.errors import FilmError
-from render.files import write_atomic
+from render.files import record_made, up_to_date, write_atomic
 from render.formatting import timestamp
 from render.plan.types import RECORDED, Beat, BeatTiming, Plan, TimedClause
 from render.specs.pronunciations import spoken_form
@@ -273,6 +274,7 @@ class NarrationResult:
 def make_narration(plan: Plan, out_dir: Path, cache_dir: Path) -> NarrationResult:
     """Voice every beat, build the levelled track, the subtitles and the timed plan."""
     started = time.perf_counter()
+    media.require_tools()
     narration = Narrator(plan, cache_dir).narrate()
     timed = narration.plan
     track = assemble_track(timed, narration.speeches)
@@ -291,12 +293,12 @@ def level_once(track: AudioSegment, out_path: Path, lufs: float, true_peak: floa
     recipe = hashlib.sha256(track.raw_data)
     recipe.update(f"{lufs}:{true_peak}:{audio.LEVELLING_VERSION}".encode())
     key_file = out_path.with_name(f".{out_path.name}.key")
-    if out_path.exists() and key_file.exists() and key_file.read_text() == recipe.hexdigest():
+    if up_to_date(out_path, key_file, recipe.hexdigest()):
         log.info("%s is up to date", out_path.name)
         return
     key_file.unlink(missing_ok=True)
     audio.level_track(track, out_path, lufs, true_peak)
-    write_atomic(key_file, recipe.hexdigest())
+    record_made(out_path, key_file, recipe.hexdigest())
 
 
 def assemble_track(plan: Plan, speeches: dict[str, Speech]) -> AudioSegment:

@@ -1,0 +1,64 @@
+"""The cues each scene waits for, read from its source, against the cues its beat marks.
+
+A scene waits for a cue by name (`self.at("ops", ...)`, `until="two-jobs"`); the storyboard marks
+it in the narration (`[[ops]]`). Both must agree, or a render would stop halfway (a cue the
+storyboard no longer marks) or a marked moment would silently show nothing (a cue no scene
+uses). Reading the classes' source lets `make plan` check this before anything renders.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+
+from render.errors import FilmError
+from render.files import PROJECT_ROOT
+from render.plan.registry import SCENES, SceneEntry
+from render.plan.types import BUILT_IN_CUES, Plan
+
+CUE_METHODS = {"at", "hold_until", "cue", "seconds_until"}
+
+
+@functools.lru_cache(maxsize=None)
+def cues_waited_for(entry: SceneEntry) -> frozenset[str]:
+    """Every cue name the beat's class names: the first argument of at/hold_until/cue/seconds_until,
+    and until=."""
+    tree = ast.parse((PROJECT_ROOT / entry.path).read_text())
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    if entry.name not in classes:
+        raise FilmError(f"{entry.path} has no class {entry.name}, which render/plan/registry.py names for "
+                        f"beat {entry.beat!r}")
+    names = set()
+    for node in ast.walk(classes[entry.name]):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        if node.func.attr in CUE_METHODS and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            names.add(node.args[0].value)
+        names |= {keyword.value.value for keyword in node.keywords
+                  if keyword.arg == "until" and isinstance(keyword.value, ast.Constant)}
+    return frozenset(names)
+
+
+def cue_problems(plan: Plan) -> list[str]:
+    problems = []
+    for entry in SCENES:
+        if entry.beat not in {beat.id for beat in plan.beats}:
+            continue
+        beat = plan.beat(entry.beat)
+        used, marked = cues_waited_for(entry), set(beat.cue_offsets)
+        for name in sorted(used - marked - set(BUILT_IN_CUES)):
+            problems.append(f"{beat.location}: beat {beat.id!r}: its scene ({entry.path}, {entry.name}) waits for "
+                            f"cue [[{name}]], which the narration does not mark")
+        for name in sorted(marked - used):
+            problems.append(f"{beat.location}: beat {beat.id!r} marks cue [[{name}]], which its scene "
+                            f"({entry.path}, {entry.name}) never uses")
+    return problems
+
+
+def check_cues(plan: Plan) -> None:
+    """Refuse a plan whose cues and scenes disagree, before anything renders."""
+    problems = cue_problems(plan)
+    if problems:
+        raise FilmError("\n".join(problems) + "\nMark each cue a scene waits for with [[name]] before its word, "
+                        "and use or remove every marked cue.")

@@ -1,0 +1,212 @@
+"""Crashes, damage and hostile input: a killed run, damaged caches and outputs, a full or read-only
+disk, missing tools. Each ends in one message or a rebuilt output, never a traceback or a wrong film."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from render.errors import FilmError
+from render.media import probe
+from render.plan.resolve import resolve_plan
+from render.video.beats import QUALITIES
+from render.video.film import check_film, make_film
+
+from conftest import ROOT, run_film
+
+
+def film_processes(marker: str) -> list[int]:
+    """Processes whose command line mentions `marker` (a test's own build folder)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find the workers")
+def test_a_run_killed_mid_render_leaves_nothing_that_blocks_the_next(tmp_path):
+    build = tmp_path / "killed-build"
+    (tmp_path / "none").mkdir()
+    choice = ["--quality", "tiny", "--build", str(build), "--recordings", str(tmp_path / "none"), "--jobs", "2"]
+    assert run_film("narration", "--build", str(build), "--recordings", str(tmp_path / "none")).returncode == 0
+    main = subprocess.Popen([sys.executable, "-m", "render.cli", "film", *choice], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    finished = []
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        line = main.stdout.readline()
+        match = re.match(r"\s+done (\S+) in", line)
+        if match:
+            finished.append(match.group(1))
+            break
+    assert finished, "no beat finished"
+    main.send_signal(signal.SIGKILL)
+    main.wait()
+    for _ in range(50):  # the workers and the progress manager die with the main process
+        if not film_processes(str(build)):
+            break
+        time.sleep(0.1)
+    assert film_processes(str(build)) == []
+    assert list((build / "cache" / "beats").glob(".rendering-*")), "the killed run left its scratch folder"
+
+    again = run_film("film", *choice)
+    assert again.returncode == 0, again.stderr
+    assert "another `make film`" not in again.stderr
+    cached = re.search(r"beats: \d+ cached \(([^)]*)\)", again.stdout).group(1).split(", ")
+    assert set(finished) <= set(cached)
+    assert not list((build / "cache" / "beats").glob(".rendering-*"))
+    assert float(probe(build / "preview" / "film.mp4")["format"]["duration"]) == pytest.approx(154, abs=0.2)
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    build = tmp_path_factory.mktemp("damage")
+    plan = resolve_plan(recordings=build / "none")
+    return plan, build, make_film(plan, "tiny", build, jobs=2, say=lambda line: None)
+
+
+def again(made) -> tuple[list[str], object]:
+    plan, build, _ = made
+    lines: list[str] = []
+    return lines, make_film(plan, "tiny", build, jobs=2, say=lines.append)
+
+
+def test_a_truncated_narration_track_is_levelled_again(made):
+    plan, build, first = made
+    track = build / "narration.wav"
+    good = track.read_bytes()
+    with open(track, "r+b") as handle:
+        handle.truncate(1000)
+    lines, result = again(made)
+    assert track.read_bytes() == good
+    assert result.reused and not result.rendered  # the same track, so every beat is reused
+    assert float(probe(result.film)["streams"][1]["duration"]) == pytest.approx(154, abs=0.1)
+
+
+def test_a_damaged_cached_beat_of_the_same_size_is_rendered_again(made):
+    plan, build, first = made
+    videos = sorted((build / "cache" / "beats").glob("decode-*.mp4"))
+    assert len(videos) == 1
+    data = bytearray(videos[0].read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 4096] = bytes(4096)  # junk in its middle: same size, same packets
+    videos[0].write_bytes(bytes(data))
+    lines, result = again(made)
+    assert result.rendered == ["decode"]
+    check_film(result.film, plan, QUALITIES["tiny"])
+
+
+def test_a_truncated_film_is_made_again_not_up_to_date(made):
+    plan, build, first = made
+    film = build / "preview" / "film.mp4"
+    with open(film, "r+b") as handle:
+        handle.truncate(film.stat().st_size // 3)
+    lines, result = again(made)
+    assert not any("up to date" in line for line in lines)
+    check_film(result.film, plan, QUALITIES["tiny"])
+    assert result.poster.stat().st_size > 1000
+
+
+def test_damaged_subtitles_are_written_again(made):
+    plan, build, first = made
+    for path in (build / "film.srt", build / "preview" / "film.vtt"):
+        path.write_text("garbage")
+    again(made)
+    assert (build / "film.srt").read_text().startswith("1\n00:00:00,250 --> ")
+    assert (build / "preview" / "film.vtt").read_text().startswith("WEBVTT")
+
+
+def test_the_film_check_counts_each_streams_real_length_and_decodes_it(made, tmp_path):
+    plan, build, first = made
+    short = tmp_path / "short.mp4"
+    # The container says 154 s, but the pictures stop at 40 s.
+    subprocess.run(["ffmpeg", "-v", "error", "-t", "40", "-i", str(first.film), "-i", str(first.film), "-map", "0:v",
+                    "-map", "1:a", "-map_chapters", "1", "-c", "copy", "-y", str(short)], check=True, capture_output=True)
+    assert float(probe(short)["format"]["duration"]) == pytest.approx(154, abs=0.1)  # the container's claim
+    with pytest.raises(FilmError, match=r"failed its check: the video holds \d+ frames"):
+        check_film(short, plan, QUALITIES["tiny"])
+
+
+def mp4_boxes(data: bytes, start: int = 0, end: int | None = None, path: str = ""):
+    """The box paths of an MP4 file (enough of ISO BMFF to find edit lists)."""
+    end = len(data) if end is None else end
+    position = start
+    while position + 8 <= end:
+        size, kind = int.from_bytes(data[position:position + 4], "big"), data[position + 4:position + 8].decode("latin1")
+        header = 8
+        if size == 1:
+            size, header = int.from_bytes(data[position + 8:position + 16], "big"), 16
+        size = size or end - position
+        yield f"{path}/{kind}"
+        if kind in ("moov", "trak", "mdia", "minf", "stbl", "edts", "udta"):
+            yield from mp4_boxes(data, position + header, position + size, f"{path}/{kind}")
+        position += size
+
+
+def test_the_film_has_no_edit_lists_and_its_sound_is_in_sync(made):
+    import numpy as np
+
+    plan, build, first = made
+    boxes = list(mp4_boxes(first.film.read_bytes()))
+    assert "/moov/trak/mdia/minf/stbl/stsd" in boxes
+    assert not [box for box in boxes if box.endswith(("/edts", "/elst"))]
+
+    def samples(path: Path) -> np.ndarray:
+        raw = subprocess.run(["ffmpeg", "-v", "error", "-i", str(path), "-map", "0:a", "-f", "f32le", "-ac", "1",
+                              "-ar", "48000", "-"], capture_output=True, check=True).stdout
+        return np.frombuffer(raw, np.float32)
+
+    reference, played = samples(build / "narration.wav"), samples(first.film)
+    window = slice(48_000 * 14, 48_000 * 20)
+    lags = range(-1500, 1501)
+    scores = [float(np.dot(reference[window], played[window.start + lag: window.stop + lag])) for lag in lags]
+    assert list(lags)[int(np.argmax(scores))] == 0  # not a sample early or late
+
+
+def tmpfs(path: Path, size: str, read_only: bool = False):
+    path.mkdir(parents=True, exist_ok=True)
+    options = f"size={size}" + (",ro" if read_only else "")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small file system here (needs root)")
+    return path
+
+
+def test_a_full_disk_and_a_read_only_build_folder_give_one_message(tmp_path):
+    full = tmpfs(tmp_path / "full", "600k")
+    read_only = tmpfs(tmp_path / "read-only", "1m", read_only=True)
+    (tmp_path / "none").mkdir()
+    try:
+        for build, expected in ((full, "No space left on device"), (read_only, "Read-only file system")):
+            result = run_film("narration", "--build", str(build), "--recordings", str(tmp_path / "none"))
+            assert result.returncode == 1, result.stdout
+            assert expected in result.stderr and "Traceback" not in result.stderr
+            assert len(result.stderr.strip().splitlines()) <= 3, result.stderr
+    finally:
+        for mount in (full, read_only):
+            subprocess.run(["umount", str(mount)], capture_output=True)
+
+
+def test_missing_tools_are_named_before_any_work(tmp_path):
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "ffmpeg").symlink_to(shutil.which("ffmpeg"))  # ffmpeg, but no ffprobe
+    env = {**os.environ, "PATH": str(tools)}
+    (tmp_path / "none").mkdir()
+    result = subprocess.run([sys.executable, "-m", "render.cli", "narration", "--build", str(tmp_path / "build"),
+                             "--recordings", str(tmp_path / "none")], cwd=ROOT, capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert result.returncode == 1 and "ffprobe is not installed" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "build" / "cache").exists()  # nothing was synthesised first
