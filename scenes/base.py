@@ -26,6 +26,9 @@ class BeatView:
     captions: dict[str, str]
     cues: dict[str, float]  # the storyboard's [[cues]], plus speech-start, speech-end and end
     location: str           # the beat's narration in the storyboard, for messages
+    previous: str | None    # the beats around it in the film, for the cuts that carry objects
+    next: str | None
+    previous_title: str | None
 
     @classmethod
     def of(cls, plan: Plan, beat_id: str) -> BeatView:
@@ -38,7 +41,12 @@ class BeatView:
                     "end": beat.duration - TRANSITION}
         assert tuple(built_in) == BUILT_IN_CUES
         cues.update(built_in)
-        return cls(beat.id, beat.title, beat.duration, beat.narration, dict(beat.captions), cues, beat.location)
+        ids = [other.id for other in plan.beats]
+        position = ids.index(beat_id)
+        previous = ids[position - 1] if position > 0 else None
+        following = ids[position + 1] if position + 1 < len(ids) else None
+        return cls(beat.id, beat.title, beat.duration, beat.narration, dict(beat.captions), cues, beat.location,
+                   previous, following, plan.beats[position - 1].title if position > 0 else None)
 
 
 def is_invisible(mobject) -> bool:
@@ -55,9 +63,24 @@ class BeatScene(Scene):
     Subclasses implement `build()`, reading numbers from `self.plan` (the timed plan, through a
     view that records what is read) and timing changes with `self.at(cue, *animations)`, so each
     change lands on the word that names it. Besides the storyboard's cues every beat has
-    "speech-start", "speech-end" and "end" (when the closing fade begins). The beat fades in
-    from and out to the background, so beats join without a hard cut.
+    "speech-start", "speech-end" and "end" (when the closing fade begins).
+
+    Consecutive beats that share objects are one shot: a beat whose `successor` follows it in
+    the film ends on its final picture instead of fading out, and the successor, whose
+    `predecessor` it is, starts from that same picture (rebuilt from the plan by the shared
+    builder) and transforms it. Any other cut cross-fades through the background.
     """
+
+    successor: str | None = None    # the beat this one hands its final picture to
+    predecessor: str | None = None  # the beat whose final picture this one starts from
+
+    @property
+    def hands_over(self) -> bool:
+        return self.successor is not None and self.beat.next == self.successor
+
+    @property
+    def continues(self) -> bool:
+        return self.predecessor is not None and self.beat.previous == self.predecessor
 
     def __init__(self, plan: Plan, beat_id: str, progress: Progress | None = None, **kwargs):
         self.reads: set[str] = set()
@@ -145,9 +168,10 @@ class BeatScene(Scene):
         self.wait_for(self.cue(name) + offset - self.now)
 
     def wait_for(self, seconds: float) -> None:
-        """Hold for `seconds` (in whole frames); nothing when less than a frame."""
-        if seconds >= self.frame:
-            self.wait(seconds)
+        """Hold for `seconds`, rounded to whole frames; nothing when that is no frame."""
+        frames = round(seconds * config.frame_rate)
+        if frames >= 1:
+            self.wait(frames / config.frame_rate)
 
     def at(self, name: str, *animations, run_time: float = 1.0, until: str | None = None, offset: float = 0.0,
            lead: float = LEAD) -> None:
@@ -177,12 +201,14 @@ class BeatScene(Scene):
             self.play(*(FadeOut(mobject) for mobject in self.mobjects), run_time=run_time)
 
     def finish(self) -> None:
-        """Hold, then fade everything out so the beat ends exactly at its slot's end."""
+        """End exactly at the slot's end: on the final picture when handing over, else faded out."""
         self.hold_until("end")
-        remaining = self.beat.duration - self.now
+        frames_left = round(self.beat.duration * config.frame_rate) - self.frames_done
         for mobject in self.mobjects:
             mobject.suspend_updating()  # counters stop redrawing, so they can fade like the rest
-        if self.mobjects:
-            self.play(*(FadeOut(mobject) for mobject in self.mobjects), run_time=max(self.frame, remaining))
+        if frames_left <= 0:
+            return
+        if self.hands_over or not self.mobjects:
+            self.wait(frames_left / config.frame_rate)
         else:
-            self.wait_for(remaining)
+            self.play(*(FadeOut(mobject) for mobject in self.mobjects), run_time=frames_left / config.frame_rate)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 
-from manim import DOWN, LEFT, RIGHT, UP, FadeIn, FadeOut, LaggedStart, Rectangle, VGroup, Write
+from manim import (DOWN, LEFT, RIGHT, UP, FadeIn, FadeOut, FadeTransform, Indicate, LaggedStart, Rectangle,
+                   ReplacementTransform, Transform, VGroup, Write)
 
 from render import formatting as fmt
 from scenes.base import BeatScene
-from scenes.helpers import Counter, RooflineChart, WeightsWall, get_caption, get_text, get_title
-from scenes.the_roofline import axis_ranges
+from scenes.helpers import Counter, RooflineChart, WeightsWall, get_caption, get_formula, get_text, get_title, tex_text
+from scenes.the_roofline import axis_ranges, roofline_ending
 from scenes.style import SAFE_LEFT, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE
 
 WALL_WIDTH, WALL_HEIGHT = 2.8, 2.4
@@ -33,20 +34,34 @@ def get_kv_block(batch, wall: WeightsWall) -> VGroup:
 class Batching(BeatScene):
     """64 users: one sweep of the wall serves them all; the step barely grows, throughput soars."""
 
+    predecessor = "roofline"
+
     def build(self) -> None:
         plan, spec = self.plan, self.plan.spec
         decode, batch = plan.numbers.decode, plan.numbers.batch
         title = get_title(self.beat.title, plan.choice.label)
         wall = WeightsWall(f"{fmt.gigabytes(spec.weight_bytes, short=True)} of weights", width=WALL_WIDTH,
                            height=WALL_HEIGHT, rows=8, cols=7)
-        wall.move_to(LEFT * 4.1 + UP * 0.9)
+        wall.move_to(LEFT * 3.5 + UP * 0.9)
         x_range, y_range = axis_ranges(plan)
         chart = RooflineChart(spec.peak_flops, spec.memory_bandwidth, x_range, y_range, width=5.0, height=3.2)
-        chart.move_to(RIGHT * 3.1 + UP * 0.4)
-        self.enter(title, wall, chart)
-
+        chart.move_to(RIGHT * 3.0 + UP * 0.6)
         point = chart.dot(decode.ops_per_byte, MEMORY, "batch 1", DOWN + RIGHT)
-        self.play(FadeIn(point), run_time=0.5)
+        if self.continues:
+            # One shot with the roofline: its chart moves aside, keeping the decode point, and the wall returns.
+            before = roofline_ending(self, self.beat.previous_title)
+            self.add(*before.parts)
+            self.play(Transform(before.title, title), ReplacementTransform(before.chart, chart),
+                      before.decode[0].animate.move_to(point[0].get_center()),
+                      FadeTransform(before.decode[1], point[1]),
+                      *[FadeOut(part) for part in (before.badge, before.prefill, before.ridge, before.attainable,
+                                                   before.ridge_sum)], run_time=1.0)
+            self.remove(before.title, before.decode[0])
+            self.add(title, point)
+            self.play(FadeIn(wall, shift=RIGHT * 0.3), run_time=0.5)
+        else:
+            self.enter(title, wall, chart)
+            self.play(FadeIn(point), run_time=0.5)
 
         stacks = get_kv_block(batch, wall)
         users_label = get_text(f"{fmt.count(batch.size)} users, "
@@ -56,17 +71,24 @@ class Batching(BeatScene):
                        color=MEMORY)
         throughput = Counter("tokens per second", lambda v: fmt.tokens_per_second(v, short=True),
                              start=decode.tokens_per_second, color=HIGHLIGHT)
-        counters = VGroup(step, throughput).arrange(RIGHT, buff=0.8).next_to(users_label, DOWN, buff=0.4)
-        counters.align_to([SAFE_LEFT + 0.3, 0, 0], LEFT)
+        counters = VGroup(step, throughput).arrange(RIGHT, buff=0.8).next_to(users_label, DOWN, buff=0.35)
+        counters.set_x(VGroup(wall.bricks, stacks).get_x())
+        # What one step reads: the weights once, and every sequence's own cache.
+        per_step = get_formula(r"\text{bytes per step}", "=", (r"W", MEMORY), "+", (r"B\,C\,k", KV_CACHE))
+        per_step_values = get_formula("=", (tex_text(fmt.gigabytes(spec.weight_bytes, short=True)), MEMORY), "+",
+                                      (tex_text(fmt.gigabytes(batch.kv_bytes, short=True)), KV_CACHE))
+        bytes_sum = VGroup(per_step, per_step_values).arrange(DOWN, aligned_edge=LEFT, buff=0.2)
+        bytes_sum.next_to(chart.x_title, DOWN, buff=0.35).set_x(chart.axes.get_x())
         self.add(counters)
         self.play(step.appear(), throughput.appear(), run_time=0.5)
 
         self.at("users", LaggedStart(*[FadeIn(stack, shift=UP * 0.1) for stack in stacks], lag_ratio=0.02),
                 FadeIn(users_label), run_time=1.2)
-        self.at("one-read", wall.sweep(run_time=1.2, extra=stacks), run_time=1.2)
+        self.at("one-read", wall.sweep(run_time=1.2, extra=stacks), Write(per_step), run_time=1.2)
+        self.play(FadeIn(per_step_values, shift=UP * 0.1), run_time=0.5)
         batched = chart.dot(batch.ops_per_byte, MEMORY,
                             f"batch {fmt.count(batch.size)}\n{fmt.ops_per_byte(batch.ops_per_byte, short=True)}",
-                            DOWN + RIGHT)
+                            UP + LEFT)
         self.at("step", step.count_to(batch.step_seconds), point[0].animate.move_to(batched[0].get_center()),
                 FadeOut(point[1]), run_time=1.4)
         self.play(FadeIn(batched[1]), run_time=0.3)
@@ -79,6 +101,7 @@ class Batching(BeatScene):
         remark.to_edge(DOWN, buff=0.55)
         many = chart.dot(batch.ridge_value_ops_per_byte, MEMORY, "", DOWN)[0].set_color(HIGHLIGHT)
         self.at("speech-end", FadeIn(ridge), FadeIn(many, scale=1.5), Write(remark), offset=-1.0, lead=0)
+        # The payoff: the sweep keeps serving every user's stack, one read a step.
         while self.seconds_until("end") > 1.4:
-            self.play(wall.sweep(run_time=1.2, extra=stacks), run_time=1.2)
-
+            self.play(wall.sweep(run_time=1.2, extra=stacks), Indicate(stacks, color=HIGHLIGHT, scale_factor=1.0),
+                      run_time=1.2)

@@ -17,13 +17,29 @@ from collections.abc import Callable
 
 import numpy as np
 from manim import (DOWN, LEFT, RIGHT, UL, UP, Animation, AnimationGroup, DashedLine, Dot, FadeIn, FadeOut,
-                   Line, Rectangle, RoundedRectangle, Square, Succession, Text, ValueTracker, VGroup, always_redraw,
-                   interpolate_color, ManimColor)
+                   Line, MathTex, Rectangle, RoundedRectangle, Square, Succession, Text, ValueTracker, VGroup,
+                   always_redraw, interpolate_color, ManimColor)
 
-from scenes.style import (BODY_SIZE, COMPUTE, FONT, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY, MUTED,
-                          NUMBER_SIZE, PANEL, SAFE_LEFT, SAFE_TOP, SMALL_SIZE, TEXT, TITLE_SIZE)
+from scenes.style import (BODY_SIZE, COMPUTE, FONT, FORMULA_SIZE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY,
+                          MUTED, NUMBER_SIZE, PANEL, SAFE_LEFT, SAFE_TOP, SMALL_SIZE, TEXT, TITLE_SIZE)
 
 # -- text ----------------------------------------------------------------------------------------
+
+
+def tex_text(text: str) -> str:
+    r"""A formatted number with its unit ("2.0 TB/s", "13%") as \text{} in a formula."""
+    escaped = "".join("\\" + char if char in "%$&#_{}" else char for char in text)
+    return rf"\text{{{escaped}}}"
+
+
+def get_formula(*parts: str | tuple[str, str], size: float = FORMULA_SIZE) -> MathTex:
+    """A typeset formula from its parts, each part a TeX string or (TeX, colour), coloured like the
+    picture it explains (compute warm, memory cool, the KV cache in its accent)."""
+    formula = MathTex(*[part if isinstance(part, str) else part[0] for part in parts], font_size=size, color=TEXT)
+    for index, part in enumerate(parts):
+        if not isinstance(part, str):
+            formula[index].set_color(part[1])
+    return formula
 
 
 def get_text(text: str, size: float = BODY_SIZE, color: str = TEXT, weight: str = "NORMAL") -> Text:
@@ -80,11 +96,24 @@ class Chip(VGroup):
             self.label = get_text(label, LABEL_SIZE, MUTED).next_to(self.package, DOWN, buff=0.15)
             self.add(self.label)
 
+    idle_color = IDLE
+
+    def busy_cores(self, fraction: float) -> int:
+        """The first share of cores (at least one when any work is done)."""
+        return 0 if fraction <= 0 else max(1, round(fraction * len(self.cores)))
+
     def light(self, fraction: float, color: str = COMPUTE) -> Animation:
-        """Light the first share of cores (at least one when any work is done); the rest go idle."""
-        busy = 0 if fraction <= 0 else max(1, round(fraction * len(self.cores)))
+        """Light the busy share of cores; the rest go idle."""
+        busy = self.busy_cores(fraction)
         return AnimationGroup(*[core.animate.set_fill(color if index < busy else IDLE)
                                 for index, core in enumerate(self.cores)], lag_ratio=0.002)
+
+    def light_now(self, fraction: float, color: str = COMPUTE) -> "Chip":
+        """The same lighting, at once (for a picture a beat ends on)."""
+        busy = self.busy_cores(fraction)
+        for index, core in enumerate(self.cores):
+            core.set_fill(color if index < busy else IDLE)
+        return self
 
     def idle(self) -> Animation:
         return self.light(0)
@@ -170,6 +199,14 @@ class Counter(VGroup):
     def count_to(self, value: float) -> Animation:
         return self.tracker.animate.set_value(value)
 
+    def settled(self, value: float) -> "Counter":
+        """Already showing `value`, as it is when its beat hands over to the next."""
+        self.tracker.set_value(value)
+        self.shown.set_value(1)
+        self.caption.set_opacity(1)
+        self.value.update()
+        return self
+
 
 class Bar(VGroup):
     """A horizontal bar of length proportional to its value, with a label before and a value after."""
@@ -249,8 +286,8 @@ class RooflineChart(VGroup):
         ridge = self.peak / self.bandwidth
         top = self.point(ridge, self.peak)
         line = DashedLine(top, [top[0], self.get_origin()[1], 0], color=HIGHLIGHT, stroke_width=3)
-        # At the foot of the line, under the roof, where neither the slope nor the roof's labels go.
-        text = get_text(label, LABEL_SIZE, HIGHLIGHT, weight="BOLD").next_to(line.get_end(), UP + RIGHT, buff=0.12)
+        # Right of the line's middle, under the roof: the slope is left of the ridge, so nothing else is there.
+        text = get_text(label, LABEL_SIZE, HIGHLIGHT, weight="BOLD").next_to(line.get_center(), RIGHT, buff=0.12)
         return VGroup(line, text)
 
     def dot(self, intensity: float, color: str, label: str, label_direction=UP) -> VGroup:

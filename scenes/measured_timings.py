@@ -1,19 +1,25 @@
 """Measured timings: a real endpoint's waits and speeds beside the roofline's ideal ones.
 
 The measured dataset names its own model, precision and the GPU it is compared with; the
-provenance stays on screen while its numbers are.
+provenance stays on screen while its numbers are. The two beats are one shot: the time-to-
+first-token bars become the decode-rate bars under the same provenance.
 """
 
 from __future__ import annotations
 
-from manim import DOWN, LEFT, RIGHT, UP, DashedLine, FadeIn, GrowFromEdge, Rectangle, VGroup, Write
+from dataclasses import dataclass
+
+from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, DashedLine, FadeIn, FadeOut, GrowFromEdge, Indicate,
+                   LaggedStart, Rectangle, ReplacementTransform, Transform, VGroup, Write)
 
 from render import formatting as fmt
 from scenes.base import BeatScene
-from scenes.helpers import Bar, WeightsWall, get_pill, get_text, get_title
-from scenes.style import SAFE_LEFT, COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
+from scenes.helpers import Bar, WeightsWall, get_formula, get_pill, get_text, get_title, tex_text
+from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
 BAR_LENGTH = 6.0
+MEASURED_SUBTITLE = "time to first token (request sent → first streamed token) against the ideal prefill"
+CACHE_SUBTITLE = "decode rate = 1 ÷ time per output token, against the roofline's ceiling"
 
 
 def get_provenance(measured) -> VGroup:
@@ -29,58 +35,97 @@ def get_provenance(measured) -> VGroup:
     for line in lines:
         if line.width > 12.2:
             line.scale_to_fit_width(12.2)
-    return lines.to_edge(DOWN, buff=0.45).to_edge(LEFT, buff=0.75)
+    return lines.to_edge(DOWN, buff=0.45).set_x(0)
 
 
 def prompt_name(tokens: float) -> str:
     return f"{fmt.count(tokens)}-token prompt"
 
 
+@dataclass
+class MeasuredEnding:
+    """The measured beat's last picture: each wait split into its ideal prefill and the rest."""
+
+    title: object
+    provenance: VGroup
+    groups: VGroup        # per prompt: heading, (measured bar, ideal bar)
+    splits: VGroup        # per measured bar: the share that is not prefill
+    network: object
+
+    @property
+    def parts(self) -> list:
+        return [self.title, self.provenance, self.groups, self.splits, self.network]
+
+
+def measured_ending(scene: BeatScene, title: str) -> MeasuredEnding:
+    measured = scene.plan.measured
+    prompts = [prompt for prompt in (measured.short, measured.medium, measured.long)
+               if prompt is not None and prompt.ttft_seconds is not None]
+    longest = max(prompt.ttft_seconds for prompt in prompts)
+    groups, splits = VGroup(), VGroup()
+    for prompt in prompts:
+        waited, ideal = prompt.ttft_seconds, prompt.ideal_prefill_seconds
+        pair = VGroup(
+            Bar("measured", fmt.seconds(waited, short=True), BAR_LENGTH * waited / longest, HIGHLIGHT),
+            Bar("ideal prefill", fmt.duration(ideal, short=True), BAR_LENGTH * ideal / longest, COMPUTE),
+        ).arrange(DOWN, buff=0.1, aligned_edge=LEFT)
+        heading = get_text(prompt_name(prompt.prompt_tokens), LABEL_SIZE, TEXT)
+        groups.add(VGroup(heading.next_to(pair, UP, buff=0.12, aligned_edge=LEFT), pair))
+    groups.arrange(DOWN, buff=0.3, aligned_edge=LEFT).move_to(UP * 0.35)
+    for group, prompt in zip(groups, prompts):
+        measured_bar, ideal_bar = group[1]
+        # The measured wait, split: the ideal prefill's share in its colour, the rest left as network.
+        share = min(1.0, prompt.ideal_prefill_seconds / prompt.ttft_seconds)
+        prefill_part = Rectangle(width=max(0.02, measured_bar.rect.width * share), height=measured_bar.rect.height,
+                                 stroke_width=0, fill_color=COMPUTE, fill_opacity=0.95)
+        splits.add(prefill_part.move_to(measured_bar.rect, aligned_edge=LEFT))
+    network = get_pill(f"{fmt.percent(measured.network_fraction, short=True)} network and queueing", HIGHLIGHT)
+    network.next_to(groups[:-1], RIGHT, buff=0.5)
+    provenance = get_provenance(measured)
+    return MeasuredEnding(get_title(title, MEASURED_SUBTITLE), provenance, groups, splits, network)
+
+
 class Measured(BeatScene):
     """TTFT on a live endpoint against the ideal prefill time: short prompts wait on the network."""
 
+    successor = "cache-rides-along"
+
     def build(self) -> None:
-        measured = self.plan.measured
-        title = get_title(self.beat.title, "time to first token (request sent → first streamed token) "
-                                           "against the ideal prefill")
-        provenance = get_provenance(measured)
-        self.enter(title)
-        self.at("endpoint", FadeIn(provenance, shift=UP * 0.2), run_time=0.8)
+        ending = measured_ending(self, self.beat.title)
+        groups = ending.groups
+        self.enter(ending.title)
+        self.at("endpoint", FadeIn(ending.provenance, shift=UP * 0.2), run_time=0.8)
 
-        prompts = [prompt for prompt in (measured.short, measured.medium, measured.long)
-                   if prompt is not None and prompt.ttft_seconds is not None]
-        longest = max(prompt.ttft_seconds for prompt in prompts)
-        groups = VGroup()
-        for prompt in prompts:
-            waited, ideal = prompt.ttft_seconds, prompt.ideal_prefill_seconds
-            pair = VGroup(
-                Bar("measured", fmt.seconds(waited, short=True), BAR_LENGTH * waited / longest, HIGHLIGHT),
-                Bar("ideal prefill", fmt.duration(ideal, short=True), BAR_LENGTH * ideal / longest, COMPUTE),
-            ).arrange(DOWN, buff=0.1, aligned_edge=LEFT)
-            heading = get_text(prompt_name(prompt.prompt_tokens), LABEL_SIZE, TEXT)
-            groups.add(VGroup(heading.next_to(pair, UP, buff=0.12, aligned_edge=LEFT), pair))
-        groups.arrange(DOWN, buff=0.3, aligned_edge=LEFT).move_to(UP * 0.25 + LEFT * 1.2)
-
-        # First what the roofline promises: the ideal prefill of each prompt, then what was measured.
-        self.play(*[FadeIn(group[0]) for group in groups], *[group[1][1].grow() for group in groups], run_time=1.2)
+        # First what the roofline promises, prompt by prompt: the ideal prefill of each; then what was
+        # measured, each wait growing as long as it took.
+        self.play(LaggedStart(*[AnimationGroup(FadeIn(group[0]), group[1][1].grow()) for group in groups],
+                              lag_ratio=0.8), run_time=min(3.6, max(1.2, self.seconds_until("short") - 0.6)))
         short_groups = groups[:-1]
-        self.at("short", *[group[1][0].grow() for group in short_groups], run_time=1.2)
-        gap_group = short_groups[-1][1]
-        network = get_pill(f"{fmt.percent(measured.network_fraction, short=True)} network and queueing",
-                           HIGHLIGHT).next_to(gap_group[0].value, RIGHT, buff=0.4)
-        self.at("network", FadeIn(network, shift=LEFT * 0.2), run_time=0.8)
-        long_group = groups[-1]
-        self.at("long", long_group[1][0].grow(), run_time=1.2)
+        self.at("short", LaggedStart(*[group[1][0].grow() for group in short_groups], lag_ratio=0.7),
+                until="network")
+        self.at("network", FadeIn(ending.network, shift=LEFT * 0.2), run_time=0.8)
+        self.at("long", groups[-1][1][0].grow(), run_time=1.2)
+
+        # The payoff: each measured wait resolves into its ideal prefill and the rest, network and queueing.
+        self.hold_until("speech-end", offset=0.1)
+        for group, split in zip(groups, ending.splits):
+            ideal_bar = group[1][1]
+            self.play(ReplacementTransform(ideal_bar.rect.copy(), split), run_time=0.6)
+        while self.seconds_until("end") > 1.1:
+            self.play(Indicate(ending.network, scale_factor=1.08), *[Indicate(group[1][0].rect, color=HIGHLIGHT,
+                                                                               scale_factor=1.0)
+                                                                      for group in short_groups], run_time=1.0)
 
 
 class CacheRidesAlong(BeatScene):
     """Decode on the endpoint: slower with a long prompt, by as much as its KV cache adds to every step."""
 
+    predecessor = "measured"
+
     def build(self) -> None:
         measured = self.plan.measured
-        title = get_title(self.beat.title, "decode rate = 1 ÷ time per output token, against the roofline's ceiling")
+        title = get_title(self.beat.title, CACHE_SUBTITLE)
         provenance = get_provenance(measured)
-        self.enter(title, provenance)
 
         ceiling = measured.ceiling_tokens_per_second
         scale = BAR_LENGTH / ceiling
@@ -89,35 +134,66 @@ class CacheRidesAlong(BeatScene):
                     scale * short_rate, MEMORY)
         long = Bar(prompt_name(measured.long.prompt_tokens), fmt.tokens_per_second(long_rate, short=True),
                    scale * long_rate, KV_CACHE)
-        bars = VGroup(short, long).arrange(DOWN, buff=0.35, aligned_edge=LEFT).move_to(UP * 1.0)
-        bars.align_to([SAFE_LEFT + 0.3, 0, 0], LEFT)
+        bars = VGroup(short, long).arrange(DOWN, buff=0.35, aligned_edge=LEFT).move_to(UP * 0.85)
         limit_x = short.rect.get_left()[0] + BAR_LENGTH
         limit = DashedLine([limit_x, bars.get_top()[1] + 0.35, 0], [limit_x, bars.get_bottom()[1] - 0.2, 0],
                            color=HIGHLIGHT)
         limit_label = get_text(f"ceiling {fmt.tokens_per_second(ceiling, short=True)}", SMALL_SIZE, HIGHLIGHT)
         limit_label.next_to(limit, UP, buff=0.1)
-        share = get_text(f"{fmt.integer(short_rate)} is "
-                         f"{fmt.percent(measured.ceiling_fraction, short=True)} of the ceiling",
-                         SMALL_SIZE, MUTED).next_to(limit_label, UP, buff=0.08)
+        share = get_text(f"{fmt.integer(short_rate)} is {fmt.percent(measured.ceiling_fraction, short=True)} "
+                         f"of the ceiling", SMALL_SIZE, MUTED).next_to(limit_label, UP, buff=0.08)
 
-        self.at("rate", short.grow(), Write(limit), FadeIn(limit_label), run_time=1.0)
+        if self.continues:
+            # One shot with the measured beat: the provenance stays, the waits become speeds.
+            before = measured_ending(self, self.beat.previous_title)
+            self.add(*before.parts)
+            # The bars move on their own, under the splits that lie over them (a play brings what it
+            # animates to the front unless it is on screen already).
+            bar_pairs = VGroup()
+            for group in before.groups:
+                bar_pairs.add(group[1])
+                group.remove(group[1])
+            self.add(bar_pairs)
+            self.bring_to_front(before.splits, before.network)
+            self.play(ReplacementTransform(bar_pairs, VGroup(short, long)), FadeOut(before.splits),
+                      FadeOut(before.network), *[FadeOut(group) for group in before.groups],
+                      Transform(before.title, title), run_time=1.0)
+            self.remove(before.title)
+            self.add(title)
+            self.at("rate", Write(limit), FadeIn(limit_label), Indicate(short.rect, scale_factor=1.0), run_time=1.0)
+        else:
+            self.enter(title, provenance)
+            self.at("rate", short.grow(), Write(limit), FadeIn(limit_label), run_time=1.0)
         self.play(FadeIn(share), run_time=0.4)
         slower = get_pill(f"−{fmt.percent(measured.slowdown, short=True)}", KV_CACHE)
         slower.next_to(long, RIGHT, buff=0.3)
-        self.at("slower", long.grow(), FadeIn(slower, shift=LEFT * 0.2), run_time=1.0)
+        if self.continues:
+            self.at("slower", Indicate(long.rect, scale_factor=1.0), FadeIn(slower, shift=LEFT * 0.2), run_time=1.0)
+        else:
+            self.at("slower", long.grow(), FadeIn(slower, shift=LEFT * 0.2), run_time=1.0)
 
         # The wall of weights, and the long prompt's KV cache stacked onto it, to scale.
         wall = WeightsWall(f"{fmt.gigabytes(measured.weight_bytes, short=True)} of weights",
-                           width=3.0, height=1.6, rows=6, cols=8).move_to(DOWN * 1.05 + RIGHT * 0.2)
+                           width=3.0, height=1.6, rows=6, cols=8).move_to(DOWN * 1.05 + LEFT * 1.2)
         kv_height = 1.6 * measured.long_kv_ratio
         kv = Rectangle(width=3.0, height=max(0.04, kv_height), stroke_width=0, fill_color=KV_CACHE, fill_opacity=0.9)
         kv.next_to(wall.bricks, UP, buff=0.04)
         wall.label.next_to(wall.bricks, LEFT, buff=0.3)
         kv_label = get_text(f"+ {fmt.gigabytes(measured.long_kv_bytes, short=True)} of KV cache",
                             SMALL_SIZE, KV_CACHE).next_to(kv, RIGHT, buff=0.3)
+        ratio = get_formula(r"\frac{C\,k}{W}", "=", rf"\frac{{{tex_text(fmt.gigabytes(measured.long_kv_bytes, short=True))}}}"
+                                                    rf"{{{tex_text(fmt.gigabytes(measured.weight_bytes, short=True))}}}",
+                            r"\approx", (tex_text(fmt.percent(measured.long_kv_ratio, short=True)), KV_CACHE), size=30)
+        ratio[0].set_color(KV_CACHE)
+        ratio.next_to(wall.bricks, RIGHT, buff=0.6).align_to(wall.bricks, DOWN)
         self.play(FadeIn(wall), run_time=0.5)
         self.at("kv", GrowFromEdge(kv, DOWN), FadeIn(kv_label), run_time=0.9)
         more = get_pill(f"+{fmt.percent(measured.long_kv_ratio, short=True)} bytes per step", KV_CACHE)
-        more.next_to(kv_label, DOWN, buff=0.25).align_to(kv_label, LEFT)
-        self.at("ratio", FadeIn(more, shift=UP * 0.2), run_time=0.8)
-
+        more.next_to(kv_label, DOWN, buff=0.2, aligned_edge=LEFT)
+        ratio.next_to(more, DOWN, buff=0.25, aligned_edge=LEFT)
+        self.at("ratio", FadeIn(more, shift=UP * 0.2), Write(ratio), run_time=0.8)
+        # The payoff: every decode step sweeps the weights and the cache riding on them.
+        extra = VGroup(kv)
+        while self.seconds_until("end") > 1.3:
+            self.play(wall.sweep(run_time=1.2, extra=extra), Indicate(long.rect, color=HIGHLIGHT, scale_factor=1.0),
+                      run_time=1.2)

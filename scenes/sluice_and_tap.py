@@ -1,41 +1,51 @@
 """Sluice and tap: prefill floods the whole prompt through at once; decode drips one token at a time.
 
-Both beats share one layout, so the chip and the weights wall stay where they are between them.
+Both beats share one stage, the chip and the weights wall, and are one shot: prefill ends on its
+picture, and decode starts from it, turns the lights off and opens the tap. Each beat's last
+picture is built by one function here (`prefill_ending`, `decode_ending`), which the beat itself
+animates towards and the next beat starts from.
 """
 
 from __future__ import annotations
 
-from manim import (Indicate, DOWN, LEFT, RIGHT, UP, Arrow, FadeIn, FadeOut, Rectangle, Square, Succession,
-                   VGroup, Write, rate_functions)
+from dataclasses import dataclass
+
+from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Arrow, FadeIn, FadeOut, Indicate, Rectangle,
+                   ReplacementTransform, Square, Succession, Transform, VGroup, Write, rate_functions)
 
 from render import formatting as fmt
 from scenes.base import BeatScene
-from scenes.helpers import Chip, Counter, WeightsWall, get_pill, get_text, get_title
-from scenes.style import COMPUTE, HIGHLIGHT, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
+from scenes.helpers import Chip, Counter, WeightsWall, get_formula, get_pill, get_text, get_title, tex_text
+from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
 CHIP_AT = LEFT * 1.9 + UP * 0.5
 WALL_AT = RIGHT * 3.9 + UP * 0.35
 TOKENS_AT = LEFT * 5.3 + UP * 0.5
 COUNTERS_AT = RIGHT * 3.3 + DOWN * 2.55
+FORMULA_AT = LEFT * 1.9 + DOWN * 2.95  # the beat's formula, under the chip
 
 
-def get_stage(scene: BeatScene) -> tuple[VGroup, Chip, WeightsWall]:
-    """The title, the chip and the weights wall, where both beats keep them."""
+@dataclass
+class Stage:
+    """What both beats show: the title, the chip, the weights wall and the bus between them."""
+
+    title: object
+    chip: Chip
+    wall: WeightsWall
+    link: Arrow
+
+    @property
+    def parts(self) -> list:
+        return [self.title, self.chip, self.wall, self.link]
+
+
+def get_stage(scene: BeatScene, title: str) -> Stage:
     plan = scene.plan
-    title = get_title(scene.beat.title, plan.choice.label)
     chip = Chip(plan.spec.sm_count, f"{plan.choice.gpu.short_name} · {fmt.count(plan.spec.sm_count)} SMs")
     chip.move_to(CHIP_AT)
-    wall = WeightsWall(f"{fmt.gigabytes(plan.spec.weight_bytes, short=True)} of weights")
-    wall.move_to(WALL_AT)
-    return title, chip, wall
-
-
-def enter_stage(scene: BeatScene) -> tuple[Chip, WeightsWall, Arrow]:
-    """Both beats open the same way: the title, the chip, the wall and the bus between them fade in."""
-    title, chip, wall = get_stage(scene)
-    link = get_link(chip, wall)
-    scene.enter(title, chip, wall, link)
-    return chip, wall, link
+    wall = WeightsWall(f"{fmt.gigabytes(plan.spec.weight_bytes, short=True)} of weights").move_to(WALL_AT)
+    link = Arrow(wall.bricks.get_left(), chip.package.get_right(), buff=0.15, color=MEMORY, stroke_width=5)
+    return Stage(get_title(title, plan.choice.label), chip, wall, link)
 
 
 def get_counter_row(*counters: Counter) -> VGroup:
@@ -48,58 +58,160 @@ def get_counter_row(*counters: Counter) -> VGroup:
     return row.move_to(COUNTERS_AT)
 
 
-def get_link(chip: Chip, wall: WeightsWall) -> Arrow:
-    """The memory bus: weights flow from the wall into the chip."""
-    return Arrow(wall.bricks.get_left(), chip.package.get_right(), buff=0.15, color=MEMORY, stroke_width=5)
+# -- prefill ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class PrefillEnding:
+    """Prefill's last picture: every core lit, and its counters assembled into their formula."""
+
+    stage: Stage
+    tokens_label: object
+    work: object        # operations = 2PN + 2LdN²
+    peak: object
+    bound: object
+    busy: object
+    result: object      # 33 trillion ÷ 989 TFLOP/s ≈ 34 ms
+
+    @property
+    def parts(self) -> list:
+        return [*self.stage.parts, self.tokens_label, self.work, self.peak, self.bound, self.busy, self.result]
+
+
+def prefill_ending(scene: BeatScene, title: str) -> PrefillEnding:
+    plan, prefill = scene.plan, scene.plan.numbers.prefill
+    stage = get_stage(scene, title)
+    stage.chip.cores.set_fill(COMPUTE)
+    tokens_label = get_text(f"{fmt.count(prefill.tokens)} tokens", LABEL_SIZE, COMPUTE)
+    tokens_label.move_to(TOKENS_AT + UP * 1.25)
+    work = get_formula(r"\text{operations}", "=", (r"2PN", COMPUTE), "+", (r"2LdN^2", KV_CACHE))
+    work.move_to(FORMULA_AT)
+    peak = get_pill(f"peak {fmt.teraflops(plan.spec.peak_flops, short=True)}", COMPUTE)
+    peak.next_to(stage.chip.package, UP, buff=0.2)
+    bound = get_pill("compute-bound", COMPUTE).next_to(stage.chip, DOWN, buff=0.3)
+    busy = get_text(f"{fmt.percent(prefill.compute_utilisation, short=True)} of the arithmetic busy",
+                    SMALL_SIZE, MUTED).next_to(bound, DOWN, buff=0.15)
+    result = get_formula(rf"\frac{{{tex_text(fmt.large(prefill.ops))}}}"
+                         rf"{{{tex_text(fmt.teraflops(plan.spec.peak_flops, short=True))}}}",
+                         r"\approx", (tex_text(fmt.duration(prefill.seconds, short=True)), COMPUTE))
+    result.move_to(COUNTERS_AT)
+    return PrefillEnding(stage, tokens_label, work, peak, bound, busy, result)
 
 
 class Prefill(BeatScene):
     """The sluice: the prompt's tokens wait at a gate, then flood through every core together."""
 
+    successor = "decode"
+
     def build(self) -> None:
-        prefill, spec = self.plan.numbers.prefill, self.plan.spec
-        chip, wall, link = enter_stage(self)
+        prefill = self.plan.numbers.prefill
+        ending = prefill_ending(self, self.beat.title)
+        stage = ending.stage
+        stage.chip.cores.set_fill(stage.chip.idle_color)
+        self.enter(*stage.parts)
 
         tokens = VGroup(*[Square(0.16, stroke_width=0, fill_color=COMPUTE, fill_opacity=0.9) for _ in range(40)])
         tokens.arrange_in_grid(8, 5, buff=0.06).move_to(TOKENS_AT)
         gate = Rectangle(width=0.12, height=tokens.height + 0.5, stroke_width=0, fill_color=TEXT, fill_opacity=0.9)
         gate.next_to(tokens, RIGHT, buff=0.2)
-        token_label = get_text(f"{fmt.count(prefill.tokens)} tokens", LABEL_SIZE, COMPUTE)
-        token_label.next_to(tokens, UP, buff=0.25)
-
         operations = Counter("operations", fmt.large, color=COMPUTE)
         seconds = Counter("time to first token", lambda v: fmt.duration(v, short=True), color=COMPUTE)
         counters = get_counter_row(operations, seconds)
         self.add(counters)
 
         self.at("one-pass", FadeIn(tokens, shift=RIGHT * 0.3), FadeIn(gate), run_time=0.8)
-        self.at("tokens", Write(token_label), Indicate(tokens, color=HIGHLIGHT, scale_factor=1.05), run_time=0.8)
+        self.at("tokens", Write(ending.tokens_label), Indicate(tokens, color=HIGHLIGHT, scale_factor=1.05),
+                run_time=0.8)
         # The gate opens: all tokens pour into the chip at once, every core lights, one sweep of the wall.
-        self.at("ops",
-                FadeOut(gate, shift=UP * 0.5),
-                tokens.animate.move_to(chip.cores).scale(0.4).set_opacity(0),
-                chip.light(1.0),
-                wall.sweep(run_time=1.2),
-                operations.appear(),
-                operations.count_to(prefill.ops),
-                run_time=1.4)
-        peak = get_pill(f"peak {fmt.teraflops(spec.peak_flops, short=True)}", COMPUTE)
-        peak.next_to(chip.package, UP, buff=0.2)
-        self.at("peak", FadeIn(peak, shift=DOWN * 0.2), run_time=0.6)
+        self.at("ops", FadeOut(gate, shift=UP * 0.5), tokens.animate.move_to(stage.chip.cores).scale(0.4).set_opacity(0),
+                stage.chip.light(1.0), stage.wall.sweep(run_time=1.2), operations.appear(),
+                operations.count_to(prefill.ops), Write(ending.work), run_time=1.4)
+        self.at("peak", FadeIn(ending.peak, shift=DOWN * 0.2), run_time=0.6)
         self.at("time", seconds.appear(), seconds.count_to(prefill.seconds), run_time=1.2)
-        bound = get_pill("compute-bound", COMPUTE).next_to(chip, DOWN, buff=0.3)
-        busy = get_text(f"{fmt.percent(prefill.compute_utilisation, short=True)} of the arithmetic busy",
-                        SMALL_SIZE, MUTED).next_to(bound, DOWN, buff=0.15)
-        self.at("busy", FadeIn(bound, scale=1.1), FadeIn(busy), run_time=0.6)
+        self.at("busy", FadeIn(ending.bound, scale=1.1), FadeIn(ending.busy), run_time=0.6)
+
+        # The payoff: the counters assemble into the sum they came from, and one more read of the
+        # wall serves every token at once.
+        self.hold_until("speech-end", offset=0.2)
+        for counter in (operations, seconds):
+            counter.suspend_updating()
+        result = ending.result
+        self.play(ReplacementTransform(operations.value, result[0]), ReplacementTransform(seconds.value, result[2]),
+                  FadeIn(result[1]), FadeOut(operations.caption), FadeOut(seconds.caption), run_time=1.2)
+        self.remove(tokens)
+        while self.seconds_until("end") > 1.3:
+            self.play(stage.wall.sweep(run_time=1.2), Indicate(result, color=HIGHLIGHT, scale_factor=1.04),
+                      run_time=1.2)
+
+
+# -- decode ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class DecodeEnding:
+    """Decode's last picture: one core lit, the bus at full speed, the counters become their formula."""
+
+    stage: Stage
+    idle: object
+    bandwidth: object
+    bound: object
+    per_token: object   # t = weight bytes ÷ bandwidth
+    result: object      # 16 GB ÷ 3.35 TB/s ≈ 4.8 ms → 209 tokens/s
+
+    @property
+    def parts(self) -> list:
+        return [*self.stage.parts, self.idle, self.bandwidth, self.bound, self.per_token, self.result]
+
+    @property
+    def lit_core(self):
+        return self.stage.chip.cores[0]
+
+
+def decode_ending(scene: BeatScene, title: str) -> DecodeEnding:
+    plan, decode = scene.plan, scene.plan.numbers.decode
+    stage = get_stage(scene, title)
+    stage.chip.light_now(decode.compute_utilisation)
+    stage.link.set_color(HIGHLIGHT)
+    idle = get_text(f"{fmt.percent(decode.compute_utilisation, short=True)} of the arithmetic busy",
+                    SMALL_SIZE, MUTED).next_to(stage.chip, DOWN, buff=0.2)
+    bandwidth = get_pill(fmt.bandwidth(plan.spec.memory_bandwidth, short=True), MEMORY).next_to(stage.link, UP,
+                                                                                                 buff=0.15)
+    bound = get_pill("memory-bound", MEMORY).next_to(idle, DOWN, buff=0.2)
+    per_token = get_formula(r"t_\text{token}", "=", (r"\frac{\text{weight bytes}}{\text{bandwidth}}", MEMORY))
+    per_token.move_to(FORMULA_AT)
+    result = get_formula(rf"\frac{{{tex_text(fmt.gigabytes(decode.bytes_per_token, short=True))}}}"
+                         rf"{{{tex_text(fmt.bandwidth(plan.spec.memory_bandwidth, short=True))}}}",
+                         r"\approx", (tex_text(fmt.milliseconds(decode.step_seconds, short=True)), MEMORY),
+                         r"\Rightarrow", (tex_text(fmt.tokens_per_second(decode.tokens_per_second, short=True)),
+                                          HIGHLIGHT))
+    result.move_to(COUNTERS_AT)
+    return DecodeEnding(stage, idle, bandwidth, bound, per_token, result)
 
 
 class Decode(BeatScene):
     """The tap: one token at a time, each one a full read of the wall for a sliver of arithmetic."""
 
-    def build(self) -> None:
-        decode, spec = self.plan.numbers.decode, self.plan.spec
-        chip, wall, link = enter_stage(self)
+    predecessor, successor = "prefill", "roofline"
 
+    def build(self) -> None:
+        decode = self.plan.numbers.decode
+        ending = decode_ending(self, self.beat.title)
+        stage = ending.stage
+        stage.chip.cores.set_fill(stage.chip.idle_color)
+        stage.link.set_color(MEMORY)
+        if self.continues:
+            # One shot with prefill: its picture, then the lights go out and the flood becomes a drip.
+            before = prefill_ending(self, self.beat.previous_title)
+            self.add(*before.parts)
+            self.play(Transform(before.stage.title, stage.title), before.stage.chip.idle(),
+                      *[FadeOut(part) for part in (before.tokens_label, before.work, before.peak, before.bound,
+                                                   before.busy, before.result)], run_time=0.8)
+            self.remove(*before.stage.parts)
+            self.add(*stage.parts)
+        else:
+            self.enter(*stage.parts)
+
+        chip, wall = stage.chip, stage.wall
         drop_start = chip.package.get_top() + UP * 1.0
         read = Counter("bytes read per token", lambda v: fmt.gigabytes(v, short=True), color=MEMORY)
         operations = Counter("operations per token", fmt.large, color=COMPUTE)
@@ -118,17 +230,22 @@ class Decode(BeatScene):
         self.at("weights", wall.sweep(run_time=1.3), read.appear(), read.count_to(decode.bytes_per_token), run_time=1.3)
         self.at("ops", chip.light(decode.compute_utilisation), operations.appear(),
                 operations.count_to(decode.ops_per_token), run_time=1.0)
-        idle = get_text(f"{fmt.percent(decode.compute_utilisation, short=True)} of the arithmetic busy",
-                        SMALL_SIZE, MUTED).next_to(chip, DOWN, buff=0.2)
-        self.play(FadeIn(idle), run_time=0.4)
-        bandwidth = get_pill(fmt.bandwidth(spec.memory_bandwidth, short=True), MEMORY).next_to(link, UP, buff=0.15)
-        self.at("bandwidth", FadeIn(bandwidth, shift=DOWN * 0.2), link.animate.set_color(HIGHLIGHT), run_time=0.6)
+        self.play(FadeIn(ending.idle), run_time=0.4)
+        self.at("bandwidth", FadeIn(ending.bandwidth, shift=DOWN * 0.2), stage.link.animate.set_color(HIGHLIGHT),
+                run_time=0.6)
         self.at("time", step.appear(), step.count_to(decode.step_seconds), drop(), wall.sweep(run_time=0.9),
-                run_time=1.0)
-        bound = get_pill("memory-bound", MEMORY).next_to(idle, DOWN, buff=0.2)
-        self.at("rate", rate.appear(), rate.count_to(decode.tokens_per_second), FadeIn(bound), drop(),
+                Write(ending.per_token), run_time=1.0)
+        self.at("rate", rate.appear(), rate.count_to(decode.tokens_per_second), FadeIn(ending.bound), drop(),
                 wall.sweep(run_time=0.9), run_time=1.0)
-        # The tap keeps dripping: one token, one full read, until the beat hands over.
-        while self.seconds_until("end") > 1.3:
-            self.play(drop(), wall.sweep(run_time=1.0), run_time=1.0)
 
+        # The payoff: the counters become the division that made them, while the tap keeps dripping.
+        self.hold_until("speech-end", offset=0.1)
+        for counter in (read, operations, step, rate):
+            counter.suspend_updating()
+        result = ending.result
+        self.play(ReplacementTransform(read.value, result[0]), ReplacementTransform(step.value, result[2]),
+                  ReplacementTransform(rate.value, result[4]), FadeIn(result[1]), FadeIn(result[3]),
+                  FadeOut(operations.value), *[FadeOut(counter.caption) for counter in (read, operations, step, rate)],
+                  drop(), wall.sweep(run_time=1.2), run_time=1.2)
+        while self.seconds_until("end") > 1.1:
+            self.play(drop(), wall.sweep(run_time=1.0), run_time=1.0)

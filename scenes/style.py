@@ -23,6 +23,7 @@ BODY_SIZE = 26
 LABEL_SIZE = 23
 SMALL_SIZE = 20
 NUMBER_SIZE = 40
+FORMULA_SIZE = 36
 
 # The frame is 14.22 x 8 units; nothing goes within 5% of an edge.
 SAFE_WIDTH = 14.22 * 0.9

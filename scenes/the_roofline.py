@@ -1,20 +1,27 @@
 """The roofline: where decode and prefill sit on one GPU's limits, and why buying arithmetic misses.
 
-Beats: the roofline itself (with the GPU pills), and wasted money (two GPUs side by side, then a
-long prompt's prefill split into its linear layers and attention).
+Beats: the roofline itself (decode's operating point flies in from the decode beat's chip; the
+GPU pills morph the chart; it ends on the picture the batching beat starts from), and wasted
+money (two GPUs side by side, then a long prompt's prefill split into its linear layers and
+attention).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from manim import (DOWN, LEFT, RIGHT, UP, Create, FadeIn, FadeOut, Indicate, Rectangle,
-                   ReplacementTransform, VGroup, Write)
+from manim import (DOWN, LEFT, RIGHT, UL, UP, Create, Dot, FadeIn, FadeOut, GrowFromEdge, Indicate, Rectangle,
+                   FadeTransform, ReplacementTransform, Transform, VGroup, Write)
 
 from render import formatting as fmt
 from scenes.base import BeatScene
-from scenes.helpers import Bar, RooflineChart, blend, get_pill, get_text, get_title
-from scenes.style import SAFE_LEFT, COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
+from scenes.helpers import Bar, RooflineChart, blend, get_formula, get_pill, get_text, get_title, tex_text
+from scenes.sluice_and_tap import decode_ending
+from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
+
+CHART_AT = LEFT * 2.2 + DOWN * 0.35
+FORMULAS_LEFT = 1.7                     # the column right of the chart: the GPU's badge and the formulas
 
 
 def axis_ranges(plan) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -28,10 +35,9 @@ def axis_ranges(plan) -> tuple[tuple[float, float], tuple[float, float]]:
     return (low_x, high_x), (low_y, high_y)
 
 
-def get_roofline(plan) -> RooflineChart:
+def get_roofline(plan, width: float = 5.6, height: float = 4.3) -> RooflineChart:
     x_range, y_range = axis_ranges(plan)
-    chart = RooflineChart(plan.spec.peak_flops, plan.spec.memory_bandwidth, x_range, y_range)
-    return chart.move_to(RIGHT * 0.4 + DOWN * 0.35)
+    return RooflineChart(plan.spec.peak_flops, plan.spec.memory_bandwidth, x_range, y_range, width=width, height=height)
 
 
 def intensity_label(ops_per_byte: float) -> str:
@@ -40,53 +46,129 @@ def intensity_label(ops_per_byte: float) -> str:
 
 
 def gpu_badge(name: str, ridge: float, chart: RooflineChart) -> VGroup:
+    """Which GPU the chart shows, at the head of the formula column."""
     badge = get_pill(f"{name} · ridge {fmt.integer(ridge)}", TEXT)
-    return badge.next_to(chart.axes, UP, buff=0.25).align_to(chart.axes, RIGHT)
+    return badge.move_to([FORMULAS_LEFT, chart.axes[1].get_top()[1] + 0.35, 0], aligned_edge=LEFT)
+
+
+def ridge_formula(peak: float, bandwidth: float, ridge: float) -> VGroup:
+    """ridge = peak ÷ bandwidth, and the GPU's own numbers."""
+    symbols = get_formula(r"\text{ridge}", "=", (r"\frac{\text{peak}}{\text{bandwidth}}", TEXT))
+    symbols[0].set_color(HIGHLIGHT)
+    numbers = get_formula("=", rf"\frac{{{tex_text(fmt.teraflops(peak, short=True))}}}"
+                               rf"{{{tex_text(fmt.bandwidth(bandwidth, short=True))}}}",
+                          r"\approx", (tex_text(fmt.integer(ridge)), HIGHLIGHT))
+    return VGroup(symbols, numbers).arrange(DOWN, aligned_edge=LEFT, buff=0.3)
+
+
+def attainable_formula() -> VGroup:
+    """attainable FLOP/s = min(peak, intensity × bandwidth)."""
+    name = get_formula(r"\text{attainable FLOP/s}")
+    rule = get_formula("=", r"\min(", (r"\text{peak}", COMPUTE), ",", (r"I \times \text{bandwidth}", MEMORY), ")")
+    return VGroup(name, rule).arrange(DOWN, aligned_edge=LEFT, buff=0.2)
+
+
+@dataclass
+class RooflineEnding:
+    """The roofline beat's last picture: the chart on the film's GPU, both points, the ridge, its formulas."""
+
+    title: object
+    chart: RooflineChart
+    badge: object
+    decode: VGroup
+    prefill: VGroup
+    ridge: VGroup
+    attainable: object
+    ridge_sum: VGroup
+
+    @property
+    def parts(self) -> list:
+        return [self.title, self.chart, self.badge, self.decode, self.prefill, self.ridge, self.attainable,
+                self.ridge_sum]
+
+
+def roofline_ending(scene: BeatScene, title: str) -> RooflineEnding:
+    plan, spec, n = scene.plan, scene.plan.spec, scene.plan.numbers
+    chart = get_roofline(plan).move_to(CHART_AT)
+    decode = chart.dot(n.decode.ops_per_byte, MEMORY, f"decode · {intensity_label(n.decode.ops_per_byte)}",
+                       DOWN + RIGHT * 0.8)
+    prefill = chart.dot(n.prefill.ops_per_byte, COMPUTE, f"prefill · {intensity_label(n.prefill.ops_per_byte)}",
+                        UP + LEFT * 0.6)
+    ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte)}")
+    attainable = attainable_formula()
+    attainable.move_to([FORMULAS_LEFT, chart.axes[1].get_top()[1] - 0.45, 0], aligned_edge=UL)
+    ridge_sum = ridge_formula(spec.peak_flops, spec.memory_bandwidth, spec.ridge_ops_per_byte)
+    ridge_sum.next_to(attainable, DOWN, buff=0.6, aligned_edge=LEFT)
+    badge = gpu_badge(plan.choice.gpu.short_name, spec.ridge_ops_per_byte, chart)
+    return RooflineEnding(get_title(title, plan.choice.label), chart, badge, decode, prefill, ridge, attainable,
+                          ridge_sum)
 
 
 class Roofline(BeatScene):
     """The roofline is drawn; decode lands low on the slope, prefill on the roof, past the ridge."""
 
+    predecessor, successor = "decode", "batching"
+
     def build(self) -> None:
         plan, spec, n = self.plan, self.plan.spec, self.plan.numbers
-        title = get_title(self.beat.title, plan.choice.label)
-        chart = get_roofline(plan)
+        ending = roofline_ending(self, self.beat.title)
+        chart = ending.chart
         frame = VGroup(chart.axes, chart.ticks, chart.x_title, chart.y_title)
-        self.enter(title, frame)
-        badge = gpu_badge(plan.choice.gpu.short_name, spec.ridge_ops_per_byte, chart)
+        decode_dot, decode_label = ending.decode
+        if self.continues:
+            # One shot with decode: its picture fades, and its operating point flies into the chart.
+            before = decode_ending(self, self.beat.previous_title)
+            self.add(*before.parts)
+            flying = before.lit_core.copy()
+            self.add(flying)
+            self.play(Transform(before.stage.title, ending.title), FadeIn(frame),
+                      *[FadeOut(part) for part in before.parts[1:]],
+                      Transform(flying, decode_dot.copy()), run_time=1.2)
+            self.remove(before.stage.title, flying)
+            self.add(ending.title, decode_dot)
+        else:
+            self.enter(ending.title, frame)
         self.play(Create(chart.slope), run_time=0.8)
-        self.play(Create(chart.roof), FadeIn(badge), run_time=0.6)
+        self.play(Create(chart.roof), FadeIn(ending.badge), run_time=0.6)
 
-        decode = chart.dot(n.decode.ops_per_byte, MEMORY, f"decode · {intensity_label(n.decode.ops_per_byte)}",
-                           DOWN + RIGHT * 0.8)
-        self.at("decode", FadeIn(decode, scale=1.4), run_time=0.7)
-        slope_label = get_pill("memory-bound", MEMORY).move_to(chart.slope.point_from_proportion(0.5) + DOWN * 0.55 + RIGHT * 0.9)
+        decode_dot_in = [] if self.continues else [FadeIn(decode_dot, scale=1.4)]
+        self.at("decode", *decode_dot_in, FadeIn(decode_label), Indicate(decode_dot, scale_factor=1.6), run_time=0.7)
+        slope_label = get_pill("memory-bound", MEMORY).move_to(
+            chart.slope.point_from_proportion(0.5) + DOWN * 0.55 + RIGHT * 0.9)
         self.at("slope", Indicate(chart.slope, color=HIGHLIGHT, scale_factor=1.0), FadeIn(slope_label), run_time=0.8)
-        prefill = chart.dot(n.prefill.ops_per_byte, COMPUTE, f"prefill · {intensity_label(n.prefill.ops_per_byte)}",
-                            DOWN)
-        self.at("prefill", FadeIn(prefill, scale=1.4), run_time=0.7)
-        roof_label = get_pill("compute-bound", COMPUTE).next_to(chart.roof, UP, buff=0.2).align_to(chart.roof, RIGHT)
-        self.at("roof", Indicate(chart.roof, color=HIGHLIGHT, scale_factor=1.0), FadeIn(roof_label), run_time=0.8)
-        ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte)}")
-        self.at("ridge", Create(ridge[0]), Write(ridge[1]), run_time=0.8)
+        self.at("prefill", FadeIn(ending.prefill, scale=1.4), run_time=0.7)
+        roof_label = get_pill("compute-bound", COMPUTE).next_to(chart.roof, DOWN, buff=0.25).align_to(chart.roof, RIGHT)
+        self.at("roof", Indicate(chart.roof, color=HIGHLIGHT, scale_factor=1.0), FadeIn(roof_label),
+                Write(ending.attainable), run_time=0.9)
+        self.at("ridge", Create(ending.ridge[0]), Write(ending.ridge[1]), Write(ending.ridge_sum), run_time=1.0)
 
-        # The GPU pills: the same model on other GPUs moves the ridge and both points; then back.
-        self.hold_until("speech-end", offset=0.2)
-        pills = [(pill.name, pill.peak_flops, pill.memory_bandwidth, pill.ridge_ops_per_byte) for pill in plan.pills]
+        # The GPU pills: the same model on other GPUs moves the ridge, both points and the sum; then home.
+        self.hold_until("speech-end", offset=0.1)
+        self.play(FadeOut(slope_label), FadeOut(roof_label), Indicate(decode_dot, scale_factor=1.6), run_time=0.4)
         home = (plan.choice.gpu.short_name, spec.peak_flops, spec.memory_bandwidth, spec.ridge_ops_per_byte)
-        if pills and self.seconds_until("end") > 1.1:
-            self.play(FadeOut(slope_label), FadeOut(roof_label), run_time=0.3)
-            step = (self.seconds_until("end") - 0.1) / (len(pills) + 1)
-            for name, peak, bandwidth, ridge_value in [*pills, home]:
-                new_badge = gpu_badge(name, ridge_value, chart)
-                moves = [point.animate.shift(chart.point(intensity, min(peak, bandwidth * intensity))
-                                             - point[0].get_center())
-                         for point, intensity in ((decode, n.decode.ops_per_byte), (prefill, n.prefill.ops_per_byte))]
-                self.play(chart.morph_to(peak, bandwidth), ReplacementTransform(badge, new_badge),
-                          ridge.animate.become(chart.ridge_marker(f"ridge {fmt.integer(ridge_value)}")),
-                          *moves, run_time=step * 0.75)
-                badge = new_badge
-                self.wait_for(step * 0.25)
+        stops = [(pill.name, pill.peak_flops, pill.memory_bandwidth, pill.ridge_ops_per_byte) for pill in plan.pills]
+        if not stops or self.seconds_until("end") < 1.2:
+            while self.seconds_until("end") > 1.0:  # no pills: the decode point pulses on its slope
+                self.play(Indicate(decode_dot, scale_factor=1.8), Indicate(ending.ridge[1]), run_time=0.9)
+            return
+        step = (self.seconds_until("end") - 0.05) / (len(stops) + 1)
+        badge, ridge, ridge_sum = ending.badge, ending.ridge, ending.ridge_sum
+        for name, peak, bandwidth, ridge_value in [*stops, home]:
+            moves = [point.animate.shift(chart.point(intensity, min(peak, bandwidth * intensity))
+                                         - point[0].get_center())
+                     for point, intensity in ((ending.decode, n.decode.ops_per_byte),
+                                              (ending.prefill, n.prefill.ops_per_byte))]
+            new_sum = ridge_formula(peak, bandwidth, ridge_value).move_to(ridge_sum, aligned_edge=LEFT)
+            new_badge = gpu_badge(name, ridge_value, chart)
+            morph = chart.morph_to(peak, bandwidth)
+            new_ridge = chart.ridge_marker(f"ridge {fmt.integer(ridge_value)}")
+            # Lines move; words cross-fade (a morph between two numbers reads as noise).
+            self.play(morph, FadeTransform(badge, new_badge), Transform(ridge[0], new_ridge[0]),
+                      FadeTransform(ridge[1], new_ridge[1]), FadeTransform(ridge_sum, new_sum), *moves,
+                      run_time=step * 0.8)
+            badge, ridge_sum = new_badge, new_sum
+            ridge = VGroup(ridge[0], new_ridge[1])
+            self.wait_for(step * 0.2)
 
 
 class WastedMoney(BeatScene):
@@ -116,11 +198,11 @@ class WastedMoney(BeatScene):
             heading = get_text(caption, LABEL_SIZE, MUTED).next_to(bars, UP, buff=0.14, aligned_edge=LEFT)
             ratio_pill = get_pill(fmt.times(ratio, short=True), color).next_to(bars, RIGHT, buff=0.5)
             groups.add(VGroup(heading, bars, ratio_pill))
-        groups.arrange(DOWN, buff=0.42, aligned_edge=LEFT).move_to(DOWN * 0.35)
-        groups.align_to([SAFE_LEFT + 0.3, 0, 0], LEFT)
+        groups.arrange(DOWN, buff=0.42, aligned_edge=LEFT)
         right_edge = max(group[1].get_right()[0] for group in groups)
         for group in groups:
             group[2].move_to([right_edge + 0.4, group[1].get_y(), 0], aligned_edge=LEFT)
+        groups.move_to(DOWN * 0.35)  # centred on the frame
 
         flops, bandwidth, decode = (
             (FadeIn(heading), bars[0].grow(), bars[1].grow(), FadeIn(ratio_pill, shift=LEFT * 0.2))
@@ -137,7 +219,7 @@ class WastedMoney(BeatScene):
                            fill_color=COMPUTE, fill_opacity=0.9)
         attention = Rectangle(width=width * long_prompt.attention_seconds / total, height=0.8, stroke_width=0,
                               fill_color=KV_CACHE, fill_opacity=0.9)
-        stacked = VGroup(linear, attention).arrange(RIGHT, buff=0).move_to(DOWN * 0.3)
+        stacked = VGroup(linear, attention).arrange(RIGHT, buff=0).move_to(UP * 0.15)
         heading = get_text(f"a {fmt.count(long_prompt.tokens)}-token prompt on {ours}: prefill "
                            f"{fmt.duration(total, short=True)}", LABEL_SIZE, TEXT).next_to(stacked, UP, buff=0.35)
         linear_label = get_text(f"linear layers {fmt.duration(long_prompt.linear_seconds, short=True)}",
@@ -146,11 +228,17 @@ class WastedMoney(BeatScene):
             f"attention {fmt.duration(long_prompt.attention_seconds, short=True)} "
             f"({fmt.percent(long_prompt.attention_fraction, short=True)})", SMALL_SIZE, KV_CACHE)
         attention_label.next_to(attention, DOWN, buff=0.2).align_to(attention, RIGHT)
-        note = get_text("attention grows with the square of the prompt", SMALL_SIZE, MUTED)
-        note.next_to(VGroup(linear_label, attention_label), DOWN, buff=0.35)
+        # The work itself: two operations per weight per token, and attention's square of the prompt.
+        work = get_formula(r"\text{operations}", "=", (r"2PN", COMPUTE), "+", (r"2LdN^2", KV_CACHE))
+        work.next_to(VGroup(linear_label, attention_label), DOWN, buff=0.55)
+        note = get_text("attention grows with the square of the prompt", SMALL_SIZE, MUTED).next_to(work, DOWN,
+                                                                                                    buff=0.25)
 
-        from manim import GrowFromEdge
         self.at("long-prompt", FadeOut(groups, shift=UP * 0.3), FadeIn(heading), GrowFromEdge(linear, LEFT),
-                FadeIn(linear_label), run_time=1.0)
-        self.at("attention", GrowFromEdge(attention, LEFT), FadeIn(attention_label), FadeIn(note), run_time=0.9)
-
+                FadeIn(linear_label), FadeIn(work[0:3]), run_time=1.0)
+        self.at("attention", GrowFromEdge(attention, LEFT), FadeIn(attention_label), FadeIn(work[3:]), FadeIn(note),
+                run_time=0.9)
+        # The payoff: attention's share and its term in the sum light up together, again and again.
+        while self.seconds_until("end") > 1.2:
+            self.play(Indicate(attention, color=HIGHLIGHT, scale_factor=1.06), Indicate(work[4], scale_factor=1.3),
+                      run_time=1.1)

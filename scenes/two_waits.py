@@ -6,12 +6,13 @@ the GPU they use) and two budgets (the levers of each, then the end card).
 
 from __future__ import annotations
 
-from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Create, FadeIn, FadeOut, LaggedStart, Line, Rectangle,
+from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Create, FadeIn, FadeOut, GrowFromEdge, Indicate, LaggedStart,
+                   Line, Rectangle,
                    RoundedRectangle, VGroup, Write)
 
 from render import formatting as fmt
 from scenes.base import BeatScene
-from scenes.helpers import BudgetCard, Chip, WeightsWall, get_text, get_title
+from scenes.helpers import BudgetCard, Chip, WeightsWall, get_formula, get_text, get_title
 from scenes.style import (BODY_SIZE, COMPUTE, HIGHLIGHT, LABEL_SIZE, MEMORY, MUTED, PANEL, SMALL_SIZE, TEXT,
                           TITLE_SIZE)
 
@@ -55,7 +56,7 @@ class TwoWaits(BeatScene):
         ttft = get_text("TTFT", LABEL_SIZE, COMPUTE, weight="BOLD").next_to(wait_bar, UP, buff=0.15)
         waiting = get_text("waiting for the first word …", BODY_SIZE, MUTED)
         waiting.next_to(document, RIGHT, buff=0.8)
-        from manim import GrowFromEdge
+
         self.at("wait", Create(axis), FadeIn(waiting), GrowFromEdge(wait_bar, LEFT), FadeIn(ttft), run_time=2.0)
 
         lines = [get_text(line, BODY_SIZE, TEXT) for line in ANSWER_LINES]
@@ -86,9 +87,15 @@ class TwoWaits(BeatScene):
                                                                                          aligned_edge=LEFT)
         self.at("gpu", FadeIn(chip), FadeIn(wall.bricks), FadeIn(arithmetic), FadeIn(bandwidth), run_time=0.8)
 
-        formula = get_text("latency = TTFT + (n − 1) × TPOT", BODY_SIZE, HIGHLIGHT)
-        formula.next_to(VGroup(prefill, decode, arithmetic, bandwidth), DOWN, buff=0.4).set_x(0)
-        self.at("speech-end", Write(formula), offset=-0.6, lead=0)
+        # The payoff: the two waits as one sum, each term lit with the part of the timeline it adds up.
+        formula = get_formula(r"\text{latency}", "=", (r"\text{TTFT}", COMPUTE), "+", r"(n-1)\cdot",
+                              (r"\text{TPOT}", MEMORY))
+        formula.next_to(VGroup(prefill, decode, arithmetic, bandwidth), DOWN, buff=0.45).set_x(0)
+        self.at("speech-end", Write(formula), offset=-0.6, lead=0, run_time=0.9)
+        self.play(Indicate(formula[2], scale_factor=1.25), Indicate(wait_bar, color=HIGHLIGHT, scale_factor=1.0),
+                  Indicate(ttft), run_time=0.9)
+        self.play(Indicate(formula[4:], scale_factor=1.15), Indicate(ticks, color=HIGHLIGHT, scale_factor=1.0),
+                  Indicate(tpot), run_time=0.9)
 
 
 def split_words(line, source: str) -> list[VGroup]:

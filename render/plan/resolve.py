@@ -73,7 +73,8 @@ def resolve_plan(
         narration, cues = extract_cues(fill(beat.narration, context, where, what), where, what)
         captions = {name: fill(template, context, beat.where[name], f"beat {beat.id!r} caption {name!r}")
                     for name, template in beat.captions.items()}
-        beats.append(Beat(beat.id, beat.title, beat.start, beat.end, beat.scene, narration, captions, cues, where))
+        beats.append(Beat(beat.id, beat.title, beat.start, beat.end, beat.scene, narration, captions, cues, where,
+                          holds=beat.holds))
 
     narration = resolve_narration(storyboard, voice, recordings)
     for beat in beats:

@@ -28,7 +28,7 @@ NARRATION_FIELDS = {
     "clause_pause": NUMBER, "sentence_pause": NUMBER, "loudness_lufs": NUMBER, "true_peak_dbtp": NUMBER,
 }
 BEAT_FIELDS = {"id": str, "title": str, "start": (str, int, float), "scene": str, "narration": str}
-BEAT_OPTIONAL = {"captions": dict}
+BEAT_OPTIONAL = {"captions": dict, "holds": str}
 
 MAX_FILM_SECONDS = 3600  # an explainer; the track and every beat's frames are held in memory
 # The storyboard's parameters, each with the range a real deployment could ask for.
@@ -47,6 +47,7 @@ class StoryBeat:
     narration: str            # the template, unfilled
     captions: dict[str, str]  # on-screen sentences, templates too
     where: dict[str, str]     # file:line of "narration" and of each caption, for messages
+    holds: str | None = None  # a still picture the beat means to end on (the end card), said so
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
         where = {"narration": beat.where("narration")}
         where.update({name: beat["captions"].where(name) for name in captions})
         beats.append(StoryBeat(beat["id"], beat["title"], start, end, beat["scene"], beat["narration"],
-                               captions, where))
+                               captions, where, beat.get("holds")))
 
     locations = {key: parameters.where(key) for key in parameters}
     locations.update({f"defaults.{key}": defaults.where(key) for key in defaults})

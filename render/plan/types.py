@@ -332,6 +332,7 @@ class Beat:
     cue_offsets: dict[str, int]  # cue name -> character offset in the narration
     location: str                # file:line of the beat's narration in the storyboard
     timing: BeatTiming | None = None  # set by the narration
+    holds: str | None = None     # a still picture the beat ends on by design, after its speech (the end card)
 
     @property
     def duration(self) -> float:

@@ -28,6 +28,13 @@ RENDERING = {
     "pkg-config": "finding Cairo and Pango when pycairo builds",
     "fonts-inter": "the film's typeface",
     "fontconfig": "finding the typeface",
+    # Typeset formulas (Manim's MathTex): LaTeX with the standalone and preview classes, and dvisvgm.
+    "texlive-latex-base": "LaTeX, for the typeset formulas",
+    "texlive-latex-recommended": "LaTeX's standard packages",
+    "texlive-latex-extra": "the standalone and preview packages Manim's formulas use",
+    "texlive-fonts-recommended": "the formulas' fonts",
+    "dvisvgm": "turning typeset formulas into SVG",
+    "cm-super-minimal": "Type 1 Computer Modern fonts for dvisvgm",
 }
 SYSTEM_PACKAGES: dict[str, dict[str, str]] = {"test": RENDERING, "film": RENDERING}
 # Python extras installed into the venv for each profile (see pyproject.toml).

@@ -56,13 +56,19 @@ def scene_sources(module: str) -> list[Path]:
 
 
 def beat_slice(plan: Plan, beat_id: str) -> dict:
-    """The beat's own part of the timed plan: its words, cues and when they are spoken."""
+    """The beat's own part of the timed plan: its words, cues and when they are spoken, and its
+    neighbours (a beat may start from its predecessor's last picture, or end on its own)."""
     beat = plan.beat(beat_id)
     timing = beat.timing
+    ids = [other.id for other in plan.beats]
+    position = ids.index(beat_id)
+    neighbours = {"previous": plan.beats[position - 1].title if position else None, "previous_id": ids[position - 1]
+                  if position else None, "next_id": ids[position + 1] if position + 1 < len(ids) else None}
     return {"beat": codec.to_data({"id": beat.id, "title": beat.title, "start": beat.start, "end": beat.end,
                                    "scene": beat.scene, "narration": beat.narration, "captions": beat.captions,
-                                   "cue_offsets": beat.cue_offsets}),
-            "timing": {"speech_start": timing.speech_start, "speech_end": timing.speech_end, "cues": timing.cues}}
+                                   "cue_offsets": beat.cue_offsets, "holds": beat.holds}),
+            "timing": {"speech_start": timing.speech_start, "speech_end": timing.speech_end, "cues": timing.cues},
+            "neighbours": neighbours}
 
 
 def base_key(plan: Plan, beat_id: str, q: Quality) -> str:
