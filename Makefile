@@ -28,7 +28,7 @@ PLAN_CHOICES := $(CHOICES) $(call arg,COMPARE_GPU,compare-gpu) $(call arg,MEASUR
 VOICE_CHOICES := $(PLAN_CHOICES) $(call arg,VOICE,voice) $(call arg,RECORDINGS,recordings)
 FILM_CHOICES := $(VOICE_CHOICES) $(call arg,JOBS,jobs)
 
-.PHONY: setup setup-film test plan roofline narration scene still sheet film preview bench clean
+.PHONY: setup setup-film test plan roofline narration scene still sheet film preview bench goldens clean
 
 setup:
 	@"$$PYTHON" render/tools/bootstrap.py test
@@ -67,6 +67,9 @@ preview: setup-film
 
 bench: setup-film
 	@$(VENV)/bin/python -m render.tools.bench
+
+goldens: setup-film
+	@$(VENV)/bin/python -m render.tools.goldens
 
 clean:
 	rm -rf build

@@ -49,6 +49,54 @@ class BeatView:
                    previous, following, plan.beats[position - 1].title if position > 0 else None)
 
 
+# Text at font size 1 is this many pixels tall (ascender to descender) at 1080p; the brief asks for 28.
+PIXELS_PER_FONT_SIZE = 1.835
+MIN_TEXT_PIXELS = 28
+
+
+def visible_texts(mobjects) -> list:
+    """The visible words and formulas on screen (each as a whole, not its letters)."""
+    from manim import MathTex, Text
+
+    found, seen = [], set()
+
+    def visit(mobject) -> None:
+        if id(mobject) in seen:
+            return
+        seen.add(id(mobject))
+        if isinstance(mobject, (Text, MathTex)):
+            if not is_invisible(mobject) and mobject.width > 0:
+                found.append(mobject)
+            return
+        for child in mobject.submobjects:
+            visit(child)
+
+    for mobject in mobjects:
+        visit(mobject)
+    return found
+
+
+def bounding_box(mobject) -> tuple[float, float, float, float]:
+    """(left, right, bottom, top), from the points once."""
+    points = mobject.get_all_points()
+    return points[:, 0].min(), points[:, 0].max(), points[:, 1].min(), points[:, 1].max()
+
+
+def box_area(box) -> float:
+    return (box[1] - box[0]) * (box[3] - box[2])
+
+
+def overlap_area(first, second) -> float:
+    width = min(first[1], second[1]) - max(first[0], second[0])
+    height = min(first[3], second[3]) - max(first[2], second[2])
+    return max(0.0, width) * max(0.0, height)
+
+
+def describe(text) -> str:
+    words = getattr(text, "text", None) or getattr(text, "tex_string", "") or type(text).__name__
+    return f"{type(text).__name__} {words[:40]!r}"
+
+
 def is_invisible(mobject) -> bool:
     """True when no part of it would show (faded out, or a tracker with no looks)."""
     from manim import VMobject
@@ -82,12 +130,15 @@ class BeatScene(Scene):
     def continues(self) -> bool:
         return self.predecessor is not None and self.beat.previous == self.predecessor
 
-    def __init__(self, plan: Plan, beat_id: str, progress: Progress | None = None, **kwargs):
+    def __init__(self, plan: Plan, beat_id: str, progress: Progress | None = None, checks_layout: bool = True,
+                 **kwargs):
         self.reads: set[str] = set()
         self.plan = Tracked(plan, "", self.reads)
         self.beat = BeatView.of(plan, beat_id)
         self.progress = progress
         self.safe_area_violations: set[str] = set()
+        self.layout_problems: set[str] = set()
+        self.checks_layout = checks_layout
         self.frames_done = 0
         super().__init__(**kwargs)
 
@@ -116,6 +167,7 @@ class BeatScene(Scene):
         super().play(*animations, run_time=asked / config.frame_rate, **kwargs)
         self.frames_done += frames
         self.check_safe_area()
+        self.check_layout()
         if self.progress is not None:
             self.progress(self.frames_done, round(self.beat.duration * config.frame_rate))
 
@@ -132,6 +184,22 @@ class BeatScene(Scene):
                 if not is_invisible(mobject):
                     self.safe_area_violations.add(
                         f"{type(mobject).__name__} at x {left:.2f}..{right:.2f}, y {bottom:.2f}..{top:.2f}")
+
+    def check_layout(self) -> None:
+        """Note text that overlaps other text, or is smaller than ~28 px at 1080p, after each play."""
+        if not self.checks_layout:
+            return
+        texts = [(text, bounding_box(text)) for text in visible_texts(self.mobjects)]
+        for text, _ in texts:
+            pixels = text.font_size * PIXELS_PER_FONT_SIZE
+            if pixels < MIN_TEXT_PIXELS - 0.5:
+                self.layout_problems.add(f"{describe(text)} is {pixels:.0f} px tall at 1080p "
+                                         f"(at least {MIN_TEXT_PIXELS} px)")
+        for index, (first, first_box) in enumerate(texts):
+            for second, second_box in texts[index + 1:]:
+                overlap = overlap_area(first_box, second_box)
+                if overlap > 0.02 and overlap > 0.1 * min(box_area(first_box), box_area(second_box)):
+                    self.layout_problems.add(f"{describe(first)} overlaps {describe(second)}")
 
     def construct(self) -> None:
         self.build()
@@ -188,6 +256,12 @@ class BeatScene(Scene):
         self.play(*animations, run_time=run_time)
 
     # -- entrances and exits ---------------------------------------------------------------------
+
+    def carry_on_with(self, *mobjects) -> None:
+        """After the transition from the predecessor's picture: exactly these objects on screen (the
+        predecessor's objects, and the groups Manim made to animate them, are gone)."""
+        self.clear()
+        self.add(*mobjects)
 
     def enter(self, *mobjects, run_time: float = TRANSITION) -> None:
         """The opening: the beat's first objects fade in from the background."""

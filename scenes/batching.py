@@ -56,8 +56,7 @@ class Batching(BeatScene):
                       FadeTransform(before.decode[1], point[1]),
                       *[FadeOut(part) for part in (before.badge, before.prefill, before.ridge, before.attainable,
                                                    before.ridge_sum)], run_time=1.0)
-            self.remove(before.title, before.decode[0])
-            self.add(title, point)
+            self.carry_on_with(title, chart, point)
             self.play(FadeIn(wall, shift=RIGHT * 0.3), run_time=0.5)
         else:
             self.enter(title, wall, chart)

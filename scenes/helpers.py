@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from manim import (DOWN, LEFT, RIGHT, UL, UP, Animation, AnimationGroup, DashedLine, Dot, FadeIn, FadeOut,
+from manim import (DOWN, LEFT, PI, RIGHT, UL, UP, Animation, AnimationGroup, DashedLine, Dot, FadeIn, FadeOut,
                    Line, MathTex, Rectangle, RoundedRectangle, Square, Succession, Text, ValueTracker, VGroup,
                    always_redraw, interpolate_color, ManimColor)
 
@@ -250,8 +250,9 @@ class RooflineChart(VGroup):
         self.ticks = self._ticks()
         self.x_title = get_text("operations per byte (log scale)", SMALL_SIZE, MUTED)
         self.x_title.next_to(self.axes[0], DOWN, buff=0.5)
-        self.y_title = get_text("attainable FLOP/s (log scale)", SMALL_SIZE, MUTED)
-        self.y_title.next_to(self.axes[1], UP, buff=0.2).align_to(self.axes[1], LEFT).shift(LEFT * 0.5)
+        # Along the axis, left of its tick labels, where no point's label can reach it.
+        self.y_title = get_text("attainable FLOP/s (log scale)", SMALL_SIZE, MUTED).rotate(PI / 2)
+        self.y_title.next_to(self.ticks, LEFT, buff=0.15).set_y(self.axes[1].get_center()[1])
         self.add(self.axes, self.ticks, self.x_title, self.y_title)
         self.peak, self.bandwidth = peak, bandwidth
         self.slope, self.roof = self.roofline_lines(peak, bandwidth)
@@ -286,8 +287,8 @@ class RooflineChart(VGroup):
         ridge = self.peak / self.bandwidth
         top = self.point(ridge, self.peak)
         line = DashedLine(top, [top[0], self.get_origin()[1], 0], color=HIGHLIGHT, stroke_width=3)
-        # Right of the line's middle, under the roof: the slope is left of the ridge, so nothing else is there.
-        text = get_text(label, LABEL_SIZE, HIGHLIGHT, weight="BOLD").next_to(line.get_center(), RIGHT, buff=0.12)
+        # At the foot of the line, right of it: points left of the ridge label themselves up and left.
+        text = get_text(label, LABEL_SIZE, HIGHLIGHT, weight="BOLD").next_to(line.get_end(), UP + RIGHT, buff=0.12)
         return VGroup(line, text)
 
     def dot(self, intensity: float, color: str, label: str, label_direction=UP) -> VGroup:

@@ -158,8 +158,7 @@ class CacheRidesAlong(BeatScene):
             self.play(ReplacementTransform(bar_pairs, VGroup(short, long)), FadeOut(before.splits),
                       FadeOut(before.network), *[FadeOut(group) for group in before.groups],
                       Transform(before.title, title), run_time=1.0)
-            self.remove(before.title)
-            self.add(title)
+            self.carry_on_with(title, before.provenance, short, long)
             self.at("rate", Write(limit), FadeIn(limit_label), Indicate(short.rect, scale_factor=1.0), run_time=1.0)
         else:
             self.enter(title, provenance)

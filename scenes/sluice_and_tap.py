@@ -184,6 +184,8 @@ def decode_ending(scene: BeatScene, title: str) -> DecodeEnding:
                          r"\approx", (tex_text(fmt.milliseconds(decode.step_seconds, short=True)), MEMORY),
                          r"\Rightarrow", (tex_text(fmt.tokens_per_second(decode.tokens_per_second, short=True)),
                                           HIGHLIGHT))
+    if result.width > 5.8:  # a fast choice's numbers run long: keep the sum inside the frame
+        result.scale_to_fit_width(5.8)
     result.move_to(COUNTERS_AT)
     return DecodeEnding(stage, idle, bandwidth, bound, per_token, result)
 
@@ -206,8 +208,7 @@ class Decode(BeatScene):
             self.play(Transform(before.stage.title, stage.title), before.stage.chip.idle(),
                       *[FadeOut(part) for part in (before.tokens_label, before.work, before.peak, before.bound,
                                                    before.busy, before.result)], run_time=0.8)
-            self.remove(*before.stage.parts)
-            self.add(*stage.parts)
+            self.carry_on_with(*stage.parts)
         else:
             self.enter(*stage.parts)
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from manim import (DOWN, LEFT, RIGHT, UL, UP, Create, Dot, FadeIn, FadeOut, GrowFromEdge, Indicate, Rectangle,
+from manim import (DOWN, LEFT, RIGHT, UL, UP, Create, Dot, FadeIn, FadeOut, GrowFromEdge, Indicate, LaggedStart,
+                   Rectangle,
                    FadeTransform, ReplacementTransform, Transform, VGroup, Write)
 
 from render import formatting as fmt
@@ -90,10 +91,11 @@ class RooflineEnding:
 def roofline_ending(scene: BeatScene, title: str) -> RooflineEnding:
     plan, spec, n = scene.plan, scene.plan.spec, scene.plan.numbers
     chart = get_roofline(plan).move_to(CHART_AT)
-    decode = chart.dot(n.decode.ops_per_byte, MEMORY, f"decode · {intensity_label(n.decode.ops_per_byte)}",
-                       DOWN + RIGHT * 0.8)
-    prefill = chart.dot(n.prefill.ops_per_byte, COMPUTE, f"prefill · {intensity_label(n.prefill.ops_per_byte)}",
-                        UP + LEFT * 0.6)
+    # Decode's label under the slope, right of its point; prefill's above the roof. The slope's pill
+    # sits under the slope further up, the roof's above prefill's label.
+    decode = chart.dot(n.decode.ops_per_byte, MEMORY, f"decode\n{intensity_label(n.decode.ops_per_byte)}",
+                       DOWN + RIGHT * 0.6)
+    prefill = chart.dot(n.prefill.ops_per_byte, COMPUTE, f"prefill · {intensity_label(n.prefill.ops_per_byte)}", UP)
     ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte)}")
     attainable = attainable_formula()
     attainable.move_to([FORMULAS_LEFT, chart.axes[1].get_top()[1] - 0.45, 0], aligned_edge=UL)
@@ -124,8 +126,7 @@ class Roofline(BeatScene):
             self.play(Transform(before.stage.title, ending.title), FadeIn(frame),
                       *[FadeOut(part) for part in before.parts[1:]],
                       Transform(flying, decode_dot.copy()), run_time=1.2)
-            self.remove(before.stage.title, flying)
-            self.add(ending.title, decode_dot)
+            self.carry_on_with(ending.title, frame, decode_dot)
         else:
             self.enter(ending.title, frame)
         self.play(Create(chart.slope), run_time=0.8)
@@ -133,11 +134,11 @@ class Roofline(BeatScene):
 
         decode_dot_in = [] if self.continues else [FadeIn(decode_dot, scale=1.4)]
         self.at("decode", *decode_dot_in, FadeIn(decode_label), Indicate(decode_dot, scale_factor=1.6), run_time=0.7)
-        slope_label = get_pill("memory-bound", MEMORY).move_to(
-            chart.slope.point_from_proportion(0.5) + DOWN * 0.55 + RIGHT * 0.9)
+        slope_label = get_pill("memory-bound", MEMORY).next_to(chart.slope.point_from_proportion(0.5), DOWN + RIGHT,
+                                                                buff=0.1)
         self.at("slope", Indicate(chart.slope, color=HIGHLIGHT, scale_factor=1.0), FadeIn(slope_label), run_time=0.8)
         self.at("prefill", FadeIn(ending.prefill, scale=1.4), run_time=0.7)
-        roof_label = get_pill("compute-bound", COMPUTE).next_to(chart.roof, DOWN, buff=0.25).align_to(chart.roof, RIGHT)
+        roof_label = get_pill("compute-bound", COMPUTE).next_to(ending.prefill[1], UP, buff=0.15)
         self.at("roof", Indicate(chart.roof, color=HIGHLIGHT, scale_factor=1.0), FadeIn(roof_label),
                 Write(ending.attainable), run_time=0.9)
         self.at("ridge", Create(ending.ridge[0]), Write(ending.ridge[1]), Write(ending.ridge_sum), run_time=1.0)
@@ -204,8 +205,11 @@ class WastedMoney(BeatScene):
             group[2].move_to([right_edge + 0.4, group[1].get_y(), 0], aligned_edge=LEFT)
         groups.move_to(DOWN * 0.35)  # centred on the frame
 
+        # The three questions first, one after another, then each answered as the voice names it.
+        self.play(LaggedStart(*[FadeIn(group[0], shift=RIGHT * 0.2) for group in groups], lag_ratio=0.9),
+                  run_time=max(0.5, min(2.4, self.seconds_until("flops") - 0.3)))
         flops, bandwidth, decode = (
-            (FadeIn(heading), bars[0].grow(), bars[1].grow(), FadeIn(ratio_pill, shift=LEFT * 0.2))
+            (Indicate(heading, scale_factor=1.05), bars[0].grow(), bars[1].grow(), FadeIn(ratio_pill, shift=LEFT * 0.2))
             for heading, bars, ratio_pill in groups)
         self.at("flops", *flops, run_time=1.0)
         self.at("bandwidth", *bandwidth, run_time=1.0)
@@ -234,8 +238,10 @@ class WastedMoney(BeatScene):
         note = get_text("attention grows with the square of the prompt", SMALL_SIZE, MUTED).next_to(work, DOWN,
                                                                                                     buff=0.25)
 
-        self.at("long-prompt", FadeOut(groups, shift=UP * 0.3), FadeIn(heading), GrowFromEdge(linear, LEFT),
-                FadeIn(linear_label), FadeIn(work[0:3]), run_time=1.0)
+        self.at("long-prompt", FadeOut(groups, shift=UP * 0.3), FadeIn(heading), run_time=0.6)
+        # The linear layers' time fills in while the voice gets to attention.
+        self.play(GrowFromEdge(linear, LEFT), FadeIn(linear_label), FadeIn(work[0:3]),
+                  run_time=max(0.6, self.seconds_until("attention") - 0.3))
         self.at("attention", GrowFromEdge(attention, LEFT), FadeIn(attention_label), FadeIn(work[3:]), FadeIn(note),
                 run_time=0.9)
         # The payoff: attention's share and its term in the sum light up together, again and again.

@@ -8,11 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from render.errors import FilmError
 from render.media import probe
 from render.plan.resolve import resolve_plan
+from render.plan.types import Plan
 from render.video import film as film_module
 from render.video.film import make_film
 
@@ -121,10 +123,15 @@ def test_two_runs_on_one_output_are_kept_apart_and_a_dead_holder_is_taken_over(f
     assert result.film.exists() and (folder / ".film.lock").read_text() == f"pid {os.getpid()}"
 
 
-def test_another_choice_lands_in_its_own_folder(first, build):
-    default_srt = first[0].srt.read_text()
+@pytest.fixture(scope="module")
+def other(build):
     plan = resolve_plan(gpu="a100-sxm-80gb", model="llama-3.2-3b", dtype="int8", recordings=build / "none")
-    result = make_film(plan, "tiny", build, jobs=2, say=lambda line: None)
+    return make_film(plan, "tiny", build, jobs=2, say=lambda line: None)
+
+
+def test_another_choice_lands_in_its_own_folder(first, other, build):
+    default_srt = first[0].srt.read_text()
+    result = other
     assert result.film == build / "a100-sxm-80gb-llama-3.2-3b-int8" / "preview" / "film.mp4"
     srt = result.srt.read_text().replace("\n", " ")
     assert "an A100's 312 teraflops" in srt and "an H100's 989 teraflops" in default_srt.replace("\n", " ")
@@ -137,3 +144,46 @@ def test_an_impossible_choice_fails_before_anything_renders(tmp_path):
                       "--build", str(tmp_path))
     assert result.returncode == 1 and "does not fit on one GeForce RTX 4090" in result.stderr
     assert not any(tmp_path.iterdir())
+
+
+def timed_plan_of(result) -> Plan:
+    folder = result.film.parent.parent  # <choice folder>/preview/film.mp4
+    return Plan.from_json((folder / "timed-plan.json").read_text())
+
+
+def frame(film: Path, index: int) -> np.ndarray:
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", str(film), "-vf", f"select=eq(n\\,{index})", "-vsync", "0",
+                          "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "-"], capture_output=True,
+                         check=True).stdout
+    return np.frombuffer(raw, np.uint8).reshape(480, 854).astype(float)
+
+
+CARRIED = [("prefill", "decode"), ("decode", "roofline"), ("roofline", "batching"), ("measured", "cache-rides-along")]
+
+
+@pytest.mark.parametrize("which", ["first", "other"])
+def test_carried_cuts_are_one_shot(request, which):
+    """Across each carried cut the picture goes on: beat k's last frame is beat k+1's first, not black."""
+    made = request.getfixturevalue(which)
+    result = made[0] if which == "first" else made
+    plan, fps = timed_plan_of(result), 3
+    for before, after in CARRIED:
+        boundary = round(plan.beat(after).start * fps)
+        last, first_frame = frame(result.film, boundary - 1), frame(result.film, boundary)
+        assert last.std() > 20 and first_frame.std() > 20, f"{before} -> {after}: a blank frame at the cut"
+        assert np.abs(last - first_frame).mean() < 3.0, f"{before} -> {after}: the picture jumps at the cut"
+    # A cut that changes the whole picture still cross-fades through the background.
+    boundary = round(plan.beat("wasted-money").start * fps)
+    assert frame(result.film, boundary).std() < 5
+
+
+def test_the_film_never_stands_still_but_for_its_end_card(first):
+    result, _ = first
+    plan = timed_plan_of(result)
+    out = subprocess.run(["ffmpeg", "-hide_banner", "-nostdin", "-i", str(result.film), "-vf",
+                          "freezedetect=n=0.0005:d=3", "-map", "0:v", "-f", "null", "-"], capture_output=True, text=True)
+    starts = [float(value) for value in re.findall(r"freeze_start: ([\d.]+)", out.stderr)]
+    holding = [beat for beat in plan.beats if beat.holds]
+    assert [beat.id for beat in holding] == ["two-budgets"]
+    allowed_from = holding[0].timing.speech_end
+    assert all(start >= allowed_from for start in starts), f"still stretches of 3 s or more at {starts}"

@@ -57,6 +57,7 @@ def test_every_beat_renders_for_its_exact_slot(narrated, beat_id, tmp_path):
     assert int(info["video"]["nb_read_frames"]) == round(beat.duration * fps) == render.frames  # exact, to the frame
     assert float(info["audio"]["duration"]) == pytest.approx(beat.duration, abs=0.05)
     assert render.safe_area == (), "drawn outside the 5% safe margin"
+    assert render.layout == (), "text over text, or text too small"
 
 
 @pytest.mark.parametrize("beat_id", BEAT_IDS)
@@ -65,6 +66,7 @@ def test_every_beat_renders_for_another_gpu_and_model(other_choice, beat_id, tmp
     beat = other_choice.plan.beat(beat_id)
     assert int(video_info(render.video)["video"]["nb_read_frames"]) == round(beat.duration * beats.QUALITIES["tiny"].fps)
     assert render.safe_area == (), "drawn outside the 5% safe margin"
+    assert render.layout == (), "text over text, or text too small"
 
 
 def test_a_render_reports_the_plan_values_its_scene_read(narrated, tmp_path):
@@ -232,3 +234,38 @@ def test_make_scene_and_still_from_the_command_line(tmp_path):
     assert (tmp_path / "stills" / "decode@5.5.png").exists()
     bad = run_film("scene", "--beat", "prefil", "--quality", "tiny", "--build", str(tmp_path))
     assert bad.returncode == 1 and "unknown beat 'prefil'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# Choices that stress the layout: the slowest GPU with numbers that grow a digit, the fastest with
+# FP8 arithmetic, a long model name, a GPU with a three-digit ridge of its own and little bandwidth.
+LINT_CHOICES = [("rtx-4090", "llama-3.2-1b", "int4"), ("b200", "llama-3.1-70b", "fp8"),
+                ("mi300x", "mistral-7b-v0.3", "bf16"), ("l40s", "qwen2.5-7b", "int8")]
+
+
+@pytest.mark.parametrize("gpu, model, dtype", LINT_CHOICES)
+def test_layout_lint_for_choices_that_stress_it(tmp_path_factory, gpu, model, dtype):
+    """After every animation of every beat: no text over text, no text under 28 px, nothing in the margin.
+    Computed from Manim's bounding boxes, without drawing a frame."""
+    build = tmp_path_factory.mktemp("lint")
+    plan = make_narration(resolve_plan(gpu=gpu, model=model, dtype=dtype, recordings=build / "none"), build,
+                          build / "cache").plan
+    problems = {beat.id: beats.lint_beat(plan, beat.id) for beat in plan.beats}
+    assert {beat: found for beat, found in problems.items() if found} == {}
+
+
+def test_the_pictures_match_the_goldens(narrated, tmp_path):
+    """One still a cue of every beat, against the stored ones; `make goldens` makes them again."""
+    from render.tools.goldens import GOLDENS_DIR, render_goldens
+
+    rendered = {path.name: path for path in render_goldens(narrated.plan, tmp_path)}
+    stored = {path.name: path for path in GOLDENS_DIR.glob("*.png")}
+    assert sorted(rendered) == sorted(stored), "the cues changed: run make goldens and look at the new stills"
+    changed = []
+    for name, path in sorted(rendered.items()):
+        new = np.asarray(Image.open(path).convert("L"), dtype=float)
+        old = np.asarray(Image.open(stored[name]).convert("L"), dtype=float)
+        difference = np.abs(new - old).mean()
+        if difference > 3.0:
+            changed.append(f"{name}: {difference:.1f}")
+    assert not changed, ("pictures changed (mean difference out of 255): " + ", ".join(changed)
+                         + "; if that is intended, run make goldens and look at the new stills")

@@ -6,6 +6,8 @@ nothing comes back through globals.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import logging
 import shutil
 import subprocess
@@ -43,6 +45,15 @@ QUALITIES = {
 STILL_FPS = 10  # a still at another quality renders its beat at this rate, not the full one
 
 
+@functools.lru_cache(maxsize=1)
+def tex_dir() -> str:
+    """This process's LaTeX cache: every formula is typeset once per process, however many beats it
+    renders; a folder per process, so parallel workers never read each other's half-written files."""
+    folder = tempfile.mkdtemp(prefix="film-tex-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 def quality(name: str) -> Quality:
     if name not in QUALITIES:
         raise FilmError(f"unknown quality {name!r}; use one of: {', '.join(QUALITIES)}")
@@ -59,6 +70,7 @@ class BeatRender:
     safe_area: tuple[str, ...]    # what was drawn within 5% of the frame's edge (should be nothing)
     values_read: tuple[str, ...]  # the plan values the scene read ("numbers.prefill.ops"), for the cache
     seconds: float                # wall time of the render
+    layout: tuple[str, ...] = ()  # text over text, or text under ~28 px at 1080p (should be nothing)
 
 
 def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int | None = None,
@@ -78,7 +90,7 @@ def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int 
     work = Path(tempfile.mkdtemp(prefix=f"manim-{beat_id}-", dir=out_path.parent))
     settings = {
         "pixel_width": q.width, "pixel_height": q.height, "frame_rate": fps or q.fps,
-        "media_dir": str(work), "output_file": beat_id, "disable_caching": True,
+        "media_dir": str(work), "tex_dir": tex_dir(), "output_file": beat_id, "disable_caching": True,
         "verbosity": "WARNING", "progress_bar": "none", "write_to_movie": True, "format": "mp4",
     }
     try:
@@ -92,8 +104,30 @@ def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int 
         shutil.rmtree(work, ignore_errors=True)
     for problem in sorted(scene.safe_area_violations):
         log.warning("%s: outside the safe area: %s", beat_id, problem)
+    for problem in sorted(scene.layout_problems):
+        log.warning("%s: layout: %s", beat_id, problem)
     return BeatRender(beat_id, out_path, frames, tuple(sorted(scene.safe_area_violations)),
-                      tuple(sorted(scene.reads)), time.perf_counter() - started)
+                      tuple(sorted(scene.reads)), time.perf_counter() - started, tuple(sorted(scene.layout_problems)))
+
+
+def lint_beat(plan: Plan, beat_id: str) -> tuple[str, ...]:
+    """The layout problems of one beat (text over text, text too small, drawing outside the safe
+    area), from Manim's bounding boxes after every animation, without drawing a single frame."""
+    from manim import tempconfig
+
+    from scenes import scene_class
+
+    settings = {"pixel_width": 1920, "pixel_height": 1080, "frame_rate": 15, "dry_run": True,
+                "disable_caching": True, "verbosity": "WARNING", "progress_bar": "none", "write_to_movie": False}
+    work = Path(tempfile.mkdtemp(prefix=f"lint-{beat_id}-"))
+    try:
+        with tempconfig({**settings, "media_dir": str(work), "tex_dir": tex_dir()}):
+            scene = scene_class(beat_id)(plan, beat_id, skip_animations=True)
+            scene.render()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return tuple(sorted(scene.layout_problems | {f"outside the safe area: {problem}"
+                                                 for problem in scene.safe_area_violations}))
 
 
 def mux_beat_audio(video: Path, narration: Path, start: float, duration: float, out_path: Path) -> Path:

@@ -1,0 +1,84 @@
+"""`make goldens`: the stored stills a test compares every beat's pictures with.
+
+One small still per cue of every beat of the default film, taken just after the cue's change
+has landed, rendered at the tests' size and frame rate and kept in tests/goldens/. A picture
+that changes fails `make test` until the stills are made again with this command and the new
+ones are looked at (they are PNGs: open them, or `git diff` shows which changed).
+
+    python -m render.tools.goldens [--out tests/goldens]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from render.errors import FilmError
+from render.files import PROJECT_ROOT, atomic_path, cache_dir
+from render.plan.types import Plan
+
+GOLDENS_DIR = PROJECT_ROOT / "tests" / "goldens"
+QUALITY = "tiny"            # the tests' render: 854x480 at 3 fps
+SIZE = (428, 240)           # stored at half size: enough to see a layout change, small in the repository
+SETTLE = 1.0                # seconds after a cue, when its change has landed
+
+
+def golden_moments(plan: Plan) -> dict[str, list[tuple[str, float]]]:
+    """Per beat, (name, seconds into the beat) of each still: one a cue, and the end of its speech."""
+    moments = {}
+    for beat in plan.beats:
+        cues = sorted(beat.timing.cues.items(), key=lambda item: item[1])
+        cues.append(("speech-end", beat.timing.speech_end))
+        moments[beat.id] = [(name, min(time - beat.start + SETTLE, beat.duration - 0.5)) for name, time in cues]
+    return moments
+
+
+def render_goldens(plan: Plan, out_dir: Path) -> list[Path]:
+    """The stills of every beat, at half size, as <beat>--<cue>.png in `out_dir`."""
+    from PIL import Image
+
+    from render.video.beats import render_frames
+
+    written = []
+    with tempfile.TemporaryDirectory(prefix="goldens-") as work:
+        for beat_id, moments in golden_moments(plan).items():
+            names = [f"{beat_id}--{name}.png" for name, _ in moments]
+            frames = render_frames(plan, beat_id, [at for _, at in moments], QUALITY, Path(work), names)
+            for frame, name in zip(frames, names):
+                with atomic_path(Path(out_dir) / name) as temporary:
+                    still = Image.open(frame).convert("RGB").resize(SIZE, Image.LANCZOS)
+                    still.quantize(colors=64).save(temporary, format="PNG", optimize=True)  # small in the repository
+                written.append(Path(out_dir) / name)
+    return written
+
+
+def default_timed_plan(build: Path) -> Plan:
+    """The default film's timed plan, narrated with the default voice (no recordings)."""
+    from render.plan.resolve import resolve_plan
+    from render.voice.narration import make_narration
+
+    plan = resolve_plan(recordings=build / "no-recordings")
+    return make_narration(plan, build, cache_dir(PROJECT_ROOT / "build")).plan
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="goldens", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=GOLDENS_DIR, help="where the stills go (default: tests/goldens)")
+    args = parser.parse_args(argv)
+    try:
+        with tempfile.TemporaryDirectory(prefix="goldens-build-") as build:
+            plan = default_timed_plan(Path(build))
+            for old in args.out.glob("*.png"):
+                old.unlink()
+            written = render_goldens(plan, args.out)
+    except FilmError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"wrote {len(written)} stills to {args.out}; look at the ones git shows as changed before committing")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
