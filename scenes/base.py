@@ -13,6 +13,8 @@ from render.plan.types import BUILT_IN_CUES, Plan
 from scenes.style import BACKGROUND, LEAD, TRANSITION
 
 Progress = Callable[[int, int], None]  # (frames drawn, frames in the beat)
+MAX_STILL = 2.2        # seconds: a longer wait is filled with the beat's ambient motion
+AMBIENT_SECONDS = 1.2  # one round of it
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,11 @@ class BeatScene(Scene):
         self.layout_problems: set[str] = set()
         self.checks_layout = checks_layout
         self.frames_done = 0
+        self.closing = False
+        # What moves while the picture would otherwise wait for the voice (a sweep of the wall, a
+        # drip, a pulse on what was just named): set by a scene as its picture grows, cleared for a
+        # deliberate hold. Any wait of MAX_STILL or more is filled with it.
+        self.ambient: Callable[[], object] | None = None
         super().__init__(**kwargs)
 
     def setup(self) -> None:
@@ -162,7 +169,11 @@ class BeatScene(Scene):
         """
         if run_time is None:
             run_time = max((getattr(animation, "run_time", 1.0) for animation in animations), default=1.0)
-        frames = max(1, round(run_time * config.frame_rate))
+        # Never past the beat's end (or into its closing fade): a late voice shortens the last moves.
+        budget = self.frame_budget() - self.frames_done
+        if budget <= 0:
+            return
+        frames = min(budget, max(1, round(run_time * config.frame_rate)))
         asked = 1 if frames == 1 else frames - 0.5  # Manim refuses less than one frame
         super().play(*animations, run_time=asked / config.frame_rate, **kwargs)
         self.frames_done += frames
@@ -235,8 +246,19 @@ class BeatScene(Scene):
         """Keep the picture as it is until cue `name` (plus `offset` seconds), if that is still ahead."""
         self.wait_for(self.cue(name) + offset - self.now)
 
+    def frame_budget(self) -> int:
+        """The frame the beat's own animations must end by: its last, or where its closing fade begins."""
+        whole = round(self.beat.duration * config.frame_rate)
+        return whole if self.hands_over or self.closing else round(self.cue("end") * config.frame_rate)
+
     def wait_for(self, seconds: float) -> None:
-        """Hold for `seconds`, rounded to whole frames; nothing when that is no frame."""
+        """Let `seconds` pass (in whole frames): still when short, filled with the ambient motion when long."""
+        while self.ambient is not None and seconds >= MAX_STILL:
+            before = self.frames_done
+            self.play(self.ambient(), run_time=AMBIENT_SECONDS)
+            if self.frames_done == before:
+                return
+            seconds -= (self.frames_done - before) / config.frame_rate
         frames = round(seconds * config.frame_rate)
         if frames >= 1:
             self.wait(frames / config.frame_rate)
@@ -277,6 +299,7 @@ class BeatScene(Scene):
     def finish(self) -> None:
         """End exactly at the slot's end: on the final picture when handing over, else faded out."""
         self.hold_until("end")
+        self.closing = True
         frames_left = round(self.beat.duration * config.frame_rate) - self.frames_done
         for mobject in self.mobjects:
             mobject.suspend_updating()  # counters stop redrawing, so they can fade like the rest

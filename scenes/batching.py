@@ -11,7 +11,7 @@ from render import formatting as fmt
 from scenes.base import BeatScene
 from scenes.helpers import Counter, RooflineChart, WeightsWall, get_caption, get_formula, get_text, get_title, tex_text
 from scenes.the_roofline import axis_ranges, roofline_ending
-from scenes.style import SAFE_LEFT, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE
+from scenes.style import HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE
 
 WALL_WIDTH, WALL_HEIGHT = 2.8, 2.4
 
@@ -81,8 +81,10 @@ class Batching(BeatScene):
         self.add(counters)
         self.play(step.appear(), throughput.appear(), run_time=0.5)
 
+        self.ambient = lambda: Indicate(point[0], scale_factor=1.6)
         self.at("users", LaggedStart(*[FadeIn(stack, shift=UP * 0.1) for stack in stacks], lag_ratio=0.02),
                 FadeIn(users_label), run_time=1.2)
+        self.ambient = lambda: wall.sweep(run_time=1.2, extra=stacks)  # one read serves every user
         self.at("one-read", wall.sweep(run_time=1.2, extra=stacks), Write(per_step), run_time=1.2)
         self.play(FadeIn(per_step_values, shift=UP * 0.1), run_time=0.5)
         batched = chart.dot(batch.ops_per_byte, MEMORY,

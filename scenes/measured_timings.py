@@ -95,6 +95,7 @@ class Measured(BeatScene):
         groups = ending.groups
         self.enter(ending.title)
         self.at("endpoint", FadeIn(ending.provenance, shift=UP * 0.2), run_time=0.8)
+        self.ambient = lambda: Indicate(ending.provenance[0], scale_factor=1.02)
 
         # First what the roofline promises, prompt by prompt: the ideal prefill of each; then what was
         # measured, each wait growing as long as it took.
@@ -104,6 +105,7 @@ class Measured(BeatScene):
         self.at("short", LaggedStart(*[group[1][0].grow() for group in short_groups], lag_ratio=0.7),
                 until="network")
         self.at("network", FadeIn(ending.network, shift=LEFT * 0.2), run_time=0.8)
+        self.ambient = lambda: Indicate(ending.network, scale_factor=1.08)
         self.at("long", groups[-1][1][0].grow(), run_time=1.2)
 
         # The payoff: each measured wait resolves into its ideal prefill and the rest, network and queueing.
@@ -164,6 +166,7 @@ class CacheRidesAlong(BeatScene):
             self.enter(title, provenance)
             self.at("rate", short.grow(), Write(limit), FadeIn(limit_label), run_time=1.0)
         self.play(FadeIn(share), run_time=0.4)
+        self.ambient = lambda: Indicate(short.rect, color=HIGHLIGHT, scale_factor=1.0)
         slower = get_pill(f"−{fmt.percent(measured.slowdown, short=True)}", KV_CACHE)
         slower.next_to(long, RIGHT, buff=0.3)
         if self.continues:
@@ -186,7 +189,9 @@ class CacheRidesAlong(BeatScene):
         ratio[0].set_color(KV_CACHE)
         ratio.next_to(wall.bricks, RIGHT, buff=0.6).align_to(wall.bricks, DOWN)
         self.play(FadeIn(wall), run_time=0.5)
+        self.ambient = lambda: wall.sweep(run_time=1.2)  # each decode step reads the weights again
         self.at("kv", GrowFromEdge(kv, DOWN), FadeIn(kv_label), run_time=0.9)
+        self.ambient = lambda: wall.sweep(run_time=1.2, extra=VGroup(kv))  # ... and the cache riding on them
         more = get_pill(f"+{fmt.percent(measured.long_kv_ratio, short=True)} bytes per step", KV_CACHE)
         more.next_to(kv_label, DOWN, buff=0.2, aligned_edge=LEFT)
         ratio.next_to(more, DOWN, buff=0.25, aligned_edge=LEFT)

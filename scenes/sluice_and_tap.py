@@ -16,6 +16,7 @@ from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Arrow, FadeIn, FadeOut
 from render import formatting as fmt
 from scenes.base import BeatScene
 from scenes.helpers import Chip, Counter, WeightsWall, get_formula, get_pill, get_text, get_title, tex_text
+from scenes.base import AMBIENT_SECONDS as AMBIENT
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
 CHIP_AT = LEFT * 1.9 + UP * 0.5
@@ -120,12 +121,14 @@ class Prefill(BeatScene):
         self.add(counters)
 
         self.at("one-pass", FadeIn(tokens, shift=RIGHT * 0.3), FadeIn(gate), run_time=0.8)
+        self.ambient = lambda: Indicate(tokens, color=HIGHLIGHT, scale_factor=1.04)  # the prompt waits at the gate
         self.at("tokens", Write(ending.tokens_label), Indicate(tokens, color=HIGHLIGHT, scale_factor=1.05),
                 run_time=0.8)
         # The gate opens: all tokens pour into the chip at once, every core lights, one sweep of the wall.
         self.at("ops", FadeOut(gate, shift=UP * 0.5), tokens.animate.move_to(stage.chip.cores).scale(0.4).set_opacity(0),
                 stage.chip.light(1.0), stage.wall.sweep(run_time=1.2), operations.appear(),
                 operations.count_to(prefill.ops), Write(ending.work), run_time=1.4)
+        self.ambient = lambda: stage.wall.sweep(run_time=AMBIENT)
         self.at("peak", FadeIn(ending.peak, shift=DOWN * 0.2), run_time=0.6)
         self.at("time", seconds.appear(), seconds.count_to(prefill.seconds), run_time=1.2)
         self.at("busy", FadeIn(ending.bound, scale=1.1), FadeIn(ending.busy), run_time=0.6)
@@ -228,6 +231,7 @@ class Decode(BeatScene):
                               FadeOut(token, run_time=0.1))
 
         self.at("drip", drop(), run_time=0.7)
+        self.ambient = lambda: AnimationGroup(drop(), wall.sweep(run_time=AMBIENT))  # the tap drips on
         self.at("weights", wall.sweep(run_time=1.3), read.appear(), read.count_to(decode.bytes_per_token), run_time=1.3)
         self.at("ops", chip.light(decode.compute_utilisation), operations.appear(),
                 operations.count_to(decode.ops_per_token), run_time=1.0)

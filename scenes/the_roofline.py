@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from manim import (DOWN, LEFT, RIGHT, UL, UP, Create, Dot, FadeIn, FadeOut, GrowFromEdge, Indicate, LaggedStart,
+from manim import (DOWN, LEFT, RIGHT, UL, UP, Create, FadeIn, FadeOut, GrowFromEdge, Indicate, LaggedStart,
                    Rectangle,
-                   FadeTransform, ReplacementTransform, Transform, VGroup, Write)
+                   FadeTransform, Transform, VGroup, Write)
 
 from render import formatting as fmt
 from scenes.base import BeatScene
@@ -134,6 +134,7 @@ class Roofline(BeatScene):
 
         decode_dot_in = [] if self.continues else [FadeIn(decode_dot, scale=1.4)]
         self.at("decode", *decode_dot_in, FadeIn(decode_label), Indicate(decode_dot, scale_factor=1.6), run_time=0.7)
+        self.ambient = lambda: Indicate(decode_dot, scale_factor=1.6)  # the operating point waits on the slope
         slope_label = get_pill("memory-bound", MEMORY).next_to(chart.slope.point_from_proportion(0.5), DOWN + RIGHT,
                                                                 buff=0.1)
         self.at("slope", Indicate(chart.slope, color=HIGHLIGHT, scale_factor=1.0), FadeIn(slope_label), run_time=0.8)
@@ -212,8 +213,11 @@ class WastedMoney(BeatScene):
             (Indicate(heading, scale_factor=1.05), bars[0].grow(), bars[1].grow(), FadeIn(ratio_pill, shift=LEFT * 0.2))
             for heading, bars, ratio_pill in groups)
         self.at("flops", *flops, run_time=1.0)
+        self.ambient = lambda: Indicate(groups[0][2], scale_factor=1.15)
         self.at("bandwidth", *bandwidth, run_time=1.0)
+        self.ambient = lambda: Indicate(groups[1][2], scale_factor=1.15)
         self.at("decode", *decode, run_time=1.0)
+        self.ambient = lambda: Indicate(groups[2][2], scale_factor=1.15)
 
         # A long prompt: prefill time split into the linear layers and attention.
         long_prompt = n.long_prompt
@@ -238,6 +242,7 @@ class WastedMoney(BeatScene):
         note = get_text("attention grows with the square of the prompt", SMALL_SIZE, MUTED).next_to(work, DOWN,
                                                                                                     buff=0.25)
 
+        self.ambient = None
         self.at("long-prompt", FadeOut(groups, shift=UP * 0.3), FadeIn(heading), run_time=0.6)
         # The linear layers' time fills in while the voice gets to attention.
         self.play(GrowFromEdge(linear, LEFT), FadeIn(linear_label), FadeIn(work[0:3]),

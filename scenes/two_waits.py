@@ -119,6 +119,7 @@ class TwoBudgets(BeatScene):
         VGroup(ttft, tps).arrange(RIGHT, buff=0.6).move_to(DOWN * 0.45)  # place the cards side by side
         self.at("budgets", FadeIn(ttft.box), FadeIn(tps.box), FadeIn(ttft.submobjects[1]), FadeIn(tps.submobjects[1]),
                 run_time=0.8)
+        self.ambient = lambda: AnimationGroup(Indicate(ttft.name), Indicate(tps.name))
 
         ttft_levers = [
             ttft.lever("trim the prompt", f"{fmt.duration(n.prefill.seconds, short=True)} for "
@@ -148,6 +149,7 @@ class TwoBudgets(BeatScene):
         # The end card: what this film was computed for, and where its numbers come from.
         self.wait_for(0.5)
         self.hold_until("speech-end", offset=0.4)
+        self.ambient = None  # the end card stays still, to be read (the storyboard says so: holds)
         self.clear_stage(run_time=0.6)
         choice = plan.choice
         end_card = VGroup(

@@ -16,7 +16,6 @@ from render import formatting as fmt, media
 from render.errors import FilmError
 from render.plan.registry import BEAT_IDS, SCENES as REGISTRY
 from render.plan.resolve import resolve_plan
-from render.plan.types import BUILT_IN_CUES
 from render.video import beats
 from render.video.cues import cue_problems, cues_waited_for
 from render.voice.narration import make_narration

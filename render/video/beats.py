@@ -112,7 +112,8 @@ def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int 
 
 def lint_beat(plan: Plan, beat_id: str) -> tuple[str, ...]:
     """The layout problems of one beat (text over text, text too small, drawing outside the safe
-    area), from Manim's bounding boxes after every animation, without drawing a single frame."""
+    area, a length other than its slot's), from Manim's bounding boxes after every animation,
+    without drawing a single frame."""
     from manim import tempconfig
 
     from scenes import scene_class
@@ -126,8 +127,11 @@ def lint_beat(plan: Plan, beat_id: str) -> tuple[str, ...]:
             scene.render()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return tuple(sorted(scene.layout_problems | {f"outside the safe area: {problem}"
-                                                 for problem in scene.safe_area_violations}))
+    problems = scene.layout_problems | {f"outside the safe area: {problem}" for problem in scene.safe_area_violations}
+    slot = round(plan.beat(beat_id).duration * settings["frame_rate"])
+    if scene.frames_done != slot:
+        problems.add(f"lasts {scene.frames_done} frames at {settings['frame_rate']} fps; its slot is {slot}")
+    return tuple(sorted(problems))
 
 
 def mux_beat_audio(video: Path, narration: Path, start: float, duration: float, out_path: Path) -> Path:
