@@ -78,6 +78,49 @@ def visible_texts(mobjects) -> list:
     return found
 
 
+def visible_lines(mobjects) -> list:
+    from manim import Line
+
+    return [mobject for top in mobjects for mobject in top.get_family()
+            if isinstance(mobject, Line) and not is_invisible(mobject) and mobject.get_stroke_opacity() > 0]
+
+
+def parent_map(mobjects) -> dict[int, set[int]]:
+    """The groups each mobject belongs to directly (ids; a mobject can be in several)."""
+    parents: dict[int, set[int]] = {}
+    for top in mobjects:
+        for mobject in top.get_family():
+            for child in mobject.submobjects:
+                parents.setdefault(id(child), set()).add(id(mobject))
+    return parents
+
+
+def shrink(box, margin: float):
+    return box[0] + margin, box[1] - margin, box[2] + margin, box[3] - margin
+
+
+def segment_crosses_box(start, end, box) -> bool:
+    """Whether the segment from `start` to `end` passes through the box (Liang-Barsky clipping)."""
+    left, right, bottom, top = box
+    if left >= right or bottom >= top:
+        return False
+    x0, y0, dx, dy = start[0], start[1], end[0] - start[0], end[1] - start[1]
+    low, high = 0.0, 1.0
+    for p, q in ((-dx, x0 - left), (dx, right - x0), (-dy, y0 - bottom), (dy, top - y0)):
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        t = q / p
+        if p < 0:
+            low = max(low, t)
+        else:
+            high = min(high, t)
+        if low > high:
+            return False
+    return True
+
+
 def bounding_box(mobject) -> tuple[float, float, float, float]:
     """(left, right, bottom, top), from the points once."""
     points = mobject.get_all_points()
@@ -211,6 +254,16 @@ class BeatScene(Scene):
                 overlap = overlap_area(first_box, second_box)
                 if overlap > 0.02 and overlap > 0.1 * min(box_area(first_box), box_area(second_box)):
                     self.layout_problems.add(f"{describe(first)} overlaps {describe(second)}")
+        # A line (an axis, the slope, the roof, an arrow) through a text it does not label: the text
+        # and its own line (a ridge marker, a struck lever) are siblings in one group.
+        parents = parent_map(self.mobjects)
+        for line in visible_lines(self.mobjects):
+            start, end = line.get_start(), line.get_end()
+            for text, box in texts:
+                if parents.get(id(line), set()) & parents.get(id(text), set()):
+                    continue
+                if segment_crosses_box(start, end, shrink(box, 0.04)):
+                    self.layout_problems.add(f"{type(line).__name__} crosses {describe(text)}")
 
     def construct(self) -> None:
         self.build()

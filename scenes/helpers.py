@@ -20,7 +20,7 @@ from manim import (DOWN, LEFT, PI, RIGHT, UL, UP, Animation, AnimationGroup, Das
                    Line, MathTex, Rectangle, RoundedRectangle, Square, Succession, Text, ValueTracker, VGroup,
                    always_redraw, interpolate_color, ManimColor)
 
-from scenes.style import (BODY_SIZE, COMPUTE, FONT, FORMULA_SIZE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY,
+from scenes.style import (BACKGROUND, BODY_SIZE, COMPUTE, FONT, FORMULA_SIZE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY,
                           MUTED, NUMBER_SIZE, PANEL, SAFE_LEFT, SAFE_TOP, SMALL_SIZE, TEXT, TITLE_SIZE)
 
 # -- text ----------------------------------------------------------------------------------------
@@ -212,7 +212,7 @@ class Bar(VGroup):
     """A horizontal bar of length proportional to its value, with a label before and a value after."""
 
     def __init__(self, label: str, value_text: str, length: float, color: str, height: float = 0.42,
-                 label_width: float = 2.6, **kwargs):
+                 label_width: float = 2.6, value_inside: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.label = get_text(label, LABEL_SIZE, TEXT)
         if self.label.width > label_width:
@@ -221,6 +221,9 @@ class Bar(VGroup):
                               fill_opacity=0.9)
         self.rect.next_to(self.label, RIGHT, buff=0.25).align_to(self.label, LEFT).shift(RIGHT * (label_width + 0.25))
         self.value = get_text(value_text, LABEL_SIZE, color, weight="BOLD").next_to(self.rect, RIGHT, buff=0.15)
+        if value_inside and self.value.width + 0.3 < self.rect.width:
+            # Inside the bar's end, in the background's colour: the space right of it belongs to a marker.
+            self.value.set_color(BACKGROUND).move_to(self.rect.get_right() + LEFT * 0.15, aligned_edge=RIGHT)
         self.add(self.label, self.rect, self.value)
 
     def grow(self) -> Animation:

@@ -132,11 +132,13 @@ class CacheRidesAlong(BeatScene):
         ceiling = measured.ceiling_tokens_per_second
         scale = BAR_LENGTH / ceiling
         short_rate, long_rate = measured.short.decode_tokens_per_second, measured.long.decode_tokens_per_second
+        # The values inside the bars: right of them runs the ceiling line.
         short = Bar(prompt_name(measured.short.prompt_tokens), fmt.tokens_per_second(short_rate, short=True),
-                    scale * short_rate, MEMORY)
+                    scale * short_rate, MEMORY, value_inside=True)
         long = Bar(prompt_name(measured.long.prompt_tokens), fmt.tokens_per_second(long_rate, short=True),
-                   scale * long_rate, KV_CACHE)
+                   scale * long_rate, KV_CACHE, value_inside=True)
         bars = VGroup(short, long).arrange(DOWN, buff=0.35, aligned_edge=LEFT).move_to(UP * 0.85)
+        bars.align_to([-5.2, 0, 0], LEFT)  # labels, bars and the ceiling's marks centred across the frame
         limit_x = short.rect.get_left()[0] + BAR_LENGTH
         limit = DashedLine([limit_x, bars.get_top()[1] + 0.35, 0], [limit_x, bars.get_bottom()[1] - 0.2, 0],
                            color=HIGHLIGHT)
@@ -168,7 +170,7 @@ class CacheRidesAlong(BeatScene):
         self.play(FadeIn(share), run_time=0.4)
         self.ambient = lambda: Indicate(short.rect, color=HIGHLIGHT, scale_factor=1.0)
         slower = get_pill(f"−{fmt.percent(measured.slowdown, short=True)}", KV_CACHE)
-        slower.next_to(long, RIGHT, buff=0.3)
+        slower.next_to(limit, RIGHT, buff=0.3).set_y(long.get_y())
         if self.continues:
             self.at("slower", Indicate(long.rect, scale_factor=1.0), FadeIn(slower, shift=LEFT * 0.2), run_time=1.0)
         else:

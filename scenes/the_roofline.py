@@ -29,7 +29,8 @@ def axis_ranges(plan) -> tuple[tuple[float, float], tuple[float, float]]:
     """Powers of ten that hold decode, prefill and every GPU the beat shows."""
     gpus = [(plan.spec.peak_flops, plan.spec.memory_bandwidth)]
     gpus += [(pill.peak_flops, pill.memory_bandwidth) for pill in plan.pills]
-    low_x = 10 ** math.floor(math.log10(plan.numbers.decode.ops_per_byte / 3))
+    # Two whole decades left of decode: room for its label above the slope, clear of the axis.
+    low_x = 10 ** (math.floor(math.log10(plan.numbers.decode.ops_per_byte)) - 2)
     high_x = 10 ** math.ceil(math.log10(plan.numbers.prefill.ops_per_byte * 3))
     low_y = 10 ** math.floor(math.log10(min(bandwidth * low_x for _, bandwidth in gpus)))
     high_y = 10 ** math.ceil(math.log10(max(peak for peak, _ in gpus) * 1.5))
@@ -91,11 +92,11 @@ class RooflineEnding:
 def roofline_ending(scene: BeatScene, title: str) -> RooflineEnding:
     plan, spec, n = scene.plan, scene.plan.spec, scene.plan.numbers
     chart = get_roofline(plan).move_to(CHART_AT)
-    # Decode's label under the slope, right of its point; prefill's above the roof. The slope's pill
-    # sits under the slope further up, the roof's above prefill's label.
-    decode = chart.dot(n.decode.ops_per_byte, MEMORY, f"decode\n{intensity_label(n.decode.ops_per_byte)}",
-                       DOWN + RIGHT * 0.6)
-    prefill = chart.dot(n.prefill.ops_per_byte, COMPUTE, f"prefill · {intensity_label(n.prefill.ops_per_byte)}", UP)
+    # Decode's label above the slope, left of its point; prefill's above the roof. The slope's pill
+    # sits under the slope further up (until the ridge is drawn), the roof's above prefill's label.
+    decode = chart.dot(n.decode.ops_per_byte, MEMORY, f"decode\n{intensity_label(n.decode.ops_per_byte)}", UP)
+    decode[1].next_to(decode[0], UP, buff=0.3).align_to(decode[0], RIGHT).shift(RIGHT * 0.2)
+    prefill = chart.dot(n.prefill.ops_per_byte, COMPUTE, f"prefill\n{intensity_label(n.prefill.ops_per_byte)}", UP)
     ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte)}")
     attainable = attainable_formula()
     attainable.move_to([FORMULAS_LEFT, chart.axes[1].get_top()[1] - 0.45, 0], aligned_edge=UL)
@@ -142,11 +143,12 @@ class Roofline(BeatScene):
         roof_label = get_pill("compute-bound", COMPUTE).next_to(ending.prefill[1], UP, buff=0.15)
         self.at("roof", Indicate(chart.roof, color=HIGHLIGHT, scale_factor=1.0), FadeIn(roof_label),
                 Write(ending.attainable), run_time=0.9)
-        self.at("ridge", Create(ending.ridge[0]), Write(ending.ridge[1]), Write(ending.ridge_sum), run_time=1.0)
+        self.at("ridge", Create(ending.ridge[0]), Write(ending.ridge[1]), Write(ending.ridge_sum), FadeOut(slope_label),
+                run_time=1.0)
 
         # The GPU pills: the same model on other GPUs moves the ridge, both points and the sum; then home.
         self.hold_until("speech-end", offset=0.1)
-        self.play(FadeOut(slope_label), FadeOut(roof_label), Indicate(decode_dot, scale_factor=1.6), run_time=0.4)
+        self.play(FadeOut(roof_label), Indicate(decode_dot, scale_factor=1.6), run_time=0.4)
         home = (plan.choice.gpu.short_name, spec.peak_flops, spec.memory_bandwidth, spec.ridge_ops_per_byte)
         stops = [(pill.name, pill.peak_flops, pill.memory_bandwidth, pill.ridge_ops_per_byte) for pill in plan.pills]
         if not stops or self.seconds_until("end") < 1.2:
