@@ -3,6 +3,7 @@
 #   make preview the same film at 480p15, into build/preview/
 #   make test    set up whatever is missing, then run the test suite
 # Choices: make plan GPU=a100-sxm-80gb MODEL=llama-3.1-70b DTYPE=int8 [COMPARE_GPU=…] [MEASURED=…]
+#          GPUS=4 (tensor parallelism), KV_DTYPE=fp8 (the KV cache's format), MODEL=path/to/config.json
 #          make narration [GPU=… MODEL=… DTYPE=…] [VOICE=hibari|piper|recorded] [RECORDINGS=dir]
 #          make scene BEAT=prefill [QUALITY=low|medium|high]   make still BEAT=prefill AT=5.5   make sheet
 #
@@ -12,7 +13,7 @@
 
 # A $ in a value is make syntax: make would expand it before any program saw the value, so a
 # choice holding one is refused here rather than silently changed.
-CHOICE_VARIABLES := GPU MODEL DTYPE COMPARE_GPU MEASURED VOICE RECORDINGS BEAT AT QUALITY JOBS PYTHON
+CHOICE_VARIABLES := GPU GPUS MODEL DTYPE KV_DTYPE COMPARE_GPU MEASURED VOICE RECORDINGS BEAT AT QUALITY JOBS PYTHON
 $(foreach variable,$(CHOICE_VARIABLES),$(if $(findstring $$,$(value $(variable))),\
   $(error $(variable)= contains '$$', which make would expand; give ids, numbers and paths without it)))
 
@@ -23,7 +24,8 @@ FILM := $(VENV)/bin/film
 # One optional argument: --flag "$VALUE" when the variable is set and not empty.
 arg = $${$(1):+--$(2) "$$$(1)"}
 
-CHOICES := $(call arg,GPU,gpu) $(call arg,MODEL,model) $(call arg,DTYPE,dtype)
+CHOICES := $(call arg,GPU,gpu) $(call arg,GPUS,gpus) $(call arg,MODEL,model) $(call arg,DTYPE,dtype) \
+  $(call arg,KV_DTYPE,kv-dtype)
 PLAN_CHOICES := $(CHOICES) $(call arg,COMPARE_GPU,compare-gpu) $(call arg,MEASURED,measured)
 VOICE_CHOICES := $(PLAN_CHOICES) $(call arg,VOICE,voice) $(call arg,RECORDINGS,recordings)
 FILM_CHOICES := $(VOICE_CHOICES) $(call arg,JOBS,jobs)

@@ -113,6 +113,16 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--out", type=Path, required=True, help="the dataset to write, e.g. data/measured/mine.yaml")
     measure.set_defaults(run=run_measure)
 
+    model = commands.add_parser("model", help="models: import a Hugging Face config.json into data/models.yaml")
+    model_commands = model.add_subparsers(dest="model_command", required=True, metavar="ACTION")
+    importing = model_commands.add_parser("import", help="count a config.json's parameters and add it as a model")
+    importing.add_argument("config", type=Path, help="a Hugging Face config.json on disk (or its folder)")
+    importing.add_argument("--id", help="the model's id (default: from the config's name or folder)")
+    importing.add_argument("--name", help="how it is written on screen (default: from the id)")
+    importing.add_argument("--print", action="store_true", help="print the entry instead of adding it")
+    importing.add_argument("--models", type=Path, default=DATA_DIR / "models.yaml", help=argparse.SUPPRESS)
+    importing.set_defaults(run=run_model_import)
+
     listing = commands.add_parser("list", help="list the known GPUs, models, data types or measured datasets")
     listing.add_argument("what", choices=("gpus", "models", "dtypes", "measured"))
     listing.set_defaults(run=run_list)
@@ -121,8 +131,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_choice_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu", help="GPU id (film list gpus); default: the storyboard's")
-    parser.add_argument("--model", help="model id (film list models); default: the storyboard's")
+    parser.add_argument("--gpus", type=any_integer, help="tensor parallelism over this many of the GPU (default: 1)")
+    parser.add_argument("--model", help="model id (film list models), or the path of a Hugging Face config.json; "
+                                        "default: the storyboard's")
     parser.add_argument("--dtype", help="weight data type (film list dtypes); default: the storyboard's")
+    parser.add_argument("--kv-dtype", help="the KV cache's format (bf16, fp16 or fp8); default: the data type's own")
+
+
+def any_integer(text: str) -> int:
+    """A whole number; its range is checked with the choice, so the message can name GPUS=."""
+    try:
+        return int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
 def add_plan_arguments(parser: argparse.ArgumentParser, voice: bool = True, build: bool = True) -> None:
@@ -147,7 +168,8 @@ def plan_from(args: argparse.Namespace):
 
     plan = resolve_plan(gpu=args.gpu, model=args.model, dtype=args.dtype, compare_gpu=args.compare_gpu,
                         measured=args.measured, voice=getattr(args, "voice", None),
-                        recordings=getattr(args, "recordings", None), storyboard_path=args.storyboard)
+                        recordings=getattr(args, "recordings", None), storyboard_path=args.storyboard,
+                        gpus=args.gpus, kv_dtype=args.kv_dtype)
     check_cues(plan)  # the scenes and the storyboard agree on their cues, before anything is voiced or drawn
     return plan
 
@@ -188,7 +210,8 @@ def seconds_into_beat(text: str) -> float:
 def choice_of(args: argparse.Namespace):
     """The GPU, model and data type a command names, with the storyboard's defaults."""
     storyboard = load_storyboard(getattr(args, "storyboard", STORYBOARD_PATH))
-    return resolve_choice(load_catalog(DATA_DIR), storyboard, args.gpu, args.model, args.dtype), storyboard
+    return resolve_choice(load_catalog(DATA_DIR), storyboard, args.gpu, args.model, args.dtype,
+                          gpus=args.gpus, kv_dtype=args.kv_dtype), storyboard
 
 
 def out_dir_of(plan, args: argparse.Namespace) -> Path:
@@ -304,60 +327,81 @@ def run_measure(args: argparse.Namespace) -> int:
 
 def run_roofline(args: argparse.Namespace) -> int:
     choice, storyboard = choice_of(args)
-    gpu, model, dtype = choice.gpu, choice.model, choice.dtype
+    deployment = choice.deployment
     prompt = args.prompt or storyboard.parameters.prompt_tokens
-    rl.check_fits(gpu, model, dtype, max(prompt, args.batch * args.context),
+    rl.check_fits(deployment, max(prompt, args.batch * args.context),
                   f"a {prompt:,}-token prompt" if prompt >= args.batch * args.context
                   else f"{args.batch} sequences of {args.context:,} cached tokens")
-    report = roofline_report(gpu, model, dtype, prompt, args.batch, args.context)
+    report = roofline_report(deployment, prompt, args.batch, args.context)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(roofline_table(gpu, model, dtype, report))
+        print(roofline_table(choice, report))
     return 0
 
 
-def roofline_report(gpu, model, dtype, prompt: int, batch: int, context: int) -> dict:
-    prefill = rl.time_on(gpu, dtype, rl.prefill(model, dtype, prompt))
+def roofline_report(deployment, prompt: int, batch: int, context: int) -> dict:
+    gpu, model, dtype, gpus = deployment.gpu, deployment.model, deployment.dtype, deployment.gpus
+    prefill = rl.time_on(deployment, rl.prefill(deployment, prompt))
     phases = {"prefill": (prefill, prompt, 1, 0, 1 / prefill.seconds)}
-    single = rl.time_on(gpu, dtype, rl.decode_step(model, dtype, 1, context))
+    single = rl.time_on(deployment, rl.decode_step(deployment, 1, context))
     phases["decode"] = (single, 1, 1, context, 1 / single.seconds)
     if batch > 1:
-        batched = rl.time_on(gpu, dtype, rl.decode_step(model, dtype, batch, context))
+        batched = rl.time_on(deployment, rl.decode_step(deployment, batch, context))
         phases["decode_batch"] = (batched, batch, batch, context, batch / batched.seconds)
     return {
-        "gpu": gpu.id, "model": model.id, "dtype": dtype.id,
+        "gpu": gpu.id, "gpus": gpus, "model": model.id, "dtype": dtype.id, "kv_dtype": dtype.kv_dtype,
         "arithmetic": rl.arithmetic_format(gpu, dtype),
         "peak_flops": rl.peak_flops(gpu, dtype),
         "memory_bandwidth": gpu.bandwidth,
+        "interconnect_bandwidth": gpu.interconnect_bandwidth,
+        "allreduce_latency_seconds": gpu.allreduce_latency_seconds,
         "ridge_ops_per_byte": rl.ridge_ops_per_byte(gpu, dtype),
+        "parameters": model.parameters,
+        "active_parameters": rl.active_parameters(model),
         "weight_bytes": rl.weight_bytes(model, dtype),
+        "weight_bytes_per_gpu": rl.weight_bytes(model, dtype) / gpus,
         "kv_bytes_per_token": rl.kv_bytes_per_token(model, dtype),
+        "kv_bytes_per_token_per_gpu": rl.kv_bytes_per_token_per_gpu(model, dtype, gpus),
         "prefill_attention_fraction": rl.prefill_attention_fraction(model, prompt),
-        "batch_size_at_ridge": rl.batch_size_at_ridge(gpu, model, dtype, context),
+        "batch_size_at_ridge": rl.batch_size_at_ridge(deployment, context),
         "phases": {
             name: {"tokens": tokens, "batch": b, "context_tokens": c, "operations": t.step.operations,
-                   "bytes": t.step.bytes, "ops_per_byte": t.step.ops_per_byte, "seconds": t.seconds,
+                   "bytes_per_gpu": t.step.bytes, "ops_per_byte": t.step.ops_per_byte, "seconds": t.seconds,
                    "compute_seconds": t.compute_seconds, "memory_seconds": t.memory_seconds,
+                   "communication_seconds": t.communication_seconds,
                    "bound": t.bound, "tokens_per_second": rate}
             for name, (t, tokens, b, c, rate) in phases.items()
         },
     }
 
 
-def roofline_table(gpu, model, dtype, report: dict) -> str:
+def roofline_table(choice, report: dict) -> str:
+    dtype = choice.dtype
     ridge = report["ridge_ops_per_byte"]
     at_ridge = report["batch_size_at_ridge"]
+    per_gpu = " per GPU" if choice.gpus > 1 else ""
     lines = [
-        f"{gpu.name} · {model.name} · {dtype.name}"
+        choice.label
         + (" (weight-only, BF16 arithmetic)" if report["arithmetic"] != dtype.arithmetic or dtype.weight_only else ""),
         f"  peak {fmt.teraflops(report['peak_flops'], short=True)}, bandwidth "
-        f"{fmt.bandwidth(report['memory_bandwidth'], short=True)}, ridge {fmt.ops_per_byte(ridge, short=True)}",
-        f"  weights {fmt.gigabytes(report['weight_bytes'], short=True)}, KV cache "
-        f"{fmt.count(report['kv_bytes_per_token'])} bytes/token ({fmt.bytes_per_token(report['kv_bytes_per_token'], short=True)})",
+        f"{fmt.bandwidth(report['memory_bandwidth'], short=True)}, ridge {fmt.ops_per_byte(ridge, short=True)}{per_gpu}",
+        f"  weights {fmt.gigabytes(report['weight_bytes'], short=True)}"
+        + (f" ({fmt.gigabytes(report['weight_bytes_per_gpu'], short=True)} per GPU)" if choice.gpus > 1 else "")
+        + f", KV cache {fmt.count(report['kv_bytes_per_token'])} bytes/token "
+        f"({fmt.bytes_per_token(report['kv_bytes_per_token'], short=True)}, {report['kv_dtype'].upper()})",
+    ]
+    if report["active_parameters"] != report["parameters"]:
+        lines.append(f"  mixture of experts: {fmt.part_of(report['active_parameters'], report['parameters'])} "
+                     f"parameters used per token")
+    if choice.gpus > 1:
+        lines.append(f"  interconnect {fmt.bandwidth(report['interconnect_bandwidth'], short=True)} per GPU each way, "
+                     f"all-reduce latency {report['allreduce_latency_seconds'] * 1e6:g} µs"
+                     + (" (assumed)" if choice.gpu.allreduce_latency_is_assumption else ""))
+    lines += [
         "",
-        f"  {'phase':<13}{'tokens':>8}{'batch':>7}{'context':>9}{'operations':>12}{'bytes':>10}"
-        f"{'ops/byte':>10}{'time':>10}  {'bound':<8}{'rate':>14}",
+        f"  {'phase':<13}{'tokens':>8}{'batch':>7}{'context':>9}{'operations':>12}{'bytes/GPU':>11}"
+        f"{'ops/byte':>10}{'time':>10}{'all-reduce':>12}  {'bound':<8}{'rate':>14}",
     ]
     for name, phase in report["phases"].items():
         rate = (f"TTFT {fmt.duration(phase['seconds'], short=True)}" if name == "prefill"
@@ -365,8 +409,11 @@ def roofline_table(gpu, model, dtype, report: dict) -> str:
         lines.append(
             f"  {name.replace('_', ' '):<13}{fmt.count(phase['tokens']):>8}{phase['batch']:>7}"
             f"{fmt.count(phase['context_tokens']):>9}{fmt.large(phase['operations'], short=True):>12}"
-            f"{fmt.gigabytes(phase['bytes'], short=True):>10}{fmt.ops_per_byte(phase['ops_per_byte'], unit=False):>10}"
-            f"{fmt.duration(phase['seconds'], short=True):>10}  {phase['bound']:<8}{rate:>14}"
+            f"{fmt.gigabytes(phase['bytes_per_gpu'], short=True):>11}"
+            f"{fmt.ops_per_byte(phase['ops_per_byte'], unit=False):>10}"
+            f"{fmt.duration(phase['seconds'], short=True):>10}"
+            f"{fmt.duration(phase['communication_seconds'], short=True) if phase['communication_seconds'] else '-':>12}"
+            f"  {phase['bound']:<8}{rate:>14}"
         )
     lines.append("")
     lines.append(f"  prefill attention: {fmt.percent(report['prefill_attention_fraction'], short=True)} of its operations")
@@ -377,19 +424,60 @@ def roofline_table(gpu, model, dtype, report: dict) -> str:
     return "\n".join(lines)
 
 
+def run_model_import(args: argparse.Namespace) -> int:
+    """Append the config's entry to data/models.yaml (atomically, after checking it loads)."""
+    from render.specs.catalog import load_entries, MODEL_FIELDS, MODEL_OPTIONAL
+    from render.specs.hf_config import model_entry_yaml, model_from_file
+    from render.specs.types import Model
+
+    model = model_from_file(args.config, args.id, args.name)
+    entry = model_entry_yaml(model)
+    if args.print:
+        print(entry, end="")
+        return 0
+    models_path = args.models
+    known = {m.id for m in load_entries(models_path, "models", "model", MODEL_FIELDS, Model, MODEL_OPTIONAL)}
+    if model.id in known:
+        raise FilmError(f"{display_path(models_path)} already has a model {model.id!r}; choose another with --id, "
+                        f"or edit that entry")
+    text = models_path.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + entry
+    check = models_path.with_name(f".{models_path.name}.check")
+    try:
+        write_atomic(check, text)
+        load_entries(check, "models", "model", MODEL_FIELDS, Model, MODEL_OPTIONAL)  # what is written must load
+    finally:
+        check.unlink(missing_ok=True)
+    write_atomic(models_path, text)
+    count = count_summary(model)
+    print(f"added {model.id} ({model.name}: {count}) to {display_path(models_path)}; "
+          f"render it with make film MODEL={model.id}")
+    return 0
+
+
+def count_summary(model) -> str:
+    active = rl.active_parameters(model)
+    total = f"{fmt.large(model.parameters)} parameters"
+    return f"{total}, {fmt.large(active)} active per token" if active != model.parameters else total
+
+
 def run_list(args: argparse.Namespace) -> int:
     catalog = load_catalog(DATA_DIR)
     if args.what == "gpus":
         rows = [(g.id, g.name, fmt.teraflops(g.bf16_flops, short=True),
                  fmt.teraflops(g.fp8_flops, short=True) if g.fp8_flops else "-",
-                 fmt.bandwidth(g.bandwidth, short=True), f"{g.memory_gib:g} GiB", str(g.sm_count), g.source)
+                 fmt.bandwidth(g.bandwidth, short=True), f"{g.memory_gib:g} GiB", str(g.sm_count),
+                 fmt.bandwidth(g.interconnect_bandwidth, short=True), g.source)
                 for g in catalog.gpus.values()]
-        header = ("id", "name", "BF16", "FP8", "bandwidth", "memory", "SMs", "source")
+        header = ("id", "name", "BF16", "FP8", "bandwidth", "memory", "SMs", "GPU-GPU each way", "source")
     elif args.what == "models":
-        rows = [(m.id, m.name, f"{m.parameters / 1e9:.2f}B", str(m.layers), str(m.hidden_size),
-                 f"{m.attention_heads}/{m.kv_heads}", str(m.head_dim), str(m.ffn_size), f"{m.vocab_size:,}", m.source)
+        rows = [(m.id, m.name, f"{m.parameters / 1e9:.2f}B",
+                 f"{rl.active_parameters(m) / 1e9:.2f}B" if m.is_moe else "-",
+                 f"{m.experts_per_token}/{m.experts}" if m.is_moe else "-", str(m.layers), str(m.hidden_size),
+                 f"{m.attention_heads}/{m.kv_heads}" + (" MLA" if m.is_mla else ""), str(m.head_dim),
+                 str(m.ffn_size), f"{m.vocab_size:,}", m.source)
                 for m in catalog.models.values()]
-        header = ("id", "name", "params", "layers", "hidden", "heads/kv", "head_dim", "ffn", "vocab", "source")
+        header = ("id", "name", "params", "active", "experts", "layers", "hidden", "heads/kv", "head_dim", "ffn",
+                  "vocab", "source")
     elif args.what == "dtypes":
         rows = [(d.id, d.name, f"{d.bytes_per_weight:g}", d.arithmetic, "yes" if d.weight_only else "no",
                  f"{d.kv_dtype} ({d.kv_bytes:g} B)", d.source) for d in catalog.dtypes.values()]

@@ -93,6 +93,18 @@ def large(value: float, short: bool = False) -> str:
     return approx(value)
 
 
+def part_of(part: float, whole: float, short: bool = False) -> str:
+    """A part and its whole on the whole's scale: (1.29e10, 4.67e10) -> '13 of its 47 billion' ('13/47B')."""
+    for scale, word, symbol in LARGE_SCALES:
+        if abs(whole) >= scale:
+            numbers = [round(v / scale) if v / scale >= 100 else significant(v / scale, 2) for v in (part, whole)]
+            if numbers[1] >= 1000:
+                continue
+            return (f"{plain(numbers[0])}/{plain(numbers[1])}{symbol}" if short
+                    else f"{plain(numbers[0])} of its {plain(numbers[1])} {word}")
+    return f"{approx(part)}/{approx(whole)}" if short else f"{approx(part)} of its {approx(whole)}"
+
+
 def gigabytes(value: float, short: bool = False) -> str:
     """Bytes as GB (10^9): two significant figures below 100 GB, whole GB above."""
     gb = value / 1e9
@@ -224,10 +236,25 @@ def timestamp(seconds: float) -> str:
 
 
 def with_article(thing) -> str:
-    """'an H100', 'a B200': the article comes from how the name is spoken (in the data)."""
+    """'an H100', 'a B200' (the article comes from how the name is spoken, in the data); several
+    GPUs: 'four H100s'."""
+    count = getattr(thing, "count", 1)
+    if count > 1:
+        return f"{number_word(count)} {thing.short_name}s"
     return f"{thing.article} {thing.short_name}"
 
 
 def possessive(thing) -> str:
-    """'an H100's'."""
-    return f"{with_article(thing)}'s"
+    """'an H100's', 'four H100s''."""
+    named = with_article(thing)
+    return f"{named}'" if getattr(thing, "count", 1) > 1 else f"{named}'s"
+
+
+IRREGULAR_PLURALS = {"has": "have", "is": "are", "does": "do", "was": "were"}
+
+
+def verb(thing, singular: str) -> str:
+    """The verb agreeing with one GPU or several: verb(four H100s, 'needs') -> 'need'."""
+    if getattr(thing, "count", 1) == 1:
+        return singular
+    return IRREGULAR_PLURALS.get(singular, singular[:-1] if singular.endswith("s") else singular)

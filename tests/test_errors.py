@@ -116,7 +116,7 @@ def test_weights_that_do_not_fit_give_sizes_and_fixes():
     message = str(error.value)
     assert "Llama 3.1 70B in BF16 does not fit on one GeForce RTX 4090: it needs 151.6 GB" in message
     assert "the GPU has 25.8 GB (24 GiB)" in message
-    assert "Try a GPU with more memory (GPU=b200 or mi300x)" in message
+    assert "Try more GPUs: it fits on 8 (GPUS=8); or a GPU with more memory (GPU=b200 or mi300x)" in message
 
 
 @pytest.mark.parametrize("args, expected", [

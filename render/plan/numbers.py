@@ -11,37 +11,46 @@ from render.plan.types import (BatchNumbers, ComparisonFraming, ComparisonNumber
                                Pill, PrefillNumbers, QuantisedDecode, SpecSheet)
 from render.specs import roofline as rl
 from render.specs.catalog import MeasuredDataset, MeasuredPrompt
-from render.specs.types import DataType, Gpu, Model
+from render.specs.types import DataType, Deployment, Gpu, Model
 
 # Ratios within this of 1 are "the same" in the comparison framing.
 SAME_RATIO = 0.05
 
 
-def spec_sheet(gpu: Gpu, model: Model, dtype: DataType) -> SpecSheet:
+def spec_sheet(deployment: Deployment) -> SpecSheet:
+    gpu, model, dtype, gpus = deployment.gpu, deployment.model, deployment.dtype, deployment.gpus
+    peak = rl.peak_flops(gpu, dtype)
     return SpecSheet(
-        peak_flops=rl.peak_flops(gpu, dtype), memory_bandwidth=gpu.bandwidth, memory_bytes=gpu.memory_bytes,
+        peak_flops=peak, memory_bandwidth=gpu.bandwidth, memory_bytes=gpu.memory_bytes,
         sm_count=gpu.sm_count, ridge_ops_per_byte=rl.ridge_ops_per_byte(gpu, dtype),
         parameters=model.parameters, weight_bytes=rl.weight_bytes(model, dtype),
         kv_bytes_per_token=rl.kv_bytes_per_token(model, dtype),
+        gpus=gpus, total_peak_flops=gpus * peak, total_bandwidth=gpus * gpu.bandwidth,
+        interconnect_bandwidth=gpu.interconnect_bandwidth, allreduce_latency_seconds=gpu.allreduce_latency_seconds,
+        allreduce_latency_is_assumption=gpu.allreduce_latency_is_assumption,
+        active_parameters=rl.active_parameters(model), experts=model.experts,
+        experts_per_token=model.experts_per_token, weight_bytes_per_gpu=rl.weight_bytes(model, dtype) / gpus,
+        kv_bytes_per_token_per_gpu=rl.kv_bytes_per_token_per_gpu(model, dtype, gpus), kv_dtype=dtype.kv_dtype,
     )
 
 
-def film_numbers(gpu: Gpu, model: Model, dtype: DataType, compare_gpu: Gpu, params: Parameters,
+def film_numbers(deployment: Deployment, compare_gpu: Gpu, params: Parameters,
                  quantised: dict[str, DataType]) -> Numbers:
-    """Every number of beats 1-6 and 9, for the film's own GPU, model and data type."""
+    """Every number of beats 1-6 and 9, for the film's own deployment."""
     return Numbers(
-        prefill=prefill_numbers(gpu, model, dtype, params.prompt_tokens),
-        decode=decode_numbers(gpu, model, dtype),
-        batch=batch_numbers(gpu, model, dtype, params.batch_size, params.batch_context_tokens),
-        long_prompt=long_prompt_numbers(gpu, model, dtype, params.long_prompt_tokens),
-        compare=comparison_numbers(gpu, compare_gpu, model, dtype, params),
-        int8=quantised_decode(gpu, model, dtype, quantised["int8"]),
-        int4=quantised_decode(gpu, model, dtype, quantised["int4"]),
+        prefill=prefill_numbers(deployment, params.prompt_tokens),
+        decode=decode_numbers(deployment),
+        batch=batch_numbers(deployment, params.batch_size, params.batch_context_tokens),
+        long_prompt=long_prompt_numbers(deployment, params.long_prompt_tokens),
+        compare=comparison_numbers(deployment, compare_gpu, params),
+        int8=quantised_decode(deployment, quantised["int8"]),
+        int4=quantised_decode(deployment, quantised["int4"]),
     )
 
 
-def prefill_numbers(gpu: Gpu, model: Model, dtype: DataType, tokens: int) -> PrefillNumbers:
-    timing = rl.time_on(gpu, dtype, rl.prefill(model, dtype, tokens))
+def prefill_numbers(deployment: Deployment, tokens: int) -> PrefillNumbers:
+    model = deployment.model
+    timing = rl.time_on(deployment, rl.prefill(deployment, tokens))
     return PrefillNumbers(
         tokens=tokens, ops=timing.step.operations,
         linear_ops=rl.prefill_linear_operations(model, tokens),
@@ -49,55 +58,69 @@ def prefill_numbers(gpu: Gpu, model: Model, dtype: DataType, tokens: int) -> Pre
         bytes=timing.step.bytes, seconds=timing.seconds, compute_seconds=timing.compute_seconds,
         memory_seconds=timing.memory_seconds, attention_fraction=rl.prefill_attention_fraction(model, tokens),
         ops_per_byte=timing.step.ops_per_byte, compute_utilisation=timing.compute_seconds / timing.seconds,
+        communication_seconds=timing.communication_seconds, communication_fraction=timing.communication_fraction,
     )
 
 
-def decode_numbers(gpu: Gpu, model: Model, dtype: DataType) -> DecodeNumbers:
-    timing = rl.time_on(gpu, dtype, rl.decode_step(model, dtype))
+def decode_numbers(deployment: Deployment) -> DecodeNumbers:
+    model, dtype = deployment.model, deployment.dtype
+    timing = rl.time_on(deployment, rl.decode_step(deployment))
     return DecodeNumbers(
-        ops_per_token=timing.step.operations, bytes_per_token=timing.step.bytes, step_seconds=timing.seconds,
-        compute_seconds=timing.compute_seconds, tokens_per_second=1 / timing.seconds,
+        ops_per_token=timing.step.operations, bytes_per_token=timing.step.bytes * deployment.gpus,
+        step_seconds=timing.seconds, compute_seconds=timing.compute_seconds, tokens_per_second=1 / timing.seconds,
         ops_per_byte=timing.step.ops_per_byte, compute_utilisation=timing.compute_seconds / timing.seconds,
+        bytes_per_gpu=timing.step.bytes, weight_bytes_read=rl.weight_bytes_read(model, dtype, 1),
+        experts_read=rl.experts_touched(model, 1), memory_seconds=timing.memory_seconds,
+        communication_seconds=timing.communication_seconds, communication_fraction=timing.communication_fraction,
     )
 
 
-def batch_numbers(gpu: Gpu, model: Model, dtype: DataType, size: int, context: int) -> BatchNumbers:
-    timing = rl.time_on(gpu, dtype, rl.decode_step(model, dtype, size, context))
+def batch_numbers(deployment: Deployment, size: int, context: int) -> BatchNumbers:
+    gpu, model, dtype = deployment.gpu, deployment.model, deployment.dtype
+    timing = rl.time_on(deployment, rl.decode_step(deployment, size, context))
     kv_bytes = size * rl.kv_cache_bytes(model, dtype, context)
-    limit = rl.decode_intensity_limit(model, dtype, context)
+    limit = rl.decode_intensity_limit(deployment, context)
     ridge_value_size = max(1, round(rl.ridge_ops_per_byte(gpu, dtype)))
     return BatchNumbers(
         size=size, context_tokens=context, kv_bytes=kv_bytes, kv_ratio=kv_bytes / rl.weight_bytes(model, dtype),
-        step_bytes=timing.step.bytes, step_seconds=timing.seconds, tokens_per_second=size / timing.seconds,
+        step_bytes=timing.step.bytes * deployment.gpus, step_seconds=timing.seconds,
+        tokens_per_second=size / timing.seconds,
         ops_per_byte=timing.step.ops_per_byte, compute_utilisation=timing.compute_seconds / timing.seconds,
-        size_at_ridge=rl.batch_size_at_ridge(gpu, model, dtype, context),
+        size_at_ridge=rl.batch_size_at_ridge(deployment, context),
         ops_per_byte_limit=None if math.isinf(limit) else limit,
         ridge_value_size=ridge_value_size,
-        ridge_value_ops_per_byte=rl.decode_step(model, dtype, ridge_value_size, context).ops_per_byte,
+        ridge_value_ops_per_byte=rl.decode_step(deployment, ridge_value_size, context).ops_per_byte,
+        bytes_per_gpu=timing.step.bytes, weight_bytes_read=rl.weight_bytes_read(model, dtype, size),
+        experts_read=rl.experts_touched(model, size), communication_seconds=timing.communication_seconds,
     )
 
 
-def long_prompt_numbers(gpu: Gpu, model: Model, dtype: DataType, tokens: int) -> LongPromptNumbers:
-    timing = rl.time_on(gpu, dtype, rl.prefill(model, dtype, tokens))
+def long_prompt_numbers(deployment: Deployment, tokens: int) -> LongPromptNumbers:
+    model, dtype = deployment.model, deployment.dtype
+    timing = rl.time_on(deployment, rl.prefill(deployment, tokens))
     attention = rl.prefill_attention_fraction(model, tokens)
+    arithmetic = timing.seconds - timing.communication_seconds
     return LongPromptNumbers(
         tokens=tokens, ops=timing.step.operations, seconds=timing.seconds, attention_fraction=attention,
-        attention_seconds=timing.seconds * attention, linear_seconds=timing.seconds * (1 - attention),
-        kv_bytes=rl.kv_cache_bytes(model, dtype, tokens),
+        attention_seconds=arithmetic * attention, linear_seconds=arithmetic * (1 - attention),
+        kv_bytes=rl.kv_cache_bytes(model, dtype, tokens), communication_seconds=timing.communication_seconds,
     )
 
 
-def comparison_numbers(gpu: Gpu, other: Gpu, model: Model, dtype: DataType, params: Parameters) -> ComparisonNumbers:
-    compared = rl.compare(gpu, other, model, dtype, params.prompt_tokens)
+def comparison_numbers(deployment: Deployment, other: Gpu, params: Parameters) -> ComparisonNumbers:
+    """The film's GPUs against as many of the comparison GPU."""
+    compared = rl.compare(deployment, other, params.prompt_tokens)
+    theirs = deployment.on(other)
+    dtype = deployment.dtype
     return ComparisonNumbers(
         gpu=other, peak_flops=rl.peak_flops(other, dtype), memory_bandwidth=other.bandwidth,
         ridge_ops_per_byte=rl.ridge_ops_per_byte(other, dtype), flops_ratio=compared.flops_ratio,
         bandwidth_ratio=compared.bandwidth_ratio, decode_speedup=compared.decode_speedup,
         prefill_speedup=compared.prefill_speedup,
-        decode_tokens_per_second=rl.decode_tokens_per_second(other, model, dtype),
-        prefill_seconds=rl.time_on(other, dtype, rl.prefill(model, dtype, params.prompt_tokens)).seconds,
-        long_prompt_seconds=rl.time_on(other, dtype, rl.prefill(model, dtype, params.long_prompt_tokens)).seconds,
-        framing=framing(gpu, other, compared),
+        decode_tokens_per_second=rl.decode_tokens_per_second(theirs),
+        prefill_seconds=rl.time_on(theirs, rl.prefill(theirs, params.prompt_tokens)).seconds,
+        long_prompt_seconds=rl.time_on(theirs, rl.prefill(theirs, params.long_prompt_tokens)).seconds,
+        framing=framing(deployment.gpu, other, compared),
     )
 
 
@@ -111,10 +134,12 @@ def framing(gpu: Gpu, other: Gpu, compared: rl.Comparison) -> ComparisonFraming:
     return ComparisonFraming(other, gpu, 1 / flops, 1 / bandwidth, 1 / speedup)
 
 
-def quantised_decode(gpu: Gpu, model: Model, dtype: DataType, quantised: DataType) -> QuantisedDecode:
-    rate = rl.decode_tokens_per_second(gpu, model, quantised)
-    return QuantisedDecode(quantised, rl.weight_bytes(model, quantised), rate,
-                           rate / rl.decode_tokens_per_second(gpu, model, dtype))
+def quantised_decode(deployment: Deployment, quantised: DataType) -> QuantisedDecode:
+    """Batch-1 decode with the weights quantised (the KV cache keeps the film's format)."""
+    lever = deployment.with_dtype(quantised)
+    rate = rl.decode_tokens_per_second(lever)
+    return QuantisedDecode(quantised, rl.weight_bytes(deployment.model, quantised), rate,
+                           rate / rl.decode_tokens_per_second(deployment))
 
 
 def pill(gpu: Gpu, dtype: DataType) -> Pill:
@@ -143,14 +168,16 @@ def measured_numbers(dataset: MeasuredDataset, gpu: Gpu, model: Model, dtype: Da
                 f"shortest and the longest prompt"
             )
 
+    deployment = Deployment(gpu, model, dtype)  # an endpoint's timings are compared with one GPU
+
     def role(prompt: MeasuredPrompt) -> MeasuredPromptNumbers:
-        ideal = rl.time_on(gpu, dtype, rl.prefill(model, dtype, prompt.prompt_tokens)).seconds
+        ideal = rl.time_on(deployment, rl.prefill(deployment, prompt.prompt_tokens)).seconds
         return MeasuredPromptNumbers(prompt.prompt_tokens, prompt.ttft_seconds, prompt.decode_tokens_per_second,
                                      prompt.ttft_approximate, ideal)
 
     short_numbers, long_numbers = role(short), role(long)
     medium_numbers = role(medium) if medium else None
-    ceiling = rl.decode_tokens_per_second(gpu, model, dtype)
+    ceiling = rl.decode_tokens_per_second(deployment)
     weights = rl.weight_bytes(model, dtype)
     long_kv = rl.kv_cache_bytes(model, dtype, long.prompt_tokens)
     network_prompt = medium_numbers or short_numbers  # the longest prompt whose wait is still mostly not prefill

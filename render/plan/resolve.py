@@ -19,7 +19,8 @@ from render.plan.types import Beat, Choice, NarrationSettings, Plan, parse_voice
 from render.specs import roofline as rl
 from render.specs.catalog import Catalog, load_catalog
 from render.specs.pronunciations import load_pronunciations
-from render.specs.types import DataType, Gpu, Model
+from render.specs.hf_config import model_from_file
+from render.specs.types import DataType, Deployment, Gpu, Model, kv_cache_in
 
 
 def resolve_plan(
@@ -32,24 +33,27 @@ def resolve_plan(
     recordings: Path | None = None,
     storyboard_path: Path = STORYBOARD_PATH,
     data_dir: Path = DATA_DIR,
+    gpus: int | None = None,
+    kv_dtype: str | None = None,
 ) -> Plan:
-    """Resolve the storyboard for one choice of GPU, model and data type (defaults: the storyboard's)."""
+    """Resolve the storyboard for one choice of GPU (and how many), model and data type
+    (defaults: the storyboard's, on one GPU)."""
     storyboard = load_storyboard(storyboard_path)
     catalog = load_catalog(data_dir)
     params = storyboard.parameters
-    choice = resolve_choice(catalog, storyboard, gpu, model, dtype, compare_gpu, measured)
+    choice = resolve_choice(catalog, storyboard, gpu, model, dtype, compare_gpu, measured, gpus, kv_dtype)
     dataset = catalog.measured(choice.measured_id)
     measured_model, measured_gpu = catalog.model(dataset.model), catalog.gpu(dataset.compared_gpu)
     measured_dtype = catalog.dtype(dataset.precision)
 
     kv_tokens = max(params.batch_size * params.batch_context_tokens, params.long_prompt_tokens, params.prompt_tokens)
-    check_fits(catalog, choice.gpu, choice.model, choice.dtype, kv_tokens, purpose_of(storyboard, kv_tokens))
+    check_fits(catalog, choice.deployment, kv_tokens, purpose_of(storyboard, kv_tokens))
     longest = dataset.prompts[-1].prompt_tokens
-    check_fits(catalog, measured_gpu, measured_model, measured_dtype, longest,
+    check_fits(catalog, Deployment(measured_gpu, measured_model, measured_dtype), longest,
                f"the measured dataset's {longest:,}-token prompt ({dataset.path})")
 
-    spec = compute.spec_sheet(choice.gpu, choice.model, choice.dtype)
-    numbers = compute.film_numbers(choice.gpu, choice.model, choice.dtype, choice.compare_gpu, params,
+    spec = compute.spec_sheet(choice.deployment)
+    numbers = compute.film_numbers(choice.deployment, choice.compare_gpu, params,
                                    {lever: catalog.dtype(lever) for lever in ("int8", "int4")})
     measured_numbers = compute.measured_numbers(dataset, measured_gpu, measured_model, measured_dtype)
     pills = tuple(compute.pill(catalog.gpu(gpu_id), choice.dtype) for gpu_id in params.roofline_pills
@@ -59,12 +63,17 @@ def resolve_plan(
     if choice.arithmetic != choice.dtype.arithmetic:
         notes.append(f"{choice.gpu.name} has no FP8 tensor cores: {choice.dtype.name} weights are "
                      f"multiplied in BF16 (weight-only), at its BF16 peak.")
+    if choice.gpus > 1:
+        latency = "an assumed" if spec.allreduce_latency_is_assumption else "a"
+        notes.append(f"Tensor parallelism over {choice.gpus} × {choice.gpu.name}: {choice.gpu.interconnect_source} "
+                     f"Each all-reduce costs {latency} {spec.allreduce_latency_seconds * 1e6:g} µs plus its transfer; "
+                     f"arithmetic, memory traffic and all-reduces are not assumed to overlap.")
     if dataset.compared_gpu_is_assumption:
         notes.append(f"The measured timings ({dataset.id}) are compared with {with_article(measured_gpu)}: "
                      f"an assumption, since the provider does not publish its hardware.")
 
     # What a narration template may name: the plan's groups, and the choice's GPU, model and data type.
-    context = {"choice": choice, "gpu": choice.gpu, "model": choice.model, "dtype": choice.dtype, "spec": spec,
+    context = {"choice": choice, "gpu": choice.hardware, "model": choice.model, "dtype": choice.dtype, "spec": spec,
                "measured": measured_numbers, "parameters": params,
                **{group: getattr(numbers, group) for group in numbers.__dataclass_fields__}}
     beats = []
@@ -80,14 +89,17 @@ def resolve_plan(
     for beat in beats:
         check_speakable(beat, narration)
 
-    named = [(g.short_name, g.spoken_name) for g in catalog.gpus.values()]
+    gpu_names = [(g.short_name, g.spoken_name) for g in catalog.gpus.values()]
+    named = []
+    if choice.model.id not in catalog.models:
+        named.append((choice.model.name, choice.model.spoken_name))
     named += [(m.name, m.spoken_name) for m in catalog.models.values()]
     named += [(d.name, d.spoken_name) for d in catalog.dtypes.values()]
     return Plan(
         title=storyboard.title, duration=storyboard.end, source=storyboard.source,
         choice=choice, spec=spec, numbers=numbers, measured=measured_numbers, pills=pills,
         parameters=params, narration=narration,
-        pronunciations=load_pronunciations(data_dir / "pronunciations.yaml", named),
+        pronunciations=load_pronunciations(data_dir / "pronunciations.yaml", named, gpu_names),
         beats=tuple(beats), notes=tuple(notes),
     )
 
@@ -108,19 +120,50 @@ def check_speakable(beat: Beat, narration: NarrationSettings) -> None:
             f"{narration.max_tempo:.2f}). Shorten its narration, or give the beat more time.")
 
 
+# The KV cache formats KV_DTYPE= may name: those a data type stores its own cache in.
+def kv_formats(catalog: Catalog) -> dict[str, DataType]:
+    return {d.id: d for d in catalog.dtypes.values() if d.kv_dtype == d.id}
+
+
 def resolve_choice(catalog: Catalog, storyboard: Storyboard, gpu: str | None = None, model: str | None = None,
-                   dtype: str | None = None, compare_gpu: str | None = None, measured: str | None = None) -> Choice:
+                   dtype: str | None = None, compare_gpu: str | None = None, measured: str | None = None,
+                   gpus: int | None = None, kv_dtype: str | None = None) -> Choice:
     """The one place a choice left out becomes the storyboard's default."""
     defaults = storyboard.defaults
     the_gpu = catalog.gpu(gpu or defaults["gpu"])
-    the_model = catalog.model(model or defaults["model"])
+    the_model = model_of(catalog, model or defaults["model"])
     the_dtype = catalog.dtype(dtype or defaults["dtype"])
+    count = 1 if gpus is None else gpus
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_GPUS:
+        raise FilmError(f"GPUS={count}: give a whole number of GPUs from 1 to {MAX_GPUS}")
+    kv_is_default = True
+    if kv_dtype:
+        formats = kv_formats(catalog)
+        kv = formats.get(kv_dtype.lower())
+        if kv is None:
+            raise FilmError(f"KV_DTYPE={kv_dtype}: unknown KV cache format; use one of {', '.join(formats)}")
+        kv_is_default = (kv.kv_dtype, kv.kv_bytes) == (the_dtype.kv_dtype, the_dtype.kv_bytes)
+        the_dtype = kv_cache_in(the_dtype, kv)
     dataset = measured or defaults["measured"]
+    rl.check_gpu_count(Deployment(the_gpu, the_model, the_dtype, count))
     return Choice(
         gpu=the_gpu, model=the_model, dtype=the_dtype, arithmetic=rl.arithmetic_format(the_gpu, the_dtype),
         compare_gpu=choose_compare_gpu(catalog, storyboard, the_gpu, compare_gpu), measured_id=dataset,
-        is_default=(the_gpu.id, the_model.id, the_dtype.id) == (defaults["gpu"], defaults["model"], defaults["dtype"]),
+        is_default=(the_gpu.id, the_model.id, the_dtype.id, count, kv_is_default)
+        == (defaults["gpu"], defaults["model"], defaults["dtype"], 1, True),
+        gpus=count, kv_is_default=kv_is_default,
     )
+
+
+# The most GPUs a film's deployment may span: tensor parallelism stays inside one server.
+MAX_GPUS = 64
+
+
+def model_of(catalog: Catalog, model: str) -> Model:
+    """A catalog id, or the path of a Hugging Face config.json (read, never downloaded)."""
+    if model.endswith(".json") or "/" in model or Path(model).is_dir():
+        return model_from_file(Path(model))
+    return catalog.model(model)
 
 
 def resolve_narration(storyboard: Storyboard, voice: str | None, recordings: Path | None) -> NarrationSettings:
@@ -165,19 +208,24 @@ def purpose_of(storyboard: Storyboard, kv_tokens: int) -> str:
     return f"the {kv_tokens:,}-token prompt"
 
 
-def check_fits(catalog: Catalog, gpu: Gpu, model: Model, dtype: DataType, kv_tokens: int, purpose: str) -> None:
+def check_fits(catalog: Catalog, deployment: Deployment, kv_tokens: int, purpose: str) -> None:
     """The roofline's fit check, plus the choices that would fit, so the user knows the fix."""
     try:
-        rl.check_fits(gpu, model, dtype, kv_tokens, purpose)
+        rl.check_fits(deployment, kv_tokens, purpose)
     except FilmError as error:
-        gpus = [g.id for g in catalog.gpus.values()
-                if rl.memory_needed(model, dtype, kv_tokens) <= g.memory_bytes]
+        fixes, nowhere = [], ""
+        smallest = rl.smallest_gpu_count(deployment, kv_tokens)
+        if smallest is not None:
+            fixes.append(f"more GPUs: it fits on {smallest} (GPUS={smallest})")
+        else:
+            nowhere = f"\nIt fits on no count of {deployment.gpu.short_name}s up to {rl.LARGEST_GPU_COUNT}."
+        same_count = [g.id for g in catalog.gpus.values() if rl.fits(deployment.on(g), kv_tokens)]
         dtypes = [d.id for d in catalog.dtypes.values()
-                  if rl.memory_needed(model, d, kv_tokens) <= gpu.memory_bytes]
-        fixes = []
+                  if rl.fits(Deployment(deployment.gpu, deployment.model, kv_cache_in(d, deployment.dtype),
+                                        deployment.gpus), kv_tokens)]
         if dtypes:
             fixes.append(f"a smaller data type (DTYPE={' or '.join(dtypes)})")
-        if gpus:
-            fixes.append(f"a GPU with more memory (GPU={' or '.join(gpus)})")
+        if same_count:
+            fixes.append(f"a GPU with more memory (GPU={' or '.join(same_count)})")
         fixes.append("a smaller model")
-        raise FilmError(f"{error}\nTry {', or '.join(fixes)}.") from None
+        raise FilmError(f"{error}{nowhere}\nTry {'; or '.join(fixes)}.") from None

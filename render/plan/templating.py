@@ -38,7 +38,7 @@ FILTERS = {
         "count", "approx", "round_down", "integer", "number_word", "quantity", "large", "gigabytes",
         "bytes_per_token", "teraflops", "bandwidth", "milliseconds", "duration", "seconds",
         "tokens_per_second", "ops_per_byte", "percent", "fraction", "times", "faster", "with_article",
-        "possessive",
+        "possessive", "verb", "part_of",
     )
 }
 

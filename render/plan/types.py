@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from render.errors import FilmError
 from render.plan import codec
 from render.specs.catalog import MeasuredDataset
-from render.specs.types import DataType, Gpu, Model
+from render.specs.types import DataType, Deployment, Gpu, Hardware, Model
 
 # Speech engines a storyboard or VOICE= may name (render/voice/speech.py implements them).
 VOICE_ENGINES = ("hibari", "piper")
@@ -41,39 +41,67 @@ BUILT_IN_CUES = ("speech-start", "speech-end", "end")
 
 @dataclass(frozen=True)
 class Choice:
-    """What the film is about: one GPU serving one model in one data type."""
+    """What the film is about: a model in one data type, served by one GPU or tensor-parallel over several."""
 
     gpu: Gpu
     model: Model
-    dtype: DataType
+    dtype: DataType      # the weights' format; its kv_dtype/kv_bytes are the KV cache's (KV_DTYPE=)
     arithmetic: str      # the format its matrix multiplies run in on this GPU: bf16 or fp8
-    compare_gpu: Gpu     # the wasted-money beat's other GPU
+    compare_gpu: Gpu     # the wasted-money beat's other GPU (as many of it)
     measured_id: str     # the measured dataset in data/measured/
-    is_default: bool     # the storyboard's own GPU, model and data type
+    is_default: bool     # the storyboard's own GPU, model and data type, on one GPU
+    gpus: int = 1        # T: tensor parallelism over this many of `gpu`
+    kv_is_default: bool = True  # the KV cache in the data type's own format
+
+    @property
+    def deployment(self) -> Deployment:
+        return Deployment(self.gpu, self.model, self.dtype, self.gpus)
+
+    @property
+    def hardware(self) -> Hardware:
+        """What the narration names: 'an H100' or 'four H100s'."""
+        return Hardware(self.gpu, self.gpus)
 
     @property
     def name(self) -> str:
-        """'a100-sxm-80gb-llama-3.1-70b-int8': the folder a regenerated film goes to."""
-        return f"{self.gpu.id}-{self.model.id}-{self.dtype.id}"
+        """'a100-sxm-80gb-llama-3.1-70b-int8', 'h100-sxm-x4-llama-3.1-70b-bf16-kv-fp8': the folder a
+        regenerated film goes to."""
+        gpus = f"-x{self.gpus}" if self.gpus > 1 else ""
+        kv = "" if self.kv_is_default else f"-kv-{self.dtype.kv_dtype}"
+        return f"{self.gpu.id}{gpus}-{self.model.id}-{self.dtype.id}{kv}"
 
     @property
     def label(self) -> str:
-        """'H100 SXM · Llama 3.1 8B · BF16', as the beats' subtitles show it."""
-        return f"{self.gpu.short_name} · {self.model.name} · {self.dtype.name}"
+        """'H100 · Llama 3.1 8B · BF16', '4× H100 · Llama 3.1 70B · BF16 · KV FP8', as the beats' subtitles show it."""
+        gpus = f"{self.gpus}× " if self.gpus > 1 else ""
+        kv = "" if self.kv_is_default else f" · KV {self.dtype.kv_dtype.upper()}"
+        return f"{gpus}{self.gpu.short_name} · {self.model.name} · {self.dtype.name}{kv}"
 
 
 @dataclass(frozen=True)
 class SpecSheet:
-    """The film's GPU running the film's model in its data type."""
+    """The film's GPUs running the film's model in its data type. Per-GPU figures unless named total."""
 
-    peak_flops: float          # at the arithmetic format the choice runs in (dense)
-    memory_bandwidth: float    # bytes/s
-    memory_bytes: float
+    peak_flops: float          # one GPU, at the arithmetic format the choice runs in (dense)
+    memory_bandwidth: float    # one GPU, bytes/s
+    memory_bytes: float        # one GPU
     sm_count: int
     ridge_ops_per_byte: float  # peak / bandwidth
-    parameters: int
-    weight_bytes: float
-    kv_bytes_per_token: float
+    parameters: int            # the model's total
+    weight_bytes: float        # all of them
+    kv_bytes_per_token: float  # the whole model's
+    gpus: int              # T
+    total_peak_flops: float       # T x peak
+    total_bandwidth: float        # T x bandwidth
+    interconnect_bandwidth: float  # bytes/s per GPU, one direction
+    allreduce_latency_seconds: float
+    allreduce_latency_is_assumption: bool
+    active_parameters: float      # what one token uses (= parameters for a dense model)
+    experts: int                    # routed experts per MoE layer (0: dense)
+    experts_per_token: int
+    weight_bytes_per_gpu: float
+    kv_bytes_per_token_per_gpu: float
+    kv_dtype: str              # the KV cache's format
 
 
 # -- the numbers, by beat topic ------------------------------------------------------------------
@@ -94,6 +122,8 @@ class PrefillNumbers:
     attention_fraction: float
     ops_per_byte: float
     compute_utilisation: float
+    communication_seconds: float  # the all-reduces, on several GPUs
+    communication_fraction: float
 
 
 @dataclass(frozen=True)
@@ -101,12 +131,18 @@ class DecodeNumbers:
     """One token at batch 1 with nothing cached (the decode beat)."""
 
     ops_per_token: float
-    bytes_per_token: float
+    bytes_per_token: float     # every GPU's bytes together
     step_seconds: float
     compute_seconds: float
     tokens_per_second: float
-    ops_per_byte: float
+    ops_per_byte: float        # per GPU
     compute_utilisation: float
+    bytes_per_gpu: float
+    weight_bytes_read: float   # the weights one token reads (a mixture of experts: only its experts')
+    experts_read: float        # experts per MoE layer one token reads (K)
+    memory_seconds: float
+    communication_seconds: float
+    communication_fraction: float
 
 
 @dataclass(frozen=True)
@@ -126,6 +162,10 @@ class BatchNumbers:
     ops_per_byte_limit: float | None  # what an endless batch tends to; None: no limit (nothing cached)
     ridge_value_size: int         # as many users as the ridge's value ...
     ridge_value_ops_per_byte: float  # ... and the intensity they reach
+    bytes_per_gpu: float
+    weight_bytes_read: float   # the weights the batch's tokens read together
+    experts_read: float        # distinct experts per MoE layer the batch touches (expected)
+    communication_seconds: float
 
 
 @dataclass(frozen=True)
@@ -139,6 +179,7 @@ class LongPromptNumbers:
     attention_seconds: float
     linear_seconds: float
     kv_bytes: float
+    communication_seconds: float
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import TypeVar
 
 from render.errors import FilmError, unknown_name_error
 from render.files import DATA_DIR
+from render.specs.architecture import count_parameters
 from render.specs.types import DataType, Gpu, Model
 from render.specs.yamlio import YamlList, YamlMap, check_fields, display_path, load_yaml
 
@@ -22,12 +23,21 @@ GPU_FIELDS = {
     "id": str, "name": str, "short_name": str, "spoken_name": str, "article": str,
     "bf16_flops": NUMBER, "fp8_flops": MAYBE_NUMBER, "bandwidth": NUMBER,
     "memory_gib": NUMBER, "sm_count": int, "source": str,
+    "interconnect_bandwidth": NUMBER, "allreduce_latency_seconds": NUMBER, "allreduce_latency_is_assumption": bool,
+    "interconnect_source": str,
 }
 MODEL_FIELDS = {
     "id": str, "name": str, "spoken_name": str, "layers": int, "hidden_size": int,
     "attention_heads": int, "kv_heads": int, "head_dim": int, "ffn_size": int,
     "vocab_size": int, "tied_embeddings": bool, "qkv_bias": bool, "parameters": int, "source": str,
 }
+MODEL_OPTIONAL = {
+    "architecture": str, "qk_norm": bool, "experts": int, "experts_per_token": int, "expert_ffn_size": int,
+    "shared_experts": int, "dense_layers": int, "router_bias": bool, "q_lora_rank": int, "kv_lora_rank": int,
+    "qk_rope_head_dim": int, "v_head_dim": int,
+}
+# A config whose counted parameters are further than this from its published total has a typo.
+PARAMETER_TOLERANCE = 0.001
 DTYPE_FIELDS = {
     "id": str, "name": str, "spoken_name": str, "bytes_per_weight": NUMBER, "arithmetic": str,
     "weight_only": bool, "kv_dtype": str, "kv_bytes": NUMBER, "source": str,
@@ -139,12 +149,14 @@ class Catalog:
 def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
     data_dir = Path(data_dir)
     gpus = {gpu.id: gpu for gpu in load_entries(data_dir / "gpus.yaml", "gpus", "GPU", GPU_FIELDS, Gpu)}
-    models = {m.id: m for m in load_entries(data_dir / "models.yaml", "models", "model", MODEL_FIELDS, Model)}
+    models = {m.id: m for m in load_entries(data_dir / "models.yaml", "models", "model", MODEL_FIELDS, Model,
+                                            MODEL_OPTIONAL)}
     dtypes = {d.id: d for d in load_entries(data_dir / "dtypes.yaml", "dtypes", "data type", DTYPE_FIELDS, DataType)}
     return Catalog(gpus, models, dtypes, data_dir / "measured", data_dir)
 
 
-def load_entries(path: Path, top_key: str, kind: str, fields: dict, make: type[T]) -> list[T]:
+def load_entries(path: Path, top_key: str, kind: str, fields: dict, make: type[T],
+                 optional: dict | None = None) -> list[T]:
     document = load_yaml(path)
     if not isinstance(document, YamlMap) or top_key not in document:
         raise FilmError(f"{display_path(path)}: expected a top-level '{top_key}:' list")
@@ -155,12 +167,16 @@ def load_entries(path: Path, top_key: str, kind: str, fields: dict, make: type[T
         label = f"{kind} {entry.get('id', index + 1)!r}" if isinstance(entry, dict) else f"{kind} {index + 1}"
         if not isinstance(entry, YamlMap):
             raise FilmError(f"{entries.where(index)}: {label} should be a mapping of keys to values")
-        check_fields(entry, label, fields)
+        check_fields(entry, label, fields, optional)
         if entry["id"] in seen:
             raise FilmError(f"{entry.where('id')}: {label} is defined twice (first at line {seen[entry['id']]})")
         seen[entry["id"]] = entry.key_lines["id"]
         check_entry(entry, kind, label)
-        result.append(make(**{key: entry[key] for key in fields}))
+        given = {key: entry[key] for key in optional or {} if entry.get(key) is not None}
+        made = make(**{key: entry[key] for key in fields}, **given)
+        if kind == "model":
+            check_parameter_count(made, entry, label)
+        result.append(made)
     return result
 
 
@@ -172,12 +188,19 @@ BOUNDS = {
         "bandwidth": (1e10, 1e14, "bytes/s (10 GB/s to 100 TB/s)"),
         "memory_gib": (1, 100_000, "GiB"),
         "sm_count": (1, 10_000, "streaming multiprocessors"),
+        "interconnect_bandwidth": (1e9, 1e14, "bytes/s per GPU and direction (1 GB/s to 100 TB/s)"),
+        "allreduce_latency_seconds": (1e-7, 1e-2, "seconds (0.1 µs to 10 ms)"),
     },
     "model": {
         "layers": (1, 1_000, "layers"), "hidden_size": (64, 1_000_000, "values"),
         "attention_heads": (1, 10_000, "heads"), "kv_heads": (1, 10_000, "heads"),
         "head_dim": (8, 4_096, "values"), "ffn_size": (64, 10_000_000, "values"),
         "vocab_size": (100, 10_000_000, "tokens"), "parameters": (1e6, 1e14, "parameters"),
+        "experts": (0, 100_000, "experts"), "experts_per_token": (0, 1_000, "experts"),
+        "expert_ffn_size": (0, 10_000_000, "values"), "shared_experts": (0, 1_000, "experts"),
+        "dense_layers": (0, 1_000, "layers"), "q_lora_rank": (0, 1_000_000, "values"),
+        "kv_lora_rank": (0, 1_000_000, "values"), "qk_rope_head_dim": (0, 4_096, "values"),
+        "v_head_dim": (0, 4_096, "values"),
     },
     "data type": {
         "bytes_per_weight": (0.0625, 8, "bytes"), "kv_bytes": (0.0625, 8, "bytes"),
@@ -193,7 +216,7 @@ MEASURED_BOUNDS = {
 def check_range(mapping: YamlMap, key: str, label: str, bounds: tuple[float, float, str]) -> None:
     """A number must be finite and within its physical bounds; the message says which and why."""
     low, high, unit = bounds
-    value = mapping[key]
+    value = mapping.get(key)
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return
     if not math.isfinite(value) or not low <= value <= high:
@@ -217,8 +240,47 @@ def check_entry(entry: YamlMap, kind: str, label: str) -> None:
             f"{entry.where('arithmetic')}: {label}: 'arithmetic' must be one of "
             f"{', '.join(ARITHMETIC_FORMATS)}, not {entry['arithmetic']!r}"
         )
-    if kind == "model" and entry["attention_heads"] % entry["kv_heads"]:
+    if kind == "model":
+        check_model_entry(entry, label)
+
+
+def check_model_entry(entry: YamlMap, label: str) -> None:
+    """What makes an architecture impossible: heads that do not group, experts that do not add up."""
+    if entry["attention_heads"] % entry["kv_heads"]:
         raise FilmError(f"{entry.where('kv_heads')}: {label}: attention_heads must be a multiple of kv_heads")
+    experts = entry.get("experts") or 0
+    if experts:
+        per_token = entry.get("experts_per_token") or 0
+        if not 1 <= per_token <= experts:
+            raise FilmError(f"{entry.where('experts_per_token' if 'experts_per_token' in entry else 'experts')}: "
+                            f"{label}: a mixture of experts needs experts_per_token from 1 to its {experts} experts")
+        if not entry.get("expert_ffn_size"):
+            raise FilmError(f"{entry.where('experts')}: {label}: a mixture of experts needs expert_ffn_size "
+                            f"(the config's moe_intermediate_size, or intermediate_size for Mixtral)")
+        if (entry.get("dense_layers") or 0) >= entry["layers"]:
+            raise FilmError(f"{entry.where('dense_layers')}: {label}: dense_layers must be fewer than its "
+                            f"{entry['layers']} layers")
+    else:
+        moe_keys = [key for key in ("experts_per_token", "expert_ffn_size", "shared_experts", "dense_layers")
+                    if entry.get(key)]
+        if moe_keys:
+            raise FilmError(f"{entry.where(moe_keys[0])}: {label}: {moe_keys[0]} is set but experts is not; "
+                            f"a dense model has neither")
+    if entry.get("kv_lora_rank"):
+        rope, head = entry.get("qk_rope_head_dim") or 0, entry["head_dim"]
+        if not 0 < rope < head or not entry.get("v_head_dim"):
+            raise FilmError(f"{entry.where('kv_lora_rank')}: {label}: latent attention (kv_lora_rank) needs "
+                            f"qk_rope_head_dim below head_dim (the no-position plus the rotary width) and v_head_dim")
+
+
+def check_parameter_count(model: Model, entry: YamlMap, label: str) -> None:
+    """The published total must be what the architecture implies: a mistyped size shows up here."""
+    counted = count_parameters(model).total
+    if abs(counted - model.parameters) > PARAMETER_TOLERANCE * model.parameters:
+        raise FilmError(
+            f"{entry.where('parameters')}: {label}: its architecture has {counted:,} parameters but "
+            f"'parameters' says {model.parameters:,} ({(counted / model.parameters - 1) * 100:+.2f}%); check the "
+            f"sizes against the model's config.json (or import it: film model import config.json)")
 
 
 def load_measured(path: Path) -> MeasuredDataset:

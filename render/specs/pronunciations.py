@@ -12,12 +12,16 @@ from render.specs.yamlio import YamlMap, check_fields, display_path, load_yaml
 Pronunciations = Sequence[tuple[str, str]]
 
 
-def load_pronunciations(path: Path, named: Iterable[tuple[str, str]] = ()) -> tuple[tuple[str, str], ...]:
+def load_pronunciations(path: Path, named: Iterable[tuple[str, str]] = (),
+                        countable: Iterable[tuple[str, str]] = ()) -> tuple[tuple[str, str], ...]:
     """The table's entries plus the names the data gives spoken forms (GPUs, models, data types).
 
     Each name also gets its possessive ("H100's" -> "H one hundred's"): hibari reads the
-    bare "H100's" as "H one hundreds".
+    bare "H100's" as "H one hundreds". Countable names (GPUs) also get their plural and its
+    possessive ("four H100s", "four H100s'").
     """
+    countable = list(countable)
+    named = [*named, *countable]
     path = Path(path)
     document = load_yaml(path)
     if not isinstance(document, YamlMap):
@@ -34,6 +38,10 @@ def load_pronunciations(path: Path, named: Iterable[tuple[str, str]] = ()) -> tu
             pairs.setdefault(written, spoken)
     for written, spoken in list(pairs.items()):
         pairs.setdefault(f"{written}'s", f"{spoken}'s")
+    for written, spoken in countable:
+        if written != spoken:
+            pairs.setdefault(f"{written}s", f"{spoken}s")
+            pairs.setdefault(f"{written}s'", f"{spoken}s'")
     return tuple(sorted(pairs.items(), key=lambda pair: (-len(pair[0]), pair[0])))
 
 

@@ -1,15 +1,24 @@
 """The roofline model of LLM inference: every number the film shows, from specs alone.
 
 Pure maths (no Manim, no files). Units are SI throughout: seconds, bytes, operations
-(one multiply-add is two operations), FLOP/s and bytes/s.
+(one multiply-add is two operations), FLOP/s and bytes/s. A `Deployment` is a model in a data
+type, tensor-parallel over T GPUs, each with peak F, bandwidth M and interconnect bandwidth β
+(one direction) and all-reduce latency α.
 
-    time  = max(operations / peak FLOP/s, bytes / bandwidth)
-    ridge = peak FLOP/s / bandwidth                       (operations per byte)
-    prefill of N tokens:   operations = 2PN + 2 L (heads x head_dim) N^2
-                           bytes      = weights + N x KV bytes per token (the cache it writes)
+    time  = max(operations per GPU / F, bytes per GPU / M) + communication   (no overlap assumed)
+    ridge = F / M                                                  (operations per byte, per GPU)
+    P_active: parameters a token uses (all of them for a dense model); W: weight bytes
+    k: KV bytes per token; per GPU k_T = k ceil(kv_heads / T) / kv_heads (heads are split, and
+       replicated when T exceeds them; latent attention's one shared latent is not split)
+    W_read(n): the weight bytes n tokens read; for a mixture of experts (E experts, K per token),
+       shared weights + L_moe E (1 - (1 - K/E)^n) x expert bytes, the experts n tokens touch
+    prefill of N tokens:   operations = 2 P_active N + 2 L (heads x head_dim) N^2, split over T
+                           bytes/GPU  = W_read(N) / T + N k_T (the cache it writes)
     decode step, batch B, C cached tokens per sequence:
-                           operations = 2PB
-                           bytes      = weights + B C x KV bytes per token
+                           operations = 2 P_active B, split over T
+                           bytes/GPU  = W_read(B) / T + B C k_T
+    communication of n tokens (two all-reduces a layer, ring):
+                           2 L (α + 2 (T - 1) / T x n d a / β), a = 2 activation bytes; 0 for T = 1
 """
 
 from __future__ import annotations
@@ -18,37 +27,52 @@ import math
 from dataclasses import dataclass
 
 from render.errors import FilmError
-from render.specs.types import DataType, Gpu, Model
+from render.specs.architecture import ParameterCount, count_parameters
+from render.specs.types import DataType, Deployment, Gpu, Model
+
+ACTIVATION_BYTES = 2  # BF16 activations cross the interconnect whatever the weights' format
+LARGEST_GPU_COUNT = 8  # one server: what "the smallest GPU count that fits" searches
 
 
 @dataclass(frozen=True)
 class Step:
-    """One forward pass: the work it does and the bytes it moves."""
+    """One forward pass: the work it does, the bytes each GPU moves and the tokens it carries."""
 
-    operations: float
-    bytes: float
+    operations: float      # the whole step, all GPUs together
+    bytes: float           # what each GPU reads from (and writes to) its memory
+    tokens: float = 1      # tokens passing through: what the all-reduces carry
+    gpus: int = 1
+
+    @property
+    def operations_per_gpu(self) -> float:
+        return self.operations / self.gpus
 
     @property
     def ops_per_byte(self) -> float:
-        """Arithmetic intensity."""
-        return self.operations / self.bytes
+        """Arithmetic intensity on each GPU: where the step sits on one GPU's roofline."""
+        return self.operations_per_gpu / self.bytes
 
 
 @dataclass(frozen=True)
 class Timing:
-    """A step on a GPU: how long each resource needs, and which one limits it."""
+    """A step on its GPUs: how long each resource needs, which one limits it, and the all-reduces."""
 
     step: Step
     compute_seconds: float
     memory_seconds: float
+    communication_seconds: float = 0.0
 
     @property
     def seconds(self) -> float:
-        return max(self.compute_seconds, self.memory_seconds)
+        return max(self.compute_seconds, self.memory_seconds) + self.communication_seconds
 
     @property
     def bound(self) -> str:
         return "compute" if self.compute_seconds >= self.memory_seconds else "memory"
+
+    @property
+    def communication_fraction(self) -> float:
+        return self.communication_seconds / self.seconds
 
 
 def arithmetic_format(gpu: Gpu, dtype: DataType) -> str:
@@ -67,13 +91,53 @@ def ridge_ops_per_byte(gpu: Gpu, dtype: DataType) -> float:
     return peak_flops(gpu, dtype) / gpu.bandwidth
 
 
+def parameter_count(model: Model) -> ParameterCount:
+    return count_parameters(model)
+
+
+def active_parameters(model: Model) -> float:
+    """What one token computes with: the published total less the routed experts it skips."""
+    count = count_parameters(model)
+    return model.parameters - (count.total - count.active)
+
+
 def weight_bytes(model: Model, dtype: DataType) -> float:
     return model.parameters * dtype.bytes_per_weight
 
 
+def experts_touched(model: Model, tokens: float) -> float:
+    """Distinct experts per MoE layer that `tokens` tokens use, each picking K of E at random:
+    E (1 - (1 - K/E)^n). K for one token, all E for many."""
+    if not model.is_moe:
+        return 0.0
+    if tokens <= 0:
+        return 0.0
+    return model.experts * (1 - (1 - model.experts_per_token / model.experts) ** tokens)
+
+
+def weight_bytes_read(model: Model, dtype: DataType, tokens: float) -> float:
+    """W_read(n): the weight bytes a step of `tokens` tokens reads (all of them for a dense model)."""
+    if not model.is_moe:
+        return weight_bytes(model, dtype)
+    count = count_parameters(model)
+    shared = model.parameters - count.routed  # the published total's rounding counts as shared
+    expert_reads = count.moe_layers * experts_touched(model, tokens) * count.per_expert
+    return (shared + expert_reads) * dtype.bytes_per_weight
+
+
 def kv_bytes_per_token(model: Model, dtype: DataType) -> float:
-    """Keys and values, for every layer and KV head."""
+    """Keys and values for every layer and KV head; latent attention caches one latent and a rotary key."""
+    if model.is_mla:
+        return model.layers * (model.kv_lora_rank + model.qk_rope_head_dim) * dtype.kv_bytes
     return 2 * model.layers * model.kv_heads * model.head_dim * dtype.kv_bytes
+
+
+def kv_bytes_per_token_per_gpu(model: Model, dtype: DataType, gpus: int) -> float:
+    """k_T: the KV heads are split over the GPUs (and replicated when there are more GPUs than heads)."""
+    whole = kv_bytes_per_token(model, dtype)
+    if model.is_mla or gpus == 1:
+        return whole
+    return whole * math.ceil(model.kv_heads / gpus) / model.kv_heads
 
 
 def kv_cache_bytes(model: Model, dtype: DataType, tokens: float) -> float:
@@ -81,8 +145,8 @@ def kv_cache_bytes(model: Model, dtype: DataType, tokens: float) -> float:
 
 
 def prefill_linear_operations(model: Model, tokens: float) -> float:
-    """Two operations per weight per token."""
-    return 2 * model.parameters * tokens
+    """Two operations per weight a token uses, per token."""
+    return 2 * active_parameters(model) * tokens
 
 
 def prefill_attention_operations(model: Model, tokens: float) -> float:
@@ -90,31 +154,47 @@ def prefill_attention_operations(model: Model, tokens: float) -> float:
     return 2 * model.layers * model.attention_width * tokens**2
 
 
-def prefill(model: Model, dtype: DataType, tokens: float) -> Step:
-    operations = prefill_linear_operations(model, tokens) + prefill_attention_operations(model, tokens)
-    return Step(operations, weight_bytes(model, dtype) + kv_cache_bytes(model, dtype, tokens))
-
-
 def prefill_attention_fraction(model: Model, tokens: float) -> float:
     attention = prefill_attention_operations(model, tokens)
     return attention / (attention + prefill_linear_operations(model, tokens))
 
 
-def decode_step(model: Model, dtype: DataType, batch: int = 1, context: float = 0) -> Step:
+def prefill(deployment: Deployment, tokens: float) -> Step:
+    model, dtype, gpus = deployment.model, deployment.dtype, deployment.gpus
+    operations = prefill_linear_operations(model, tokens) + prefill_attention_operations(model, tokens)
+    per_gpu = (weight_bytes_read(model, dtype, tokens) / gpus
+               + tokens * kv_bytes_per_token_per_gpu(model, dtype, gpus))
+    return Step(operations, per_gpu, tokens, gpus)
+
+
+def decode_step(deployment: Deployment, batch: int = 1, context: float = 0) -> Step:
     """One token for each of `batch` sequences, each rereading its own `context` cached tokens."""
-    return Step(
-        2 * model.parameters * batch,
-        weight_bytes(model, dtype) + batch * kv_cache_bytes(model, dtype, context),
-    )
+    model, dtype, gpus = deployment.model, deployment.dtype, deployment.gpus
+    per_gpu = (weight_bytes_read(model, dtype, batch) / gpus
+               + batch * context * kv_bytes_per_token_per_gpu(model, dtype, gpus))
+    return Step(2 * active_parameters(model) * batch, per_gpu, batch, gpus)
 
 
-def time_on(gpu: Gpu, dtype: DataType, step: Step) -> Timing:
-    """The roofline: whichever of arithmetic and memory traffic takes longer."""
-    return Timing(step, step.operations / peak_flops(gpu, dtype), step.bytes / gpu.bandwidth)
+def communication_seconds(deployment: Deployment, tokens: float) -> float:
+    """Tensor parallelism's two all-reduces per layer (after attention and after the MLP), each a
+    fixed latency plus a ring's 2 (T - 1) / T of the activations over one GPU's link."""
+    gpus = deployment.gpus
+    if gpus == 1:
+        return 0.0
+    gpu, model = deployment.gpu, deployment.model
+    transfer = 2 * (gpus - 1) / gpus * tokens * model.hidden_size * ACTIVATION_BYTES / gpu.interconnect_bandwidth
+    return 2 * model.layers * (gpu.allreduce_latency_seconds + transfer)
 
 
-def decode_tokens_per_second(gpu: Gpu, model: Model, dtype: DataType, batch: int = 1, context: float = 0) -> float:
-    return batch / time_on(gpu, dtype, decode_step(model, dtype, batch, context)).seconds
+def time_on(deployment: Deployment, step: Step) -> Timing:
+    """The roofline: whichever of arithmetic and memory traffic takes longer, then the all-reduces."""
+    gpu, dtype = deployment.gpu, deployment.dtype
+    return Timing(step, step.operations_per_gpu / peak_flops(gpu, dtype), step.bytes / gpu.bandwidth,
+                  communication_seconds(deployment, step.tokens))
+
+
+def decode_tokens_per_second(deployment: Deployment, batch: int = 1, context: float = 0) -> float:
+    return batch / time_on(deployment, decode_step(deployment, batch, context)).seconds
 
 
 def latency(ttft_seconds: float, tpot_seconds: float, output_tokens: int) -> float:
@@ -122,34 +202,45 @@ def latency(ttft_seconds: float, tpot_seconds: float, output_tokens: int) -> flo
     return ttft_seconds + (output_tokens - 1) * tpot_seconds
 
 
-def decode_intensity_limit(model: Model, dtype: DataType, context: float) -> float:
-    """Decode's operations per byte as the batch grows without bound: 2P / (C x KV bytes).
+def decode_intensity_limit(deployment: Deployment, context: float) -> float:
+    """Decode's operations per byte on each GPU as the batch grows without bound:
+    2 P_active / (T C k_T). Each sequence brings its own cache, so batching cannot climb past
+    this; infinite at C = 0."""
+    model, dtype, gpus = deployment.model, deployment.dtype, deployment.gpus
+    per_sequence_bytes = context * kv_bytes_per_token_per_gpu(model, dtype, gpus)
+    return math.inf if per_sequence_bytes == 0 else 2 * active_parameters(model) / gpus / per_sequence_bytes
 
-    Each sequence brings its own cache, so batching cannot climb past this; infinite at C = 0.
-    """
-    per_sequence_bytes = kv_cache_bytes(model, dtype, context)
-    return math.inf if per_sequence_bytes == 0 else 2 * model.parameters / per_sequence_bytes
+
+LARGEST_BATCH = 10**9
 
 
-def batch_size_at_ridge(gpu: Gpu, model: Model, dtype: DataType, context: float) -> int | None:
+def batch_size_at_ridge(deployment: Deployment, context: float) -> int | None:
     """The smallest batch whose decode step reaches the ridge, or None if none ever does.
 
-    Solves 2PB / (W + B C k) >= ridge for B:  B >= ridge W / (2P - ridge C k).
-    """
-    ridge = ridge_ops_per_byte(gpu, dtype)
-    headroom = 2 * model.parameters - ridge * kv_cache_bytes(model, dtype, context)
-    if headroom <= 0:
+    Intensity grows with the batch (towards `decode_intensity_limit`), so the answer is found by
+    bisection; for a dense model it is the closed form B >= ridge W / (2P - ridge T C k_T)."""
+    ridge = ridge_ops_per_byte(deployment.gpu, deployment.dtype)
+    if decode_intensity_limit(deployment, context) <= ridge:
         return None
-    batch = math.ceil(ridge * weight_bytes(model, dtype) / headroom)
-    # Guard against rounding at the boundary.
-    while decode_step(model, dtype, batch, context).ops_per_byte < ridge:
-        batch += 1
-    return batch
+
+    def reaches(batch: int) -> bool:
+        return decode_step(deployment, batch, context).ops_per_byte >= ridge
+
+    high = 1
+    while not reaches(high):
+        high *= 2
+        if high > LARGEST_BATCH:
+            return None
+    low = high // 2  # reaches(low) is false, or low is 0
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if reaches(middle) else (middle, high)
+    return high
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """How `gpu` compares with `other`, as ratios gpu / other (above 1: `gpu` has more)."""
+    """How `gpu` compares with `other` (as many of each), as ratios gpu / other (above 1: `gpu` has more)."""
 
     flops_ratio: float
     bandwidth_ratio: float
@@ -157,31 +248,62 @@ class Comparison:
     prefill_speedup: float
 
 
-def compare(gpu: Gpu, other: Gpu, model: Model, dtype: DataType, prompt_tokens: float) -> Comparison:
+def compare(deployment: Deployment, other: Gpu, prompt_tokens: float) -> Comparison:
+    theirs = deployment.on(other)
+    gpu, dtype = deployment.gpu, deployment.dtype
     return Comparison(
         flops_ratio=peak_flops(gpu, dtype) / peak_flops(other, dtype),
         bandwidth_ratio=gpu.bandwidth / other.bandwidth,
-        decode_speedup=decode_tokens_per_second(gpu, model, dtype) / decode_tokens_per_second(other, model, dtype),
-        prefill_speedup=time_on(other, dtype, prefill(model, dtype, prompt_tokens)).seconds
-        / time_on(gpu, dtype, prefill(model, dtype, prompt_tokens)).seconds,
+        decode_speedup=decode_tokens_per_second(deployment) / decode_tokens_per_second(theirs),
+        prefill_speedup=time_on(theirs, prefill(theirs, prompt_tokens)).seconds
+        / time_on(deployment, prefill(deployment, prompt_tokens)).seconds,
     )
 
 
-def memory_needed(model: Model, dtype: DataType, kv_tokens: float) -> float:
-    """Weights plus the KV cache of `kv_tokens` tokens (activations and workspace ignored)."""
-    return weight_bytes(model, dtype) + kv_cache_bytes(model, dtype, kv_tokens)
+def memory_needed_per_gpu(deployment: Deployment, kv_tokens: float) -> float:
+    """Each GPU's share of the weights plus its share of `kv_tokens` tokens of KV cache
+    (activations and workspace ignored)."""
+    model, dtype, gpus = deployment.model, deployment.dtype, deployment.gpus
+    return weight_bytes(model, dtype) / gpus + kv_tokens * kv_bytes_per_token_per_gpu(model, dtype, gpus)
 
 
-def check_fits(gpu: Gpu, model: Model, dtype: DataType, kv_tokens: float, purpose: str = "") -> None:
-    """Refuse a model that cannot be held in one GPU's memory, saying by how much."""
-    needed = memory_needed(model, dtype, kv_tokens)
+def fits(deployment: Deployment, kv_tokens: float) -> bool:
+    return (deployment.model.attention_heads % deployment.gpus == 0
+            and memory_needed_per_gpu(deployment, kv_tokens) <= deployment.gpu.memory_bytes)
+
+
+def smallest_gpu_count(deployment: Deployment, kv_tokens: float, largest: int = LARGEST_GPU_COUNT) -> int | None:
+    """The fewest GPUs (that divide the heads) this deployment fits on, up to `largest`; None if none."""
+    for gpus in range(1, largest + 1):
+        if fits(Deployment(deployment.gpu, deployment.model, deployment.dtype, gpus), kv_tokens):
+            return gpus
+    return None
+
+
+def check_gpu_count(deployment: Deployment) -> None:
+    gpus, heads = deployment.gpus, deployment.model.attention_heads
+    if gpus < 1:
+        raise FilmError(f"GPUS={gpus}: a deployment needs at least one GPU")
+    if heads % gpus:
+        divisors = [t for t in range(1, LARGEST_GPU_COUNT + 1) if heads % t == 0]
+        raise FilmError(f"GPUS={gpus} does not divide {deployment.model.name}'s {heads} attention heads, so tensor "
+                        f"parallelism cannot split them evenly; use GPUS={' or '.join(map(str, divisors))}")
+
+
+def check_fits(deployment: Deployment, kv_tokens: float, purpose: str = "") -> None:
+    """Refuse a deployment that cannot be held in its GPUs' memory, saying by how much."""
+    check_gpu_count(deployment)
+    needed = memory_needed_per_gpu(deployment, kv_tokens)
+    gpu, model, dtype, gpus = deployment.gpu, deployment.model, deployment.dtype, deployment.gpus
     if needed <= gpu.memory_bytes:
         return
-    kv = kv_cache_bytes(model, dtype, kv_tokens)
+    kv = kv_tokens * kv_bytes_per_token_per_gpu(model, dtype, gpus)
     for_what = f" for {purpose}" if purpose else ""
+    on = f"one {gpu.name}" if gpus == 1 else f"{gpus} × {gpu.name}"
+    each = "" if gpus == 1 else " per GPU"
     raise FilmError(
-        f"{model.name} in {dtype.name} does not fit on one {gpu.name}: it needs "
-        f"{needed / 1e9:.1f} GB ({weight_bytes(model, dtype) / 1e9:.1f} GB of weights + "
+        f"{model.name} in {dtype.name} does not fit on {on}: it needs "
+        f"{needed / 1e9:.1f} GB{each} ({weight_bytes(model, dtype) / gpus / 1e9:.1f} GB of weights + "
         f"{kv / 1e9:.1f} GB of KV cache{for_what}), and the GPU has "
         f"{gpu.memory_bytes / 1e9:.1f} GB ({gpu.memory_gib:g} GiB)."
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 GIB = 2**30
 
@@ -20,6 +20,10 @@ class Gpu:
     memory_gib: float
     sm_count: int
     source: str
+    interconnect_bandwidth: float        # GPU-to-GPU bytes/s per GPU, in one direction
+    allreduce_latency_seconds: float     # the fixed cost of one all-reduce, whatever its size
+    allreduce_latency_is_assumption: bool
+    interconnect_source: str
 
     @property
     def memory_bytes(self) -> float:
@@ -28,6 +32,9 @@ class Gpu:
 
 @dataclass(frozen=True)
 class Model:
+    """A transformer as its Hugging Face config.json describes it (render/specs/architecture.py
+    counts its parameters). Fields after `source` default to a dense, grouped-query model."""
+
     id: str
     name: str
     spoken_name: str
@@ -35,29 +42,49 @@ class Model:
     hidden_size: int
     attention_heads: int
     kv_heads: int
-    head_dim: int
-    ffn_size: int
+    head_dim: int             # query/key width per head (MLA: the no-position part + the rotary part)
+    ffn_size: int             # a dense MLP's intermediate size
     vocab_size: int
     tied_embeddings: bool
     qkv_bias: bool
-    parameters: int
+    parameters: int           # the published total (for an imported config: the counted one)
     source: str
+    architecture: str = "llama"   # the config's model_type
+    qk_norm: bool = False         # Qwen3: an RMS norm on each query and key head
+    # Mixture of experts (experts = 0: a dense model)
+    experts: int = 0              # routed experts per MoE layer
+    experts_per_token: int = 0    # of those, how many each token uses
+    expert_ffn_size: int = 0      # one expert's intermediate size
+    shared_experts: int = 0       # experts every token uses (DeepSeek)
+    dense_layers: int = 0         # layers whose MLP is dense in a MoE model (DeepSeek's first three)
+    router_bias: bool = False     # a per-expert bias on the router (DeepSeek-V3's score correction)
+    # Multi-head latent attention (kv_lora_rank = 0: ordinary grouped-query attention)
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers if self.is_moe else 0
+
+    @property
+    def value_head_dim(self) -> int:
+        return self.v_head_dim or self.head_dim
 
     @property
     def attention_width(self) -> int:
-        """heads x head_dim: the width of the query and output projections (d for Llama)."""
-        return self.attention_heads * self.head_dim
-
-    def architecture_parameters(self) -> int:
-        """The parameter count implied by the config, to check the published one against."""
-        d, kv_width = self.hidden_size, self.kv_heads * self.head_dim
-        attention = 2 * d * self.attention_width + 2 * d * kv_width
-        if self.qkv_bias:
-            attention += self.attention_width + 2 * kv_width
-        mlp = 3 * d * self.ffn_size  # gate, up and down projections
-        norms = 2 * d
-        embeddings = self.vocab_size * d * (1 if self.tied_embeddings else 2)
-        return self.layers * (attention + mlp + norms) + embeddings + d  # + final norm
+        """heads x the mean of the key and value head widths: the N^2 attention work per layer is
+        2 x this x N^2 (d for Llama: heads x head_dim)."""
+        return self.attention_heads * (self.head_dim + self.value_head_dim) // 2
 
 
 @dataclass(frozen=True)
@@ -71,3 +98,48 @@ class DataType:
     kv_dtype: str
     kv_bytes: float
     source: str
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A model served in one data type, tensor-parallel over `gpus` of one GPU."""
+
+    gpu: Gpu
+    model: Model
+    dtype: DataType      # the weights' format; its kv_dtype/kv_bytes: the KV cache's
+    gpus: int = 1
+
+    def on(self, gpu: Gpu) -> "Deployment":
+        """The same deployment on another GPU (as many of them)."""
+        return Deployment(gpu, self.model, self.dtype, self.gpus)
+
+    def with_dtype(self, dtype: DataType) -> "Deployment":
+        """The same deployment with other weights, keeping this one's KV cache format."""
+        return Deployment(self.gpu, self.model, kv_cache_in(dtype, self.dtype), self.gpus)
+
+
+def kv_cache_in(dtype: DataType, kv: DataType) -> DataType:
+    """`dtype`'s weights with `kv`'s KV cache format (KV_DTYPE=)."""
+    if (dtype.kv_dtype, dtype.kv_bytes) == (kv.kv_dtype, kv.kv_bytes):
+        return dtype
+    return replace(dtype, kv_dtype=kv.kv_dtype, kv_bytes=kv.kv_bytes)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What the narration names: one GPU ("an H100") or several of it ("four H100s")."""
+
+    gpu: Gpu
+    count: int = 1
+
+    @property
+    def id(self) -> str:
+        return self.gpu.id
+
+    @property
+    def short_name(self) -> str:
+        return self.gpu.short_name
+
+    @property
+    def article(self) -> str:
+        return self.gpu.article
