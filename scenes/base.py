@@ -295,6 +295,12 @@ class BeatScene(Scene):
     def seconds_until(self, name: str) -> float:
         return self.cue(name) - self.now
 
+    def hold_for_payoff(self, payoff: float, offset: float = 0.1) -> None:
+        """Wait for the speech to end (plus `offset`) before a payoff of `payoff` seconds, but no
+        later than leaves it time to finish: a long narration (a big deployment's extra clause)
+        must not cut the payoff short, since the next beat starts from its finished picture."""
+        self.wait_for(min(self.cue("speech-end") + offset, self.cue("end") - payoff - 0.05) - self.now)
+
     def hold_until(self, name: str, offset: float = 0.0) -> None:
         """Keep the picture as it is until cue `name` (plus `offset` seconds), if that is still ahead."""
         self.wait_for(self.cue(name) + offset - self.now)

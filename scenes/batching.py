@@ -10,6 +10,7 @@ from manim import (DOWN, LEFT, RIGHT, UP, FadeIn, FadeOut, FadeTransform, Indica
 from render import formatting as fmt
 from scenes.base import BeatScene
 from scenes.helpers import Counter, RooflineChart, WeightsWall, get_caption, get_formula, get_text, get_title, tex_text
+from scenes.sluice_and_tap import wall_label
 from scenes.the_roofline import axis_ranges, roofline_ending
 from scenes.style import HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE
 
@@ -40,8 +41,8 @@ class Batching(BeatScene):
         plan, spec = self.plan, self.plan.spec
         decode, batch = plan.numbers.decode, plan.numbers.batch
         title = get_title(self.beat.title, plan.choice.label)
-        wall = WeightsWall(f"{fmt.gigabytes(spec.weight_bytes, short=True)} of weights", width=WALL_WIDTH,
-                           height=WALL_HEIGHT, rows=8, cols=7)
+        wall = WeightsWall(wall_label(self), width=WALL_WIDTH, height=WALL_HEIGHT, rows=8, cols=7, shares=spec.gpus,
+                           experts=spec.experts)
         wall.move_to(LEFT * 3.5 + UP * 0.9)
         x_range, y_range = axis_ranges(plan)
         chart = RooflineChart(spec.peak_flops, spec.memory_bandwidth, x_range, y_range, width=5.0, height=3.2)
@@ -73,8 +74,9 @@ class Batching(BeatScene):
         counters = VGroup(step, throughput).arrange(RIGHT, buff=0.8).next_to(users_label, DOWN, buff=0.35)
         counters.set_x(VGroup(wall.bricks, stacks).get_x())
         # What one step reads: the weights once, and every sequence's own cache.
-        per_step = get_formula(r"\text{bytes per step}", "=", (r"W", MEMORY), "+", (r"B\,C\,k", KV_CACHE))
-        per_step_values = get_formula("=", (tex_text(fmt.gigabytes(spec.weight_bytes, short=True)), MEMORY), "+",
+        weights = r"W_\text{read}" if spec.experts else "W"  # a mixture of experts reads the experts its batch wakes
+        per_step = get_formula(r"\text{bytes per step}", "=", (weights, MEMORY), "+", (r"B\,C\,k", KV_CACHE))
+        per_step_values = get_formula("=", (tex_text(fmt.gigabytes(batch.weight_bytes_read, short=True)), MEMORY), "+",
                                       (tex_text(fmt.gigabytes(batch.kv_bytes, short=True)), KV_CACHE))
         bytes_sum = VGroup(per_step, per_step_values).arrange(DOWN, aligned_edge=LEFT, buff=0.2)
         bytes_sum.next_to(chart.x_title, DOWN, buff=0.35).set_x(chart.axes.get_x())
@@ -84,8 +86,11 @@ class Batching(BeatScene):
         self.ambient = lambda: Indicate(point[0], scale_factor=1.6)
         self.at("users", LaggedStart(*[FadeIn(stack, shift=UP * 0.1) for stack in stacks], lag_ratio=0.02),
                 FadeIn(users_label), run_time=1.2)
-        self.ambient = lambda: wall.sweep(run_time=1.2, extra=stacks)  # one read serves every user
-        self.at("one-read", wall.sweep(run_time=1.2, extra=stacks), Write(per_step), run_time=1.2)
+        def read_once(run_time: float):  # one step's read serves every user (and wakes their experts)
+            return wall.sweep(run_time=run_time, extra=stacks, experts=batch.experts_read)
+
+        self.ambient = lambda: read_once(1.2)
+        self.at("one-read", read_once(1.2), Write(per_step), run_time=1.2)
         self.play(FadeIn(per_step_values, shift=UP * 0.1), run_time=0.5)
         batched = chart.dot(batch.ops_per_byte, MEMORY,
                             f"batch {fmt.count(batch.size)}\n{fmt.ops_per_byte(batch.ops_per_byte, short=True)}",
@@ -93,8 +98,7 @@ class Batching(BeatScene):
         self.at("step", step.count_to(batch.step_seconds), point[0].animate.move_to(batched[0].get_center()),
                 FadeOut(point[1]), run_time=1.4)
         self.play(FadeIn(batched[1]), run_time=0.3)
-        self.at("throughput", throughput.count_to(batch.tokens_per_second), wall.sweep(run_time=1.0, extra=stacks),
-                run_time=1.4)
+        self.at("throughput", throughput.count_to(batch.tokens_per_second), read_once(1.0), run_time=1.4)
 
         # The closing remark: even as many users as the ridge's value leave decode below the ridge.
         ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte)}")
@@ -104,5 +108,4 @@ class Batching(BeatScene):
         self.at("speech-end", FadeIn(ridge), FadeIn(many, scale=1.5), Write(remark), offset=-1.0, lead=0)
         # The payoff: the sweep keeps serving every user's stack, one read a step.
         while self.seconds_until("end") > 1.4:
-            self.play(wall.sweep(run_time=1.2, extra=stacks), Indicate(stacks, color=HIGHLIGHT, scale_factor=1.0),
-                      run_time=1.2)
+            self.play(read_once(1.2), Indicate(stacks, color=HIGHLIGHT, scale_factor=1.0), run_time=1.2)

@@ -1,8 +1,9 @@
 """The film's recurring objects, each drawn by exactly one builder so it looks the same in every beat.
 
 get_text / get_title   text in the film's one font
-Chip                   the GPU: a grid of streaming multiprocessors that light up when busy
-WeightsWall            the model's weights as a wall of bricks; a read is a band sweeping across it
+Chip                   the GPU (or several): grids of streaming multiprocessors that light up when busy
+WeightsWall            the model's weights as a wall of bricks (split per GPU; a mixture of experts as
+                       a grid of expert tiles); a read is a band sweeping across it
 KVStack                the KV cache: accent bricks stacked beside the wall, one stack per sequence
 RooflineChart          log-log roofline: memory slope, ridge, compute roof, and points on it
 Counter                a number that counts to its value, with its unit, via the shared formatter
@@ -18,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 from manim import (DOWN, LEFT, PI, RIGHT, UL, UP, Animation, AnimationGroup, DashedLine, Dot, FadeIn, FadeOut,
                    Line, MathTex, Rectangle, RoundedRectangle, Square, Succession, Text, ValueTracker, VGroup,
-                   always_redraw, interpolate_color, ManimColor)
+                   always_redraw, interpolate_color, ManimColor, there_and_back)
 
 from scenes.style import (BACKGROUND, BODY_SIZE, COMPUTE, FONT, FORMULA_SIZE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY,
                           MUTED, NUMBER_SIZE, PANEL, SAFE_LEFT, SAFE_TOP, SMALL_SIZE, TEXT, TITLE_SIZE)
@@ -79,40 +80,65 @@ def grid_shape(count: int) -> tuple[int, int]:
     return rows, math.ceil(count / rows)
 
 
-class Chip(VGroup):
-    """A GPU: one small square per streaming multiprocessor inside a package outline."""
+# Core squares drawn across all chips at most: eight chips of 132 SMs would be a thousand shapes
+# for Cairo to fill every frame, so a chip among many draws a coarser grid (its label keeps the count).
+MOST_CORES_DRAWN = 320
 
-    def __init__(self, cores: int, label: str = "", width: float = 3.4, **kwargs):
+
+class Chip(VGroup):
+    """A GPU, or `count` of them side by side: one small square per streaming multiprocessor
+    inside a package outline each. Lighting a share lights that share of every chip (tensor
+    parallelism gives each GPU the same slice of every layer)."""
+
+    def __init__(self, cores: int, label: str = "", width: float = 3.4, count: int = 1, **kwargs):
         super().__init__(**kwargs)
-        rows, cols = grid_shape(cores)
-        side = width / cols * 0.8
-        self.cores = VGroup(*[Square(side, stroke_width=0, fill_color=IDLE, fill_opacity=1) for _ in range(cores)])
-        self.cores.arrange_in_grid(rows, cols, buff=side * 0.25)
-        self.package = RoundedRectangle(corner_radius=0.15, width=self.cores.width + 0.4,
-                                        height=self.cores.height + 0.4, stroke_color=MUTED, stroke_width=2,
-                                        fill_color=PANEL, fill_opacity=1).move_to(self.cores)
-        self.add(self.package, self.cores)
+        per_chip = min(cores, max(8, MOST_CORES_DRAWN // count))
+        columns = 1 if count == 1 else 2 if count <= 4 else 4
+        rows_of_chips = math.ceil(count / columns)
+        chip_width = width / columns * (1 if count == 1 else 0.9)
+        rows, cols = grid_shape(per_chip)
+        side = chip_width / cols * 0.8
+        self.chips = VGroup()
+        for _ in range(count):
+            cores_group = VGroup(*[Square(side, stroke_width=0, fill_color=IDLE, fill_opacity=1)
+                                   for _ in range(per_chip)])
+            cores_group.arrange_in_grid(rows, cols, buff=side * 0.25)
+            margin = 0.4 if count == 1 else 0.2
+            package = RoundedRectangle(corner_radius=0.15 if count == 1 else 0.08, width=cores_group.width + margin,
+                                       height=cores_group.height + margin, stroke_color=MUTED, stroke_width=2,
+                                       fill_color=PANEL, fill_opacity=1).move_to(cores_group)
+            self.chips.add(VGroup(package, cores_group))
+        if count > 1:
+            self.chips.arrange_in_grid(rows_of_chips, columns, buff=0.18)
+            one_chip_height = width / grid_shape(cores)[1] * 0.8 * 1.25 * grid_shape(cores)[0] + 0.4
+            if self.chips.height > 0.88 * one_chip_height:  # no taller than one chip: the stage keeps its layout
+                self.chips.scale_to_fit_height(0.88 * one_chip_height)
+        self.package = VGroup(*[chip[0] for chip in self.chips]) if count > 1 else self.chips[0][0]
+        self.cores = VGroup(*[core for chip in self.chips for core in chip[1]])
+        self.per_chip = per_chip
+        self.add(self.chips)
         if label:
-            self.label = get_text(label, LABEL_SIZE, MUTED).next_to(self.package, DOWN, buff=0.15)
+            self.label = get_text(label, LABEL_SIZE, MUTED).next_to(self.chips, DOWN, buff=0.15)
             self.add(self.label)
 
     idle_color = IDLE
 
     def busy_cores(self, fraction: float) -> int:
-        """The first share of cores (at least one when any work is done)."""
-        return 0 if fraction <= 0 else max(1, round(fraction * len(self.cores)))
+        """The first share of each chip's cores (at least one when any work is done)."""
+        return 0 if fraction <= 0 else max(1, round(fraction * self.per_chip))
+
+    def is_busy(self, index: int, fraction: float) -> bool:
+        return index % self.per_chip < self.busy_cores(fraction)
 
     def light(self, fraction: float, color: str = COMPUTE) -> Animation:
         """Light the busy share of cores; the rest go idle."""
-        busy = self.busy_cores(fraction)
-        return AnimationGroup(*[core.animate.set_fill(color if index < busy else IDLE)
+        return AnimationGroup(*[core.animate.set_fill(color if self.is_busy(index, fraction) else IDLE)
                                 for index, core in enumerate(self.cores)], lag_ratio=0.002)
 
     def light_now(self, fraction: float, color: str = COMPUTE) -> "Chip":
         """The same lighting, at once (for a picture a beat ends on)."""
-        busy = self.busy_cores(fraction)
         for index, core in enumerate(self.cores):
-            core.set_fill(color if index < busy else IDLE)
+            core.set_fill(color if self.is_busy(index, fraction) else IDLE)
         return self
 
     def idle(self) -> Animation:
@@ -123,10 +149,36 @@ class Chip(VGroup):
 
 
 class WeightsWall(VGroup):
-    """The model's weights as bricks; `sweep()` is one full read of them."""
+    """The model's weights as bricks; `sweep()` is one read of them.
 
-    def __init__(self, label: str, width: float = 3.6, height: float = 3.0, rows: int = 9, cols: int = 8, **kwargs):
+    `shares` > 1 splits the wall into that many vertical bands, one per GPU holding its slice.
+    `experts` > 0 draws a mixture of experts: a thin row of shared weights (attention, embeddings,
+    routers) over a grid of expert tiles, one per routed expert; a read lights the shared row and
+    only the experts its tokens touch."""
+
+    def __init__(self, label: str, width: float = 3.6, height: float = 3.0, rows: int = 9, cols: int = 8,
+                 shares: int = 1, experts: int = 0, **kwargs):
         super().__init__(**kwargs)
+        self.experts = experts
+        self.reads = 0  # which experts a read touches rotates from read to read, deterministically
+        if experts:
+            self.bricks, self.tiles = self._experts_wall(width, height, experts)
+        else:
+            self.bricks, self.tiles = self._brick_wall(width, height, rows, cols), VGroup()
+        self.add(self.bricks)
+        self.dividers = VGroup()
+        for share in range(1, shares):
+            x = self.bricks.get_left()[0] + self.bricks.width * share / shares
+            self.dividers.add(Line([x, self.bricks.get_bottom()[1] - 0.06, 0], [x, self.bricks.get_top()[1] + 0.06, 0],
+                                   stroke_color=TEXT, stroke_width=3))
+        self.add(self.dividers)
+        self.label = get_text(label, LABEL_SIZE, MEMORY).next_to(self.bricks, UP, buff=0.15)
+        self.add(self.label)
+        order = np.random.default_rng(experts).permutation(experts) if experts else []
+        self.order = [int(index) for index in order]
+
+    @staticmethod
+    def _brick_wall(width: float, height: float, rows: int, cols: int) -> VGroup:
         brick_w, brick_h = width / cols, height / rows
         bricks = []
         for row in range(rows):
@@ -139,21 +191,46 @@ class WeightsWall(VGroup):
                                   fill_color=MEMORY, fill_opacity=0.55)
                 brick.move_to([x, height / 2 - brick_h / 2 - row * brick_h, 0])
                 bricks.append(brick)
-        self.bricks = VGroup(*bricks)
-        self.add(self.bricks)
-        self.label = get_text(label, LABEL_SIZE, MEMORY).next_to(self.bricks, UP, buff=0.15)
-        self.add(self.label)
+        return VGroup(*bricks)
 
-    def sweep(self, run_time: float = 1.0, color: str = HIGHLIGHT, extra: VGroup | None = None) -> Animation:
-        """A band of light crossing the whole wall (and any KV stacks beside it) once."""
-        covered = VGroup(self.bricks, *( [extra] if extra is not None else []))
+    @staticmethod
+    def _experts_wall(width: float, height: float, experts: int) -> tuple[VGroup, VGroup]:
+        shared = Rectangle(width=width, height=height * 0.1, stroke_width=0, fill_color=MEMORY, fill_opacity=0.55)
+        shared.move_to([0, height / 2 - height * 0.05, 0])
+        rows, cols = grid_shape(experts)
+        cols, rows = max(rows, cols), min(rows, cols)  # wider than tall, like the wall
+        tile_w, tile_h = width / cols, height * 0.86 / rows
+        tiles = VGroup(*[Rectangle(width=tile_w * 0.86, height=tile_h * 0.86, stroke_width=0, fill_color=MEMORY,
+                                   fill_opacity=0.3) for _ in range(experts)])
+        tiles.arrange_in_grid(rows, cols, buff=(tile_w * 0.14, tile_h * 0.14))
+        tiles.next_to(shared, DOWN, buff=height * 0.04)
+        return VGroup(shared, *tiles), tiles
+
+    def touched(self, count: float) -> VGroup:
+        """`count` of the experts (rounded, at least one), a different set on each read."""
+        chosen = max(1, min(self.experts, round(count)))
+        start = (self.reads * chosen) % self.experts
+        self.reads += 1
+        indices = [self.order[(start + offset) % self.experts] for offset in range(chosen)]
+        return VGroup(*[self.tiles[index] for index in indices])
+
+    def sweep(self, run_time: float = 1.0, color: str = HIGHLIGHT, extra: VGroup | None = None,
+              experts: float | None = None) -> Animation:
+        """A band of light crossing the wall (and any KV stacks beside it) once; on a mixture of
+        experts, the `experts` a read touches (per layer, as the plan counts them) light up with it."""
+        covered = VGroup(self.bricks, *([extra] if extra is not None else []))
         band = Rectangle(width=covered.width * 0.08, height=covered.height + 0.2, stroke_width=0,
                          fill_color=color, fill_opacity=0.45)
         band.move_to(covered.get_left() + RIGHT * band.width / 2)
         travel = covered.width - band.width
-        return Succession(FadeIn(band, run_time=run_time * 0.1),
-                          band.animate(run_time=run_time * 0.8).shift(RIGHT * travel),
-                          FadeOut(band, run_time=run_time * 0.1))
+        crossing = Succession(FadeIn(band, run_time=run_time * 0.1),
+                              band.animate(run_time=run_time * 0.8).shift(RIGHT * travel),
+                              FadeOut(band, run_time=run_time * 0.1))
+        if not self.experts or experts is None:
+            return crossing
+        lit = self.touched(experts)
+        return AnimationGroup(crossing, *[tile.animate(run_time=run_time, rate_func=there_and_back)
+                                          .set_fill(color, opacity=0.95) for tile in lit])
 
 
 class KVStack(VGroup):
@@ -198,6 +275,10 @@ class Counter(VGroup):
 
     def count_to(self, value: float) -> Animation:
         return self.tracker.animate.set_value(value)
+
+    def final_width(self, value: float) -> float:
+        """How wide the value will be once it shows `value`."""
+        return get_text(self.formatter(value), self.size, self.color, weight="BOLD").width
 
     def settled(self, value: float) -> "Counter":
         """Already showing `value`, as it is when its beat hands over to the next."""

@@ -109,7 +109,7 @@ class Measured(BeatScene):
         self.at("long", groups[-1][1][0].grow(), run_time=1.2)
 
         # The payoff: each measured wait resolves into its ideal prefill and the rest, network and queueing.
-        self.hold_until("speech-end", offset=0.1)
+        self.hold_for_payoff(0.6 * len(ending.splits))
         for group, split in zip(groups, ending.splits):
             ideal_bar = group[1][1]
             self.play(ReplacementTransform(ideal_bar.rect.copy(), split), run_time=0.6)

@@ -23,7 +23,9 @@ CHIP_AT = LEFT * 1.9 + UP * 0.5
 WALL_AT = RIGHT * 3.9 + UP * 0.35
 TOKENS_AT = LEFT * 5.3 + UP * 0.5
 COUNTERS_AT = RIGHT * 3.3 + DOWN * 2.55
-FORMULA_AT = LEFT * 1.9 + DOWN * 2.95  # the beat's formula, under the chip
+FORMULA_AT = LEFT * 1.9 + DOWN * 2.95  # the beat's formula, under the chip ...
+FORMULA_WIDTH = 4.4                     # ... and clear of the counters
+DIVISION_WIDTH = 5.8                    # the sum the counters become
 
 
 @dataclass
@@ -41,22 +43,79 @@ class Stage:
 
 
 def get_stage(scene: BeatScene, title: str) -> Stage:
-    plan = scene.plan
-    chip = Chip(plan.spec.sm_count, f"{plan.choice.gpu.short_name} · {fmt.count(plan.spec.sm_count)} SMs")
+    plan, spec = scene.plan, scene.plan.spec
+    gpus = spec.gpus
+    chip_label = (f"{plan.choice.times(plan.choice.gpu.short_name)} · {fmt.count(spec.sm_count)} SMs"
+                  + (" each" if gpus > 1 else ""))
+    chip = Chip(spec.sm_count, chip_label, count=gpus)
     chip.move_to(CHIP_AT)
-    wall = WeightsWall(f"{fmt.gigabytes(plan.spec.weight_bytes, short=True)} of weights").move_to(WALL_AT)
+    wall = WeightsWall(wall_label(scene), shares=gpus, experts=spec.experts).move_to(WALL_AT)
     link = Arrow(wall.bricks.get_left(), chip.package.get_right(), buff=0.15, color=MEMORY, stroke_width=5)
     return Stage(get_title(title, plan.choice.label), chip, wall, link)
 
 
-def get_counter_row(*counters: Counter) -> VGroup:
-    """Counters side by side under the wall (two per row when there are more than two)."""
-    row = VGroup(*counters)
+def wall_label(scene: BeatScene) -> str:
+    """The weights' size; on several GPUs, each one's share; for a mixture of experts, its experts."""
+    spec = scene.plan.spec
+    lines = [f"{fmt.gigabytes(spec.weight_bytes, short=True)} of weights"]
+    if spec.experts:
+        lines[0] += f" · {fmt.count(spec.experts)} experts"
+    if spec.gpus > 1:
+        lines.append(f"{fmt.gigabytes(spec.weight_bytes_per_gpu, short=True)} on each GPU")
+    return "\n".join(lines)
+
+
+def times_gpus(scene: BeatScene, text: str) -> str:
+    """A per-GPU figure as the deployment has it: itself on one GPU, 'T × it' on T of them."""
+    gpus = scene.plan.spec.gpus
+    return text if gpus == 1 else f"{gpus} × {text}"
+
+
+@dataclass
+class Division:
+    """A time as the division that made it (plus the all-reduces on several GPUs), then its result:
+    operations ÷ peak ≈ time. `value` indexes the result in `formula`."""
+
+    formula: object
+    value: int
+
+    @property
+    def rest(self) -> list:
+        return [part for index, part in enumerate(self.formula) if index not in (0, self.value)]
+
+
+def get_division(scene: BeatScene, numerator: str, denominator: str, communication: float, result: str,
+                 color: str, then: tuple = ()) -> Division:
+    gpus = scene.plan.spec.gpus
+    below = tex_text(denominator) if gpus == 1 else rf"{gpus} \times {tex_text(denominator)}"
+    parts: list = [rf"\frac{{{tex_text(numerator)}}}{{{below}}}"]
+    if scene.plan.spec.gpus > 1:
+        parts += ["+", (tex_text(fmt.milliseconds(communication, short=True)), MUTED)]
+    parts += [r"\approx", (tex_text(result), color)]
+    value = len(parts) - 1
+    parts += list(then)
+    formula = get_formula(*parts)
+    if formula.width > DIVISION_WIDTH and then:  # what follows goes on a second line
+        VGroup(*formula[value + 1:]).next_to(VGroup(*formula[:value + 1]), DOWN, buff=0.2)
+    if formula.width > DIVISION_WIDTH:  # a fast choice's numbers run long: keep the sum inside the frame
+        formula.scale_to_fit_width(DIVISION_WIDTH)
+    return Division(formula.move_to(COUNTERS_AT), value)
+
+
+def get_counter_row(*counters: tuple[Counter, float]) -> VGroup:
+    """Counters side by side under the wall (two per row when there are more than two), each
+    with the value it will reach: a long final value moves the row right, clear of the formula."""
+    row = VGroup(*[counter for counter, _ in counters])
     if len(counters) > 2:
         row.arrange_in_grid(rows=2, buff=(0.5, 0.3))
     else:
         row.arrange(RIGHT, buff=0.8)
-    return row.move_to(COUNTERS_AT)
+    row.move_to(COUNTERS_AT)
+    left = min(counter.caption.get_x() - counter.final_width(value) / 2 for counter, value in counters)
+    clear_of_formula = FORMULA_AT[0] + FORMULA_WIDTH / 2 + 0.3
+    if left < clear_of_formula:
+        row.shift(RIGHT * (clear_of_formula - left))
+    return row
 
 
 # -- prefill ---------------------------------------------------------------------------------------
@@ -72,11 +131,11 @@ class PrefillEnding:
     peak: object
     bound: object
     busy: object
-    result: object      # 33 trillion ÷ 989 TFLOP/s ≈ 34 ms
+    result: Division    # 33 trillion ÷ 989 TFLOP/s ≈ 34 ms
 
     @property
     def parts(self) -> list:
-        return [*self.stage.parts, self.tokens_label, self.work, self.peak, self.bound, self.busy, self.result]
+        return [*self.stage.parts, self.tokens_label, self.work, self.peak, self.bound, self.busy, self.result.formula]
 
 
 def prefill_ending(scene: BeatScene, title: str) -> PrefillEnding:
@@ -87,15 +146,20 @@ def prefill_ending(scene: BeatScene, title: str) -> PrefillEnding:
     tokens_label.move_to(TOKENS_AT + UP * 1.25)
     work = get_formula(r"\text{operations}", "=", (r"2PN", COMPUTE), "+", (r"2LdN^2", KV_CACHE))
     work.move_to(FORMULA_AT)
-    peak = get_pill(f"peak {fmt.teraflops(plan.spec.peak_flops, short=True)}", COMPUTE)
+    peak = get_pill(f"peak {times_gpus(scene, fmt.teraflops(plan.spec.peak_flops, short=True))}", COMPUTE)
     peak.next_to(stage.chip.package, UP, buff=0.2)
-    bound = get_pill("compute-bound", COMPUTE).next_to(stage.chip, DOWN, buff=0.3)
+    bound = get_pill("compute-bound" if prefill.compute_seconds >= prefill.memory_seconds else "memory-bound",
+                     COMPUTE if prefill.compute_seconds >= prefill.memory_seconds else MEMORY)
+    bound.next_to(stage.chip, DOWN, buff=0.3)
     busy = get_text(f"{fmt.percent(prefill.compute_utilisation, short=True)} of the arithmetic busy",
                     SMALL_SIZE, MUTED).next_to(bound, DOWN, buff=0.15)
-    result = get_formula(rf"\frac{{{tex_text(fmt.large(prefill.ops))}}}"
-                         rf"{{{tex_text(fmt.teraflops(plan.spec.peak_flops, short=True))}}}",
-                         r"\approx", (tex_text(fmt.duration(prefill.seconds, short=True)), COMPUTE))
-    result.move_to(COUNTERS_AT)
+    if prefill.compute_seconds >= prefill.memory_seconds:
+        division = (fmt.large(prefill.ops), fmt.teraflops(plan.spec.peak_flops, short=True))
+    else:  # a memory-bound prefill waits on its bytes, not its arithmetic
+        division = (fmt.gigabytes(prefill.bytes * plan.spec.gpus, short=True),
+                    fmt.bandwidth(plan.spec.memory_bandwidth, short=True))
+    result = get_division(scene, *division, prefill.communication_seconds, fmt.duration(prefill.seconds, short=True),
+                          COMPUTE)
     return PrefillEnding(stage, tokens_label, work, peak, bound, busy, result)
 
 
@@ -117,7 +181,7 @@ class Prefill(BeatScene):
         gate.next_to(tokens, RIGHT, buff=0.2)
         operations = Counter("operations", fmt.large, color=COMPUTE)
         seconds = Counter("time to first token", lambda v: fmt.duration(v, short=True), color=COMPUTE)
-        counters = get_counter_row(operations, seconds)
+        counters = get_counter_row((operations, prefill.ops), (seconds, prefill.seconds))
         self.add(counters)
 
         self.at("one-pass", FadeIn(tokens, shift=RIGHT * 0.3), FadeIn(gate), run_time=0.8)
@@ -126,25 +190,27 @@ class Prefill(BeatScene):
                 run_time=0.8)
         # The gate opens: all tokens pour into the chip at once, every core lights, one sweep of the wall.
         self.at("ops", FadeOut(gate, shift=UP * 0.5), tokens.animate.move_to(stage.chip.cores).scale(0.4).set_opacity(0),
-                stage.chip.light(1.0), stage.wall.sweep(run_time=1.2), operations.appear(),
+                stage.chip.light(1.0), stage.wall.sweep(run_time=1.2, experts=prefill.experts_read), operations.appear(),
                 operations.count_to(prefill.ops), Write(ending.work), run_time=1.4)
-        self.ambient = lambda: stage.wall.sweep(run_time=AMBIENT)
+        self.ambient = lambda: stage.wall.sweep(run_time=AMBIENT, experts=prefill.experts_read)
         self.at("peak", FadeIn(ending.peak, shift=DOWN * 0.2), run_time=0.6)
         self.at("time", seconds.appear(), seconds.count_to(prefill.seconds), run_time=1.2)
         self.at("busy", FadeIn(ending.bound, scale=1.1), FadeIn(ending.busy), run_time=0.6)
 
         # The payoff: the counters assemble into the sum they came from, and one more read of the
         # wall serves every token at once.
-        self.hold_until("speech-end", offset=0.2)
+        self.hold_for_payoff(1.2, offset=0.2)
         for counter in (operations, seconds):
             counter.suspend_updating()
         result = ending.result
-        self.play(ReplacementTransform(operations.value, result[0]), ReplacementTransform(seconds.value, result[2]),
-                  FadeIn(result[1]), FadeOut(operations.caption), FadeOut(seconds.caption), run_time=1.2)
+        self.play(ReplacementTransform(operations.value, result.formula[0]),
+                  ReplacementTransform(seconds.value, result.formula[result.value]),
+                  *[FadeIn(part) for part in result.rest], FadeOut(operations.caption), FadeOut(seconds.caption),
+                  run_time=1.2)
         self.remove(tokens)
         while self.seconds_until("end") > 1.3:
-            self.play(stage.wall.sweep(run_time=1.2), Indicate(result, color=HIGHLIGHT, scale_factor=1.04),
-                      run_time=1.2)
+            self.play(stage.wall.sweep(run_time=1.2, experts=prefill.experts_read),
+                      Indicate(result.formula, color=HIGHLIGHT, scale_factor=1.04), run_time=1.2)
 
 
 # -- decode ----------------------------------------------------------------------------------------
@@ -159,11 +225,11 @@ class DecodeEnding:
     bandwidth: object
     bound: object
     per_token: object   # t = weight bytes ÷ bandwidth
-    result: object      # 16 GB ÷ 3.35 TB/s ≈ 4.8 ms → 209 tokens/s
+    result: Division    # 16 GB ÷ 3.35 TB/s ≈ 4.8 ms → 209 tokens/s
 
     @property
     def parts(self) -> list:
-        return [*self.stage.parts, self.idle, self.bandwidth, self.bound, self.per_token, self.result]
+        return [*self.stage.parts, self.idle, self.bandwidth, self.bound, self.per_token, self.result.formula]
 
     @property
     def lit_core(self):
@@ -177,19 +243,24 @@ def decode_ending(scene: BeatScene, title: str) -> DecodeEnding:
     stage.link.set_color(HIGHLIGHT)
     idle = get_text(f"{fmt.percent(decode.compute_utilisation, short=True)} of the arithmetic busy",
                     SMALL_SIZE, MUTED).next_to(stage.chip, DOWN, buff=0.2)
-    bandwidth = get_pill(fmt.bandwidth(plan.spec.memory_bandwidth, short=True), MEMORY).next_to(stage.link, UP,
-                                                                                                 buff=0.15)
+    bandwidth = get_pill(times_gpus(scene, fmt.bandwidth(plan.spec.memory_bandwidth, short=True)), MEMORY)
+    bandwidth.next_to(stage.link, UP, buff=0.15)
+    bandwidth.set_x((stage.chip.package.get_right()[0] + stage.wall.bricks.get_left()[0]) / 2)  # between, not over, them
     bound = get_pill("memory-bound", MEMORY).next_to(idle, DOWN, buff=0.2)
-    per_token = get_formula(r"t_\text{token}", "=", (r"\frac{\text{weight bytes}}{\text{bandwidth}}", MEMORY))
+    read = r"\text{weights read}" if plan.spec.experts else r"\text{weight bytes}"
+    if plan.spec.gpus == 1:
+        per_token = get_formula(r"t_\text{token}", "=", (rf"\frac{{{read}}}{{\text{{bandwidth}}}}", MEMORY))
+    else:
+        per_token = get_formula(r"t_\text{token}", "=", (rf"\frac{{{read}}}{{T \times \text{{bandwidth}}}}", MEMORY),
+                                "+", (r"\text{all-reduces}", MUTED))
+    if per_token.width > FORMULA_WIDTH:  # beside the counters, not under them
+        per_token.scale_to_fit_width(FORMULA_WIDTH)
     per_token.move_to(FORMULA_AT)
-    result = get_formula(rf"\frac{{{tex_text(fmt.gigabytes(decode.bytes_per_token, short=True))}}}"
-                         rf"{{{tex_text(fmt.bandwidth(plan.spec.memory_bandwidth, short=True))}}}",
-                         r"\approx", (tex_text(fmt.milliseconds(decode.step_seconds, short=True)), MEMORY),
-                         r"\Rightarrow", (tex_text(fmt.tokens_per_second(decode.tokens_per_second, short=True)),
-                                          HIGHLIGHT))
-    if result.width > 5.8:  # a fast choice's numbers run long: keep the sum inside the frame
-        result.scale_to_fit_width(5.8)
-    result.move_to(COUNTERS_AT)
+    result = get_division(scene, fmt.gigabytes(decode.bytes_per_token, short=True),
+                          fmt.bandwidth(plan.spec.memory_bandwidth, short=True), decode.communication_seconds,
+                          fmt.milliseconds(decode.step_seconds, short=True), MEMORY,
+                          then=(r"\Rightarrow", (tex_text(fmt.tokens_per_second(decode.tokens_per_second, short=True)),
+                                                  HIGHLIGHT)))
     return DecodeEnding(stage, idle, bandwidth, bound, per_token, result)
 
 
@@ -210,7 +281,7 @@ class Decode(BeatScene):
             self.add(*before.parts)
             self.play(Transform(before.stage.title, stage.title), before.stage.chip.idle(),
                       *[FadeOut(part) for part in (before.tokens_label, before.work, before.peak, before.bound,
-                                                   before.busy, before.result)], run_time=0.8)
+                                                   before.busy, before.result.formula)], run_time=0.8)
             self.carry_on_with(*stage.parts)
         else:
             self.enter(*stage.parts)
@@ -221,7 +292,8 @@ class Decode(BeatScene):
         operations = Counter("operations per token", fmt.large, color=COMPUTE)
         step = Counter("time per token", lambda v: fmt.milliseconds(v, short=True), color=MEMORY)
         rate = Counter("tokens per second", lambda v: fmt.tokens_per_second(v, short=True).split()[0], color=HIGHLIGHT)
-        counters = get_counter_row(read, operations, step, rate)
+        counters = get_counter_row((read, decode.bytes_per_token), (operations, decode.ops_per_token),
+                                   (step, decode.step_seconds), (rate, decode.tokens_per_second))
         self.add(counters)
 
         def drop() -> Succession:
@@ -231,26 +303,31 @@ class Decode(BeatScene):
                               FadeOut(token, run_time=0.1))
 
         self.at("drip", drop(), run_time=0.7)
-        self.ambient = lambda: AnimationGroup(drop(), wall.sweep(run_time=AMBIENT))  # the tap drips on
-        self.at("weights", wall.sweep(run_time=1.3), read.appear(), read.count_to(decode.bytes_per_token), run_time=1.3)
+        def read_once(run_time: float):  # one token's read: on a mixture of experts, only its experts
+            return wall.sweep(run_time=run_time, experts=decode.experts_read)
+
+        self.ambient = lambda: AnimationGroup(drop(), read_once(AMBIENT))  # the tap drips on
+        self.at("weights", read_once(1.3), read.appear(), read.count_to(decode.bytes_per_token), run_time=1.3)
         self.at("ops", chip.light(decode.compute_utilisation), operations.appear(),
                 operations.count_to(decode.ops_per_token), run_time=1.0)
         self.play(FadeIn(ending.idle), run_time=0.4)
         self.at("bandwidth", FadeIn(ending.bandwidth, shift=DOWN * 0.2), stage.link.animate.set_color(HIGHLIGHT),
                 run_time=0.6)
-        self.at("time", step.appear(), step.count_to(decode.step_seconds), drop(), wall.sweep(run_time=0.9),
+        self.at("time", step.appear(), step.count_to(decode.step_seconds), drop(), read_once(0.9),
                 Write(ending.per_token), run_time=1.0)
         self.at("rate", rate.appear(), rate.count_to(decode.tokens_per_second), FadeIn(ending.bound), drop(),
-                wall.sweep(run_time=0.9), run_time=1.0)
+                read_once(0.9), run_time=1.0)
 
         # The payoff: the counters become the division that made them, while the tap keeps dripping.
-        self.hold_until("speech-end", offset=0.1)
+        self.hold_for_payoff(1.2)
         for counter in (read, operations, step, rate):
             counter.suspend_updating()
         result = ending.result
-        self.play(ReplacementTransform(read.value, result[0]), ReplacementTransform(step.value, result[2]),
-                  ReplacementTransform(rate.value, result[4]), FadeIn(result[1]), FadeIn(result[3]),
+        formula, rate_at = result.formula, len(result.formula) - 1
+        self.play(ReplacementTransform(read.value, formula[0]), ReplacementTransform(step.value, formula[result.value]),
+                  ReplacementTransform(rate.value, formula[rate_at]),
+                  *[FadeIn(part) for index, part in enumerate(formula) if index not in (0, result.value, rate_at)],
                   FadeOut(operations.value), *[FadeOut(counter.caption) for counter in (read, operations, step, rate)],
-                  drop(), wall.sweep(run_time=1.2), run_time=1.2)
+                  drop(), read_once(1.2), run_time=1.2)
         while self.seconds_until("end") > 1.1:
-            self.play(drop(), wall.sweep(run_time=1.0), run_time=1.0)
+            self.play(drop(), read_once(1.0), run_time=1.0)

@@ -31,7 +31,8 @@ def axis_ranges(plan) -> tuple[tuple[float, float], tuple[float, float]]:
     gpus += [(pill.peak_flops, pill.memory_bandwidth) for pill in plan.pills]
     # Two whole decades left of decode: room for its label above the slope, clear of the axis.
     low_x = 10 ** (math.floor(math.log10(plan.numbers.decode.ops_per_byte)) - 2)
-    high_x = 10 ** math.ceil(math.log10(plan.numbers.prefill.ops_per_byte * 3))
+    ridges = [peak / bandwidth for peak, bandwidth in gpus]  # a decade of roof beyond the furthest ridge
+    high_x = 10 ** math.ceil(math.log10(max(plan.numbers.prefill.ops_per_byte * 3, max(ridges) * 4)))
     low_y = 10 ** math.floor(math.log10(min(bandwidth * low_x for _, bandwidth in gpus)))
     high_y = 10 ** math.ceil(math.log10(max(peak for peak, _ in gpus) * 1.5))
     return (low_x, high_x), (low_y, high_y)
@@ -140,14 +141,17 @@ class Roofline(BeatScene):
                                                                 buff=0.1)
         self.at("slope", Indicate(chart.slope, color=HIGHLIGHT, scale_factor=1.0), FadeIn(slope_label), run_time=0.8)
         self.at("prefill", FadeIn(ending.prefill, scale=1.4), run_time=0.7)
-        roof_label = get_pill("compute-bound", COMPUTE).next_to(ending.prefill[1], UP, buff=0.15)
-        self.at("roof", Indicate(chart.roof, color=HIGHLIGHT, scale_factor=1.0), FadeIn(roof_label),
+        on_roof = plan.numbers.prefill.ops_per_byte >= spec.ridge_ops_per_byte
+        roof_label = get_pill("compute-bound" if on_roof else "still memory-bound", COMPUTE if on_roof else MEMORY)
+        roof_label.next_to(ending.prefill[1], UP, buff=0.15)
+        where = chart.roof if on_roof else chart.slope  # the narration says which it sits on
+        self.at("roof", Indicate(where, color=HIGHLIGHT, scale_factor=1.0), FadeIn(roof_label),
                 Write(ending.attainable), run_time=0.9)
         self.at("ridge", Create(ending.ridge[0]), Write(ending.ridge[1]), Write(ending.ridge_sum), FadeOut(slope_label),
                 run_time=1.0)
 
         # The GPU pills: the same model on other GPUs moves the ridge, both points and the sum; then home.
-        self.hold_until("speech-end", offset=0.1)
+        self.hold_for_payoff(0.4)
         self.play(FadeOut(roof_label), Indicate(decode_dot, scale_factor=1.6), run_time=0.4)
         home = (plan.choice.gpu.short_name, spec.peak_flops, spec.memory_bandwidth, spec.ridge_ops_per_byte)
         stops = [(pill.name, pill.peak_flops, pill.memory_bandwidth, pill.ridge_ops_per_byte) for pill in plan.pills]
@@ -181,7 +185,7 @@ class WastedMoney(BeatScene):
     def build(self) -> None:
         plan, spec, n = self.plan, self.plan.spec, self.plan.numbers
         compare, choice = n.compare, plan.choice
-        ours, other = choice.gpu.short_name, compare.gpu.short_name
+        ours, other = choice.times(choice.gpu.short_name), choice.times(compare.gpu.short_name)  # as many of each
         title = get_title(self.beat.title, f"{ours} against {other} · {choice.model.name} · {choice.dtype.name}")
         self.enter(title)
 
@@ -196,8 +200,11 @@ class WastedMoney(BeatScene):
         groups = VGroup()
         for caption, value, compare_value, formatter, color, ratio in metrics:
             longest = max(value, compare_value)
-            bars = VGroup(Bar(ours, formatter(value), 5.2 * value / longest, color),
-                          Bar(other, formatter(compare_value), 5.2 * compare_value / longest, blend(color, MUTED, 0.55)))
+            # A chip's own figures are per GPU; one user's decode is the whole deployment's.
+            names = (ours, other) if caption == "one user's decode" else (choice.gpu.short_name, compare.gpu.short_name)
+            bars = VGroup(Bar(names[0], formatter(value), 5.2 * value / longest, color),
+                          Bar(names[1], formatter(compare_value), 5.2 * compare_value / longest,
+                              blend(color, MUTED, 0.55)))
             bars.arrange(DOWN, buff=0.14, aligned_edge=LEFT)
             heading = get_text(caption, LABEL_SIZE, MUTED).next_to(bars, UP, buff=0.14, aligned_edge=LEFT)
             ratio_pill = get_pill(fmt.times(ratio, short=True), color).next_to(bars, RIGHT, buff=0.5)
@@ -229,7 +236,10 @@ class WastedMoney(BeatScene):
                            fill_color=COMPUTE, fill_opacity=0.9)
         attention = Rectangle(width=width * long_prompt.attention_seconds / total, height=0.8, stroke_width=0,
                               fill_color=KV_CACHE, fill_opacity=0.9)
-        stacked = VGroup(linear, attention).arrange(RIGHT, buff=0).move_to(UP * 0.15)
+        # On several GPUs the all-reduces add their own time, after the arithmetic.
+        talking = Rectangle(width=max(1e-3, width * long_prompt.communication_seconds / total), height=0.8,
+                            stroke_width=0, fill_color=MUTED, fill_opacity=0.9)
+        stacked = VGroup(linear, attention, talking).arrange(RIGHT, buff=0).move_to(UP * 0.15)
         heading = get_text(f"a {fmt.count(long_prompt.tokens)}-token prompt on {ours}: prefill "
                            f"{fmt.duration(total, short=True)}", LABEL_SIZE, TEXT).next_to(stacked, UP, buff=0.35)
         linear_label = get_text(f"linear layers {fmt.duration(long_prompt.linear_seconds, short=True)}",
@@ -238,9 +248,13 @@ class WastedMoney(BeatScene):
             f"attention {fmt.duration(long_prompt.attention_seconds, short=True)} "
             f"({fmt.percent(long_prompt.attention_fraction, short=True)})", SMALL_SIZE, KV_CACHE)
         attention_label.next_to(attention, DOWN, buff=0.2).align_to(attention, RIGHT)
+        talking_label = VGroup()
+        if long_prompt.communication_seconds:
+            talking_label = get_text(f"between GPUs {fmt.duration(long_prompt.communication_seconds, short=True)}",
+                                     SMALL_SIZE, MUTED).next_to(attention_label, DOWN, buff=0.12).align_to(talking, RIGHT)
         # The work itself: two operations per weight per token, and attention's square of the prompt.
         work = get_formula(r"\text{operations}", "=", (r"2PN", COMPUTE), "+", (r"2LdN^2", KV_CACHE))
-        work.next_to(VGroup(linear_label, attention_label), DOWN, buff=0.55)
+        work.next_to(VGroup(linear_label, attention_label, talking_label), DOWN, buff=0.55)
         note = get_text("attention grows with the square of the prompt", SMALL_SIZE, MUTED).next_to(work, DOWN,
                                                                                                     buff=0.25)
 
@@ -249,8 +263,9 @@ class WastedMoney(BeatScene):
         # The linear layers' time fills in while the voice gets to attention.
         self.play(GrowFromEdge(linear, LEFT), FadeIn(linear_label), FadeIn(work[0:3]),
                   run_time=max(0.6, self.seconds_until("attention") - 0.3))
+        talking_in = [GrowFromEdge(talking, LEFT), FadeIn(talking_label)] if long_prompt.communication_seconds else []
         self.at("attention", GrowFromEdge(attention, LEFT), FadeIn(attention_label), FadeIn(work[3:]), FadeIn(note),
-                run_time=0.9)
+                *talking_in, run_time=0.9)
         # The payoff: attention's share and its term in the sum light up together, again and again.
         while self.seconds_until("end") > 1.2:
             self.play(Indicate(attention, color=HIGHLIGHT, scale_factor=1.06), Indicate(work[4], scale_factor=1.3),

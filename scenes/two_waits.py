@@ -125,13 +125,13 @@ class TwoBudgets(BeatScene):
             ttft.lever("trim the prompt", f"{fmt.duration(n.prefill.seconds, short=True)} for "
                                           f"{fmt.count(n.prefill.tokens)} tokens"),
             ttft.lever("cache the prompt prefix", "a cached prefix is not prefilled again"),
-            ttft.lever("more arithmetic", f"{fmt.teraflops(plan.spec.peak_flops, short=True)} on "
-                                          f"{plan.choice.gpu.short_name}"),
+            ttft.lever("more arithmetic", f"{fmt.teraflops(plan.spec.total_peak_flops, short=True)} on "
+                                          f"{plan.choice.times(plan.choice.gpu.short_name)}"),
         ]
         self.at("ttft", LaggedStart(*[FadeIn(lever, shift=RIGHT * 0.2) for lever in ttft_levers], lag_ratio=0.35),
                 run_time=1.5)
         tps_levers = [
-            tps.lever("bandwidth", f"{fmt.bandwidth(plan.spec.memory_bandwidth, short=True)} → "
+            tps.lever("bandwidth", f"{fmt.bandwidth(plan.spec.total_bandwidth, short=True)} → "
                                    f"{fmt.tokens_per_second(n.decode.tokens_per_second, short=True)}"),
             tps.lever("quantisation", f"{n.int8.dtype.name} weights → "
                                       f"{fmt.tokens_per_second(n.int8.tokens_per_second, short=True)}"
@@ -157,8 +157,8 @@ class TwoBudgets(BeatScene):
         choice = plan.choice
         end_card = VGroup(
             get_text(plan.title, TITLE_SIZE * 1.4, TEXT, weight="BOLD"),
-            get_text(f"{choice.gpu.name} · {choice.model.name} · {choice.dtype.name}", BODY_SIZE, HIGHLIGHT),
-            get_text(f"compared with {choice.compare_gpu.name}", SMALL_SIZE, MUTED),
+            get_text(choice.long_label, BODY_SIZE, HIGHLIGHT),
+            get_text(f"compared with {choice.times(choice.compare_gpu.name)}", SMALL_SIZE, MUTED),
             get_text(f"measurements: {plan.measured.dataset.route}", SMALL_SIZE, MUTED),
             get_text("every number computed by a roofline model from datasheet peaks (dense) and model configs",
                      SMALL_SIZE, MUTED),

@@ -59,6 +59,7 @@ def prefill_numbers(deployment: Deployment, tokens: int) -> PrefillNumbers:
         memory_seconds=timing.memory_seconds, attention_fraction=rl.prefill_attention_fraction(model, tokens),
         ops_per_byte=timing.step.ops_per_byte, compute_utilisation=timing.compute_seconds / timing.seconds,
         communication_seconds=timing.communication_seconds, communication_fraction=timing.communication_fraction,
+        experts_read=rl.experts_touched(model, tokens),
     )
 
 

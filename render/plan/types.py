@@ -70,12 +70,23 @@ class Choice:
         kv = "" if self.kv_is_default else f"-kv-{self.dtype.kv_dtype}"
         return f"{self.gpu.id}{gpus}-{self.model.id}-{self.dtype.id}{kv}"
 
+    def times(self, gpu_name: str) -> str:
+        """A GPU's name as the deployment has it: 'H100', or '4× H100' on four."""
+        return f"{self.gpus}× {gpu_name}" if self.gpus > 1 else gpu_name
+
     @property
     def label(self) -> str:
         """'H100 · Llama 3.1 8B · BF16', '4× H100 · Llama 3.1 70B · BF16 · KV FP8', as the beats' subtitles show it."""
-        gpus = f"{self.gpus}× " if self.gpus > 1 else ""
-        kv = "" if self.kv_is_default else f" · KV {self.dtype.kv_dtype.upper()}"
-        return f"{gpus}{self.gpu.short_name} · {self.model.name} · {self.dtype.name}{kv}"
+        return f"{self.times(self.gpu.short_name)} · {self.model.name} · {self.dtype.name}{self.kv_label}"
+
+    @property
+    def long_label(self) -> str:
+        """'H100 SXM · Llama 3.1 8B · BF16', with the GPU's full name (the end card)."""
+        return f"{self.times(self.gpu.name)} · {self.model.name} · {self.dtype.name}{self.kv_label}"
+
+    @property
+    def kv_label(self) -> str:
+        return "" if self.kv_is_default else f" · KV {self.dtype.kv_dtype.upper()}"
 
 
 @dataclass(frozen=True)
@@ -124,6 +135,7 @@ class PrefillNumbers:
     compute_utilisation: float
     communication_seconds: float  # the all-reduces, on several GPUs
     communication_fraction: float
+    experts_read: float           # distinct experts per MoE layer the prompt's tokens touch (expected)
 
 
 @dataclass(frozen=True)
