@@ -222,11 +222,11 @@ class WastedMoney(BeatScene):
             (Indicate(heading, scale_factor=1.05), bars[0].grow(), bars[1].grow(), FadeIn(ratio_pill, shift=LEFT * 0.2))
             for heading, bars, ratio_pill in groups)
         self.at("flops", *flops, run_time=1.0)
-        self.ambient = lambda: Indicate(groups[0][2], scale_factor=1.15)
+        self.ambient = lambda: Indicate(groups[0][1:], scale_factor=1.04)
         self.at("bandwidth", *bandwidth, run_time=1.0)
-        self.ambient = lambda: Indicate(groups[1][2], scale_factor=1.15)
+        self.ambient = lambda: Indicate(groups[1][1:], scale_factor=1.04)
         self.at("decode", *decode, run_time=1.0)
-        self.ambient = lambda: Indicate(groups[2][2], scale_factor=1.15)
+        self.ambient = lambda: Indicate(groups[2][1:], scale_factor=1.04)
 
         # A long prompt: prefill time split into the linear layers and attention.
         long_prompt = n.long_prompt
@@ -258,8 +258,8 @@ class WastedMoney(BeatScene):
         note = get_text("attention grows with the square of the prompt", SMALL_SIZE, MUTED).next_to(work, DOWN,
                                                                                                     buff=0.25)
 
-        self.ambient = None
         self.at("long-prompt", FadeOut(groups, shift=UP * 0.3), FadeIn(heading), run_time=0.6)
+        self.ambient = None  # the bars it pulsed are gone
         # The linear layers' time fills in while the voice gets to attention.
         self.play(GrowFromEdge(linear, LEFT), FadeIn(linear_label), FadeIn(work[0:3]),
                   run_time=max(0.6, self.seconds_until("attention") - 0.3))

@@ -236,18 +236,21 @@ def test_make_scene_and_still_from_the_command_line(tmp_path):
 
 
 # Choices that stress the layout: the slowest GPU with numbers that grow a digit, the fastest with
-# FP8 arithmetic, a long model name, a GPU with a three-digit ridge of its own and little bandwidth.
-LINT_CHOICES = [("rtx-4090", "llama-3.2-1b", "int4"), ("b200", "llama-3.1-70b", "fp8"),
-                ("mi300x", "mistral-7b-v0.3", "bf16"), ("l40s", "qwen2.5-7b", "int8")]
+# FP8 arithmetic, a long model name, a GPU with a three-digit ridge of its own and little bandwidth;
+# and deployments: four chips and a split wall, a mixture of experts on two, 256 experts on eight.
+LINT_CHOICES = [("rtx-4090", 1, "llama-3.2-1b", "int4"), ("b200", 1, "llama-3.1-70b", "fp8"),
+                ("mi300x", 1, "mistral-7b-v0.3", "bf16"), ("l40s", 1, "qwen2.5-7b", "int8"),
+                ("h100-sxm", 4, "llama-3.1-70b", "bf16"), ("h100-sxm", 2, "mixtral-8x7b", "bf16"),
+                ("h200-sxm", 8, "deepseek-v3", "fp8")]
 
 
-@pytest.mark.parametrize("gpu, model, dtype", LINT_CHOICES)
-def test_layout_lint_for_choices_that_stress_it(tmp_path_factory, gpu, model, dtype):
+@pytest.mark.parametrize("gpu, gpus, model, dtype", LINT_CHOICES)
+def test_layout_lint_for_choices_that_stress_it(tmp_path_factory, gpu, gpus, model, dtype):
     """After every animation of every beat: no text over text, no text under 28 px, nothing in the margin.
     Computed from Manim's bounding boxes, without drawing a frame."""
     build = tmp_path_factory.mktemp("lint")
-    plan = make_narration(resolve_plan(gpu=gpu, model=model, dtype=dtype, recordings=build / "none"), build,
-                          build / "cache").plan
+    plan = make_narration(resolve_plan(gpu=gpu, gpus=gpus, model=model, dtype=dtype, recordings=build / "none"),
+                          build, build / "cache").plan
     problems = {beat.id: beats.lint_beat(plan, beat.id) for beat in plan.beats}
     assert {beat: found for beat, found in problems.items() if found} == {}
 
@@ -268,3 +271,29 @@ def test_the_pictures_match_the_goldens(narrated, tmp_path):
             changed.append(f"{name}: {difference:.1f}")
     assert not changed, ("pictures changed (mean difference out of 255): " + ", ".join(changed)
                          + "; if that is intended, run make goldens and look at the new stills")
+
+
+def test_a_mixture_of_experts_wall_lights_only_the_experts_a_read_touches():
+    from scenes.helpers import Chip, WeightsWall
+
+    plan = resolve_plan(model="mixtral-8x7b", gpus=2)
+    wall = WeightsWall("", shares=plan.spec.gpus, experts=plan.spec.experts)
+    assert len(wall.tiles) == 8 and len(wall.dividers) == 1
+
+    def lit(experts: float) -> set[int]:
+        read = wall.sweep(experts=experts)
+        return {id(animation.mobject) for animation in read.animations[1:]}
+
+    one_token = lit(plan.numbers.decode.experts_read)      # two of eight
+    assert len(one_token) == 2
+    assert lit(plan.numbers.decode.experts_read) != one_token  # the next token picks others
+    assert len(lit(plan.numbers.batch.experts_read)) == 8    # 64 users wake them all
+    deepseek = resolve_plan(model="deepseek-v3", gpu="h200-sxm", gpus=8, dtype="fp8")
+    many = WeightsWall("", experts=deepseek.spec.experts)
+    assert len(many.sweep(experts=deepseek.numbers.decode.experts_read).animations) == 1 + 8
+    assert len(many.sweep(experts=deepseek.numbers.batch.experts_read).animations) == 1 + 222
+    chips = Chip(132, count=4)
+    assert len(chips.chips) == 4 and len(chips.package) == 4
+    chips.light_now(0.5)
+    lit_per_chip = [sum(core.get_fill_color().to_hex().lower() != Chip.idle_color.lower() for core in chip[1]) for chip in chips.chips]
+    assert len(set(lit_per_chip)) == 1 and lit_per_chip[0] == round(0.5 * chips.per_chip)
