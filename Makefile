@@ -1,6 +1,7 @@
 # Prefill vs decode: the film, from data.
 #   make film    set up whatever is missing, then render the film into build/film.mp4
 #   make preview the same film at 480p15, into build/preview/
+#   make review  a page to check the film in a browser: build/…/review/index.html
 #   make test    set up whatever is missing, then run the test suite
 # Choices: make plan GPU=a100-sxm-80gb MODEL=llama-3.1-70b DTYPE=int8 [COMPARE_GPU=…] [MEASURED=…]
 #          GPUS=4 (tensor parallelism), KV_DTYPE=fp8 (the KV cache's format), MODEL=path/to/config.json
@@ -30,7 +31,7 @@ PLAN_CHOICES := $(CHOICES) $(call arg,COMPARE_GPU,compare-gpu) $(call arg,MEASUR
 VOICE_CHOICES := $(PLAN_CHOICES) $(call arg,VOICE,voice) $(call arg,RECORDINGS,recordings)
 FILM_CHOICES := $(VOICE_CHOICES) $(call arg,JOBS,jobs)
 
-.PHONY: setup setup-film test plan roofline narration scene still sheet film preview bench goldens clean
+.PHONY: setup setup-film test plan roofline narration scene still sheet film preview review bench goldens clean
 
 setup:
 	@"$$PYTHON" render/tools/bootstrap.py test
@@ -66,6 +67,9 @@ film: setup-film
 
 preview: setup-film
 	@$(FILM) film --quality low $(FILM_CHOICES)
+
+review: setup-film
+	@$(FILM) review $(VOICE_CHOICES)
 
 bench: setup-film
 	@$(VENV)/bin/python -m render.tools.bench

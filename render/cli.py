@@ -25,6 +25,7 @@ from render.plan.resolve import resolve_choice, resolve_plan
 from render.plan.storyboard import load_storyboard
 from render.specs import roofline as rl
 from render.specs.catalog import load_catalog
+from render.publish.kit import write_kit
 from render.specs.yamlio import display_path
 
 log = logging.getLogger("film")
@@ -95,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     film.add_argument("--quality", default="high", help="high (1080p60, the film) or low/medium/tiny (a preview)")
     film.add_argument("--jobs", type=whole_number(1, 256), help="beats rendered at once (default: the number of cores)")
     film.set_defaults(run=run_film)
+
+    review = commands.add_parser("review", help="write the review page of the film made for this choice")
+    add_plan_arguments(review)
+    review.set_defaults(run=run_review)
 
     measure = commands.add_parser("measure", help="measure TTFT and decode speed of an OpenAI-compatible endpoint")
     measure.add_argument("--base-url", required=True, help="the API's base URL, e.g. http://localhost:8000/v1")
@@ -266,11 +271,42 @@ def run_film(args: argparse.Namespace) -> int:
     plan = plan_from(args)
     log.info("making %s for %s at %s quality", plan.title, plan.choice.name, args.quality)
     result = make_film(plan, args.quality, args.build, args.jobs, say=lambda line: print(line, flush=True))
+    kit = write_kit(result.plan, result.poster, result.film.parent)
     print(f"subtitles: {display_path(result.srt)}, {display_path(result.vtt)}; poster: {display_path(result.poster)}")
+    print(f"publishing: {display_path(kit.description)}, {display_path(kit.transcript)}, "
+          f"{display_path(kit.thumbnail)}")
     print(f"duration {result.duration:.3f} s; made in {result.seconds:.1f} s "
           f"({len(result.rendered)} beats rendered, {len(result.reused)} reused)")
     print(display_path(result.film))
     return 0
+
+
+def run_review(args: argparse.Namespace) -> int:
+    """The review page of the film already made for this choice (the film, else its preview)."""
+    from render.publish.review import film_to_review, make_review
+    from render.voice.narration import make_narration
+
+    plan = plan_from(args)
+    folder = out_dir_of(plan, args)
+    film = film_to_review(folder, make_arguments(args))
+    timed = make_narration(plan, folder, cache_dir(args.build)).plan  # cached: the film's own timings
+    shown_file = film.parent / "shown.json"
+    try:
+        shown = json.loads(shown_file.read_text()) if shown_file.is_file() else {}
+    except ValueError:
+        shown = {}  # damaged: the page lists the narration's numbers only
+    shown = {beat.id: sorted({*shown.get(beat.id, []), *beat.reads}) for beat in timed.beats}
+    page = make_review(timed, film, shown, args.build, say=lambda line: print(line, file=sys.stderr, flush=True))
+    print(display_path(page))
+    return 0
+
+
+def make_arguments(args: argparse.Namespace) -> str:
+    """The choice as make's variables (' GPU=a100-sxm-80gb GPUS=2'), for a message that says what to run."""
+    names = (("gpu", "GPU"), ("gpus", "GPUS"), ("model", "MODEL"), ("dtype", "DTYPE"), ("kv_dtype", "KV_DTYPE"),
+             ("compare_gpu", "COMPARE_GPU"), ("measured", "MEASURED"))
+    return "".join(f" {variable}={getattr(args, name)}" for name, variable in names
+                   if getattr(args, name, None) is not None)
 
 
 def run_render(args: argparse.Namespace) -> int:

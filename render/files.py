@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -85,6 +86,18 @@ def move(finished: Path, path: Path) -> Path:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     os.replace(finished, path)
     return Path(path)
+
+
+def replace_folder(built: Path, path: Path) -> Path:
+    """Swap a folder built whole beside `path` into its place: the old one is moved aside first
+    and removed only once the new one is in, so a reader sees one or the other."""
+    built, path = Path(built), Path(path)
+    aside = path.with_name(f".{path.name}.old.{os.getpid()}")
+    if path.exists():
+        os.replace(path, aside)
+    os.replace(built, path)
+    shutil.rmtree(aside, ignore_errors=True)
+    return path
 
 
 def current_umask() -> int:

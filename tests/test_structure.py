@@ -17,7 +17,7 @@ from conftest import ROOT
 # Each module's stage, in data-flow order; shared modules (0) serve every stage.
 STAGES = {"render.errors": 0, "render.files": 0, "render.formatting": 0, "render.media": 0, "render": 0,
           "render.specs": 1, "render.plan": 2, "render.voice": 3, "render.video": 4, "scenes": 4,
-          "render.tools": 5, "render.cli": 5}
+          "render.publish": 5, "render.tools": 6, "render.cli": 6}
 
 
 def stage_of(module: str) -> int:
@@ -98,11 +98,11 @@ def test_the_readme_names_the_folders_in_data_flow_order():
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## How it works", 1)[1].split("\n## ", 1)[0]
     folders = ["data/", "script/storyboard.yaml", "render/specs/", "render/plan/", "render/voice/", "scenes/",
-               "render/video/"]
+               "render/video/", "render/publish/"]
     positions = [section.find(folder) for folder in folders]
     assert all(position >= 0 for position in positions), dict(zip(folders, positions))
     assert positions == sorted(positions), "the folders are not named in data-flow order"
-    for folder in ("render/specs", "render/plan", "render/voice", "render/video", "render/tools"):
+    for folder in ("render/specs", "render/plan", "render/voice", "render/video", "render/publish", "render/tools"):
         assert (ROOT / folder).is_dir()
 
 

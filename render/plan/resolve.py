@@ -15,6 +15,7 @@ from render.formatting import with_article
 from render.plan import numbers as compute
 from render.plan.storyboard import Storyboard, load_storyboard
 from render.plan.templating import extract_cues, fill
+from render.plan.tracking import Tracked
 from render.plan.types import Beat, Choice, NarrationSettings, Plan, parse_voice
 from render.specs import roofline as rl
 from render.specs.catalog import Catalog, load_catalog
@@ -73,17 +74,22 @@ def resolve_plan(
                      f"an assumption, since the provider does not publish its hardware.")
 
     # What a narration template may name: the plan's groups, and the choice's GPU, model and data type.
-    context = {"choice": choice, "gpu": choice.hardware, "model": choice.model, "dtype": choice.dtype, "spec": spec,
-               "measured": measured_numbers, "parameters": params,
-               **{group: getattr(numbers, group) for group in numbers.__dataclass_fields__}}
+    # Seen through Tracked views, so each beat records the plan paths its words read (the review
+    # page's "numbers this beat speaks").
+    groups = {"choice": (choice, "choice"), "gpu": (choice.hardware, "choice.hardware"),
+              "model": (choice.model, "choice.model"), "dtype": (choice.dtype, "choice.dtype"), "spec": (spec, "spec"),
+              "measured": (measured_numbers, "measured"), "parameters": (params, "parameters"),
+              **{group: (getattr(numbers, group), f"numbers.{group}") for group in numbers.__dataclass_fields__}}
     beats = []
     for beat in storyboard.beats:
+        reads: set[str] = set()
+        context = {name: Tracked(value, path, reads) for name, (value, path) in groups.items()}
         where, what = beat.where["narration"], f"beat {beat.id!r} narration"
         narration, cues = extract_cues(fill(beat.narration, context, where, what), where, what)
         captions = {name: fill(template, context, beat.where[name], f"beat {beat.id!r} caption {name!r}")
                     for name, template in beat.captions.items()}
         beats.append(Beat(beat.id, beat.title, beat.start, beat.end, beat.scene, narration, captions, cues, where,
-                          holds=beat.holds))
+                          holds=beat.holds, reads=tuple(sorted(reads))))
 
     narration = resolve_narration(storyboard, voice, recordings)
     for beat in beats:

@@ -386,6 +386,7 @@ class Beat:
     location: str                # file:line of the beat's narration in the storyboard
     timing: BeatTiming | None = None  # set by the narration
     holds: str | None = None     # a still picture the beat ends on by design, after its speech (the end card)
+    reads: tuple[str, ...] = ()  # the plan paths its narration and captions read ("numbers.prefill.ops")
 
     @property
     def duration(self) -> float:

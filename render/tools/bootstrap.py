@@ -36,7 +36,12 @@ RENDERING = {
     "dvisvgm": "turning typeset formulas into SVG",
     "cm-super-minimal": "Type 1 Computer Modern fonts for dvisvgm",
 }
-SYSTEM_PACKAGES: dict[str, dict[str, str]] = {"test": RENDERING, "film": RENDERING}
+# A real browser for the review page's tests (driven by Selenium with these paths: nothing downloaded).
+BROWSER = {
+    "chromium": "the headless browser the review page is tested in",
+    "chromium-driver": "WebDriver for that browser (chromedriver)",
+}
+SYSTEM_PACKAGES: dict[str, dict[str, str]] = {"test": RENDERING | BROWSER, "film": RENDERING}
 # Python extras installed into the venv for each profile (see pyproject.toml).
 EXTRAS = {"test": "test", "film": "test"}
 

@@ -104,6 +104,13 @@ class BeatCache:
     def reads_path(self, plan: Plan, beat_id: str, q: Quality) -> Path:
         return self.folder / f"{beat_id}-{base_key(plan, beat_id, q)}.json"
 
+    def values_read(self, plan: Plan, beat_id: str, q: Quality) -> list[str]:
+        """The plan paths the beat's scene read when it last rendered (none known: empty)."""
+        try:
+            return list(json.loads(self.reads_path(plan, beat_id, q).read_text())["values_read"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return []
+
     def entry(self, plan: Plan, beat_id: str, q: Quality, values_read: list[str]) -> CacheEntry:
         stem = f"{beat_id}-{base_key(plan, beat_id, q)}-{values_key(plan, values_read)}"
         return CacheEntry(self.folder / f"{stem}.mp4", self.folder / f"{stem}.json")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -39,6 +40,7 @@ log = logging.getLogger("film")
 
 @dataclass(frozen=True)
 class FilmResult:
+    plan: Plan          # the timed plan the film was made from
     film: Path
     srt: Path
     vtt: Path
@@ -161,7 +163,11 @@ def make_film(plan: Plan, quality_name: str = "high", build_dir: Path = BUILD_DI
             if source.parent != folder:
                 write_atomic(folder / source.name, source.read_bytes())
         poster = make_poster(film, timed, folder / "poster.png")
-    return FilmResult(film, folder / "film.srt", folder / "film.vtt", poster,
+        # What each beat's pictures show, for the review page's numbers (the scenes' recorded reads).
+        cache = BeatCache(cache_dir(build_dir))
+        shown = {beat.id: cache.values_read(timed, beat.id, q) for beat in timed.beats}
+        write_atomic(folder / "shown.json", json.dumps(shown, indent=1) + "\n")
+    return FilmResult(timed, film, folder / "film.srt", folder / "film.vtt", poster,
                       float(media.probe(film)["format"]["duration"]), time.perf_counter() - started,
                       list(made.rendered), made.reused,
                       {beat_id: round(render.seconds / timed.beat(beat_id).duration, 2)
