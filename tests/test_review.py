@@ -208,3 +208,20 @@ def test_the_page_passes_a_basic_accessibility_check(browser):
     assert levels[0] == 1 and levels.count(1) == 1
     assert all(later <= earlier + 1 for earlier, later in zip(levels, levels[1:])), levels
     assert report["lowContrast"] == []
+
+
+def test_a_missing_still_is_reported_on_the_page_not_a_crash(reviewed, plan, tmp_path):
+    """A film cut short (here: its first 20 seconds) has no frame for the later cues."""
+    import ffmpeg
+
+    from render.publish.review import make_review
+
+    _, folder, _, _ = reviewed
+    short = tmp_path / "film.mp4"
+    ffmpeg.input(str(folder / "film.mp4"), t=20).output(str(short), c="copy").overwrite_output().run(quiet=True)
+    (tmp_path / "film.vtt").write_text((folder / "film.vtt").read_text())
+    page = make_review(plan, short, {beat.id: list(beat.reads) for beat in plan.beats}, tmp_path, say=lambda _: None)
+    html = page.read_text()
+    assert html.count('class="missing"') >= 20 and "the film has no frame there" in html
+    assert 'src="stills/two-waits--paste.jpg"' in html  # the early ones are there
+    assert (page.parent / "stills" / "two-waits--paste.jpg").stat().st_size > 0
