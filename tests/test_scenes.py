@@ -244,13 +244,19 @@ LINT_CHOICES = [("rtx-4090", 1, "llama-3.2-1b", "int4"), ("b200", 1, "llama-3.1-
                 ("h200-sxm", 8, "deepseek-v3", "fp8")]
 
 
+@pytest.fixture(scope="module")
+def lint_speech(tmp_path_factory):
+    """One speech cache for the lint choices: the sentences they share are synthesised once."""
+    return tmp_path_factory.mktemp("lint-speech")
+
+
 @pytest.mark.parametrize("gpu, gpus, model, dtype", LINT_CHOICES)
-def test_layout_lint_for_choices_that_stress_it(tmp_path_factory, gpu, gpus, model, dtype):
+def test_layout_lint_for_choices_that_stress_it(tmp_path_factory, lint_speech, gpu, gpus, model, dtype):
     """After every animation of every beat: no text over text, no text under 28 px, nothing in the margin.
     Computed from Manim's bounding boxes, without drawing a frame."""
     build = tmp_path_factory.mktemp("lint")
     plan = make_narration(resolve_plan(gpu=gpu, gpus=gpus, model=model, dtype=dtype, recordings=build / "none"),
-                          build, build / "cache").plan
+                          build, lint_speech).plan
     problems = {beat.id: beats.lint_beat(plan, beat.id) for beat in plan.beats}
     assert {beat: found for beat, found in problems.items() if found} == {}
 

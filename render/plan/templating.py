@@ -19,6 +19,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from render import formatting
 from render.errors import FilmError, close_matches
 from render.plan.types import BUILT_IN_CUES
+from render.plan.tracking import untracked
 
 def strict(formatter):
     """A filter that reports a misspelt name as such, not as the formatter's TypeError on a blank."""
@@ -48,7 +49,7 @@ class PlanUndefined(jinja2.StrictUndefined):
 
     @property
     def _undefined_message(self) -> str:
-        owner, name = self._undefined_obj, self._undefined_name
+        owner, name = untracked(self._undefined_obj), self._undefined_name
         if owner is jinja2.utils.missing or not isinstance(name, str) or self._undefined_hint:
             return super()._undefined_message
         known = value_names(owner)

@@ -43,6 +43,11 @@ class Tracked:
         return f"Tracked({self._path or 'plan'}: {type(self._target).__name__})"
 
 
+def untracked(value: Any) -> Any:
+    """What a view shows (the value itself for anything else): for messages about it."""
+    return object.__getattribute__(value, "_target") if isinstance(value, Tracked) else value
+
+
 def value_at(root: Any, path: str) -> Any:
     """The JSON form of the value at a recorded path ('numbers.prefill.ops'), or '<missing>'."""
     value = root
