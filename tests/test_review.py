@@ -225,3 +225,17 @@ def test_a_missing_still_is_reported_on_the_page_not_a_crash(reviewed, plan, tmp
     assert html.count('class="missing"') >= 20 and "the film has no frame there" in html
     assert 'src="stills/two-waits--paste.jpg"' in html  # the early ones are there
     assert (page.parent / "stills" / "two-waits--paste.jpg").stat().st_size > 0
+
+
+def test_other_films_are_linked_but_not_scratch_or_review_copies(tmp_path):
+    from render.publish.review import variants
+
+    for folder in ("preview", "a100-sxm-80gb-llama-3.1-8b-bf16", "a100-sxm-80gb-llama-3.1-8b-bf16/review",
+                   "preview/.review.123", "cache/beats"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "film.mp4").write_bytes(b"film")
+    (tmp_path / "film.mp4").write_bytes(b"film")
+    (tmp_path / "a100-sxm-80gb-llama-3.1-8b-bf16" / "review" / "index.html").write_text("<html></html>")
+    found = variants(tmp_path, tmp_path / "review", tmp_path)
+    assert [(v["href"], v["has_review"]) for v in found] == [
+        ("../a100-sxm-80gb-llama-3.1-8b-bf16/review/index.html", True), ("../preview/film.mp4", False)]

@@ -208,8 +208,9 @@ def variants(folder: Path, final: Path, build_dir: Path) -> list[dict]:
     """Every other film under build/, linked relative to this review."""
     found = []
     for film in sorted(build_dir.glob("**/film.mp4")):
-        if "review" in film.parts or "cache" in film.parts or film.parent == folder:
-            continue
+        parts = film.relative_to(build_dir).parts
+        if film.parent == folder or any(part in ("review", "cache") or part.startswith(".") for part in parts):
+            continue  # this film, copies inside review pages, the cache, scratch folders (a review being built)
         review = film.parent / "review" / "index.html"
         target = review if review.is_file() else film
         found.append({"name": display_path(film.parent), "href": os.path.relpath(target, final),
