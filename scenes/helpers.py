@@ -85,6 +85,19 @@ def grid_shape(count: int) -> tuple[int, int]:
 MOST_CORES_DRAWN = 320
 
 
+def package_of(cores: int, width: float, alone: bool) -> VGroup:
+    """One chip: its package outline (submobject 0) around a grid of `cores` squares (submobject 1)."""
+    rows, cols = grid_shape(cores)
+    side = width / cols * 0.8
+    grid = VGroup(*[Square(side, stroke_width=0, fill_color=IDLE, fill_opacity=1) for _ in range(cores)])
+    grid.arrange_in_grid(rows, cols, buff=side * 0.25)
+    margin = 0.4 if alone else 0.2
+    package = RoundedRectangle(corner_radius=0.15 if alone else 0.08, width=grid.width + margin,
+                               height=grid.height + margin, stroke_color=MUTED, stroke_width=2,
+                               fill_color=PANEL, fill_opacity=1).move_to(grid)
+    return VGroup(package, grid)
+
+
 class Chip(VGroup):
     """A GPU, or `count` of them side by side: one small square per streaming multiprocessor
     inside a package outline each. Lighting a share lights that share of every chip (tensor
@@ -94,25 +107,14 @@ class Chip(VGroup):
         super().__init__(**kwargs)
         per_chip = min(cores, max(8, MOST_CORES_DRAWN // count))
         columns = 1 if count == 1 else 2 if count <= 4 else 4
-        rows_of_chips = math.ceil(count / columns)
         chip_width = width / columns * (1 if count == 1 else 0.9)
-        rows, cols = grid_shape(per_chip)
-        side = chip_width / cols * 0.8
-        self.chips = VGroup()
-        for _ in range(count):
-            cores_group = VGroup(*[Square(side, stroke_width=0, fill_color=IDLE, fill_opacity=1)
-                                   for _ in range(per_chip)])
-            cores_group.arrange_in_grid(rows, cols, buff=side * 0.25)
-            margin = 0.4 if count == 1 else 0.2
-            package = RoundedRectangle(corner_radius=0.15 if count == 1 else 0.08, width=cores_group.width + margin,
-                                       height=cores_group.height + margin, stroke_color=MUTED, stroke_width=2,
-                                       fill_color=PANEL, fill_opacity=1).move_to(cores_group)
-            self.chips.add(VGroup(package, cores_group))
+        self.chips = VGroup(*[package_of(per_chip, chip_width, alone=count == 1) for _ in range(count)])
         if count > 1:
-            self.chips.arrange_in_grid(rows_of_chips, columns, buff=0.18)
-            one_chip_height = width / grid_shape(cores)[1] * 0.8 * 1.25 * grid_shape(cores)[0] + 0.4
-            if self.chips.height > 0.88 * one_chip_height:  # no taller than one chip: the stage keeps its layout
-                self.chips.scale_to_fit_height(0.88 * one_chip_height)
+            self.chips.arrange_in_grid(math.ceil(count / columns), columns, buff=0.18)
+            # No taller than the one chip would be, so the stage keeps its layout.
+            most = 0.88 * package_of(cores, width, alone=True).height
+            if self.chips.height > most:
+                self.chips.scale_to_fit_height(most)
         self.package = VGroup(*[chip[0] for chip in self.chips]) if count > 1 else self.chips[0][0]
         self.cores = VGroup(*[core for chip in self.chips for core in chip[1]])
         self.per_chip = per_chip

@@ -148,15 +148,15 @@ def prefill_ending(scene: BeatScene, title: str) -> PrefillEnding:
     work.move_to(FORMULA_AT)
     peak = get_pill(f"peak {times_gpus(scene, fmt.teraflops(plan.spec.peak_flops, short=True))}", COMPUTE)
     peak.next_to(stage.chip.package, UP, buff=0.2)
-    bound = get_pill("compute-bound" if prefill.compute_seconds >= prefill.memory_seconds else "memory-bound",
-                     COMPUTE if prefill.compute_seconds >= prefill.memory_seconds else MEMORY)
+    compute_bound = prefill.compute_seconds >= prefill.memory_seconds
+    bound = get_pill("compute-bound" if compute_bound else "memory-bound", COMPUTE if compute_bound else MEMORY)
     bound.next_to(stage.chip, DOWN, buff=0.3)
     busy = get_text(f"{fmt.percent(prefill.compute_utilisation, short=True)} of the arithmetic busy",
                     SMALL_SIZE, MUTED).next_to(bound, DOWN, buff=0.15)
-    if prefill.compute_seconds >= prefill.memory_seconds:
+    if compute_bound:
         division = (fmt.large(prefill.ops), fmt.teraflops(plan.spec.peak_flops, short=True))
     else:  # a memory-bound prefill waits on its bytes, not its arithmetic
-        division = (fmt.gigabytes(prefill.bytes * plan.spec.gpus, short=True),
+        division = (fmt.gigabytes(prefill.bytes_all_gpus, short=True),
                     fmt.bandwidth(plan.spec.memory_bandwidth, short=True))
     result = get_division(scene, *division, prefill.communication_seconds, fmt.duration(prefill.seconds, short=True),
                           COMPUTE)

@@ -31,8 +31,8 @@ def axis_ranges(plan) -> tuple[tuple[float, float], tuple[float, float]]:
     gpus += [(pill.peak_flops, pill.memory_bandwidth) for pill in plan.pills]
     # Two whole decades left of decode: room for its label above the slope, clear of the axis.
     low_x = 10 ** (math.floor(math.log10(plan.numbers.decode.ops_per_byte)) - 2)
-    ridges = [peak / bandwidth for peak, bandwidth in gpus]  # a decade of roof beyond the furthest ridge
-    high_x = 10 ** math.ceil(math.log10(max(plan.numbers.prefill.ops_per_byte * 3, max(ridges) * 4)))
+    ridge = max(plan.spec.ridge_ops_per_byte, *(pill.ridge_ops_per_byte for pill in plan.pills))
+    high_x = 10 ** math.ceil(math.log10(max(plan.numbers.prefill.ops_per_byte * 3, ridge * 4)))  # roof past it
     low_y = 10 ** math.floor(math.log10(min(bandwidth * low_x for _, bandwidth in gpus)))
     high_y = 10 ** math.ceil(math.log10(max(peak for peak, _ in gpus) * 1.5))
     return (low_x, high_x), (low_y, high_y)

@@ -126,7 +126,8 @@ class PrefillNumbers:
     ops: float
     linear_ops: float
     attention_ops: float
-    bytes: float
+    bytes: float                  # what each GPU moves
+    bytes_all_gpus: float
     seconds: float
     compute_seconds: float
     memory_seconds: float

@@ -11,7 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 GPU, COMPARE, MODEL, DTYPE, STORYBOARD, MEASURED, INTERCONNECT = (
-    "gpu", "compare_gpu", "model", "dtype", "storyboard", "measured", "interconnect")
+    "gpu",
+    "compare_gpu",
+    "model",
+    "dtype",
+    "storyboard",
+    "measured",
+    "interconnect",
+)
 
 
 @dataclass(frozen=True)
@@ -23,229 +30,470 @@ class Explanation:
     unit: str = ""
 
 
-def spec(meaning: str, formula: str, inputs: tuple[str, ...], sources: tuple[str, ...], unit: str = "") -> Explanation:
-    return Explanation(meaning, formula, inputs, sources, unit)
-
-
 PEAK = ("choice.gpu.bf16_flops", "choice.gpu.fp8_flops")
-PREFILL_INPUTS = ("spec.active_parameters", "numbers.prefill.tokens", "choice.model.layers",
-                  "choice.model.attention_heads", "choice.model.head_dim")
-DEPLOYMENT = ("spec.gpus", "spec.interconnect_bandwidth", "spec.allreduce_latency_seconds", "choice.model.layers",
-              "choice.model.hidden_size")
+PREFILL_INPUTS = (
+    "spec.active_parameters",
+    "numbers.prefill.tokens",
+    "choice.model.layers",
+    "choice.model.attention_heads",
+    "choice.model.head_dim",
+)
+DEPLOYMENT = (
+    "spec.gpus",
+    "spec.interconnect_bandwidth",
+    "spec.allreduce_latency_seconds",
+    "choice.model.layers",
+    "choice.model.hidden_size",
+)
 
 EXPLANATIONS: dict[str, Explanation] = {
     # -- the deployment's spec sheet
-    "spec.peak_flops": spec("one GPU's dense peak at the arithmetic format the choice runs in",
-                            "datasheet (dense: half the 'with sparsity' figure)", PEAK, (GPU, DTYPE), "FLOP/s"),
-    "spec.memory_bandwidth": spec("one GPU's memory bandwidth", "datasheet", ("choice.gpu.bandwidth",), (GPU,), "bytes/s"),
-    "spec.total_peak_flops": spec("all the GPUs' peak together", "T × peak", ("spec.gpus", "spec.peak_flops"),
-                                  (GPU,), "FLOP/s"),
-    "spec.total_bandwidth": spec("all the GPUs' bandwidth together", "T × bandwidth",
-                                 ("spec.gpus", "spec.memory_bandwidth"), (GPU,), "bytes/s"),
-    "spec.ridge_ops_per_byte": spec("where the memory slope meets the compute roof", "peak ÷ bandwidth",
-                                    ("spec.peak_flops", "spec.memory_bandwidth"), (GPU, DTYPE), "operations/byte"),
-    "spec.sm_count": spec("streaming multiprocessors drawn on the chip", "datasheet", ("choice.gpu.sm_count",),
-                          (GPU,)),
-    "spec.gpus": spec("GPUs the model is split over (tensor parallelism)", "GPUS= (1 unless given)", (), (STORYBOARD,)),
-    "choice.hardware.count": spec("GPUs the narration names ('an H100', 'four H100s')", "GPUS= (1 unless given)", (),
-                                  (STORYBOARD,)),
-    "spec.parameters": spec("the model's parameters", "published total (checked against the config's count)",
-                            ("choice.model.parameters",), (MODEL,), "parameters"),
-    "spec.active_parameters": spec("parameters one token uses",
-                                   "all parameters − the routed experts a token skips (all of them for a dense model)",
-                                   ("spec.parameters", "spec.experts", "spec.experts_per_token"), (MODEL,),
-                                   "parameters"),
-    "spec.experts": spec("routed experts per layer", "config.json", ("choice.model.experts",), (MODEL,)),
-    "spec.weight_bytes": spec("the weights in memory", "parameters × bytes per weight",
-                              ("spec.parameters", "choice.dtype.bytes_per_weight"), (MODEL, DTYPE), "bytes"),
-    "spec.kv_bytes_per_token": spec("the KV cache one token adds",
-                                    "2 × layers × KV heads × head_dim × KV bytes (latent attention: layers × "
-                                    "(kv_lora_rank + qk_rope_head_dim) × KV bytes)",
-                                    ("choice.model.layers", "choice.model.kv_heads", "choice.model.head_dim",
-                                     "choice.dtype.kv_bytes"), (MODEL, DTYPE), "bytes"),
+    "spec.peak_flops": Explanation(
+        "one GPU's dense peak at the arithmetic format the choice runs in",
+        "datasheet (dense: half the 'with sparsity' figure)",
+        PEAK,
+        (GPU, DTYPE),
+        "FLOP/s",
+    ),
+    "spec.memory_bandwidth": Explanation(
+        "one GPU's memory bandwidth", "datasheet", ("choice.gpu.bandwidth",), (GPU,), "bytes/s"
+    ),
+    "spec.total_peak_flops": Explanation(
+        "all the GPUs' peak together", "T × peak", ("spec.gpus", "spec.peak_flops"), (GPU,), "FLOP/s"
+    ),
+    "spec.total_bandwidth": Explanation(
+        "all the GPUs' bandwidth together", "T × bandwidth", ("spec.gpus", "spec.memory_bandwidth"), (GPU,), "bytes/s"
+    ),
+    "spec.ridge_ops_per_byte": Explanation(
+        "where the memory slope meets the compute roof",
+        "peak ÷ bandwidth",
+        ("spec.peak_flops", "spec.memory_bandwidth"),
+        (GPU, DTYPE),
+        "operations/byte",
+    ),
+    "spec.sm_count": Explanation(
+        "streaming multiprocessors drawn on the chip", "datasheet", ("choice.gpu.sm_count",), (GPU,)
+    ),
+    "spec.gpus": Explanation(
+        "GPUs the model is split over (tensor parallelism)", "GPUS= (1 unless given)", (), (STORYBOARD,)
+    ),
+    "choice.hardware.count": Explanation(
+        "GPUs the narration names ('an H100', 'four H100s')", "GPUS= (1 unless given)", (), (STORYBOARD,)
+    ),
+    "spec.parameters": Explanation(
+        "the model's parameters",
+        "published total (checked against the config's count)",
+        ("choice.model.parameters",),
+        (MODEL,),
+        "parameters",
+    ),
+    "spec.active_parameters": Explanation(
+        "parameters one token uses",
+        "all parameters − the routed experts a token skips (all of them for a dense model)",
+        ("spec.parameters", "spec.experts", "spec.experts_per_token"),
+        (MODEL,),
+        "parameters",
+    ),
+    "spec.experts": Explanation("routed experts per layer", "config.json", ("choice.model.experts",), (MODEL,)),
+    "spec.weight_bytes": Explanation(
+        "the weights in memory",
+        "parameters × bytes per weight",
+        ("spec.parameters", "choice.dtype.bytes_per_weight"),
+        (MODEL, DTYPE),
+        "bytes",
+    ),
+    "spec.kv_bytes_per_token": Explanation(
+        "the KV cache one token adds",
+        "2 × layers × KV heads × head_dim × KV bytes (latent attention: layers × "
+        "(kv_lora_rank + qk_rope_head_dim) × KV bytes)",
+        ("choice.model.layers", "choice.model.kv_heads", "choice.model.head_dim", "choice.dtype.kv_bytes"),
+        (MODEL, DTYPE),
+        "bytes",
+    ),
     # -- prefill
-    "numbers.prefill.tokens": spec("the prefill beat's prompt", "storyboard parameter", (), (STORYBOARD,), "tokens"),
-    "numbers.prefill.ops": spec("operations to prefill the prompt", "2·P_active·N + 2·L·(heads·head_dim)·N²",
-                                PREFILL_INPUTS, (MODEL, STORYBOARD), "operations"),
-    "numbers.prefill.seconds": spec("time to first token, ideal",
-                                    "max(operations ÷ (T·peak), bytes per GPU ÷ bandwidth) + all-reduces",
-                                    ("numbers.prefill.ops", "spec.total_peak_flops", "numbers.prefill.bytes",
-                                     "spec.memory_bandwidth", "numbers.prefill.communication_seconds"),
-                                    (GPU, MODEL, DTYPE, STORYBOARD), "seconds"),
-    "numbers.prefill.ops_per_byte": spec("prefill's arithmetic intensity on each GPU",
-                                         "operations per GPU ÷ bytes per GPU",
-                                         ("numbers.prefill.ops", "spec.gpus", "numbers.prefill.bytes"),
-                                         (MODEL, DTYPE, STORYBOARD), "operations/byte"),
-    "numbers.prefill.bytes": spec("bytes each GPU moves in prefill", "W_read(N) ÷ T + N·k_T",
-                                  ("spec.weight_bytes", "spec.gpus", "numbers.prefill.tokens",
-                                   "spec.kv_bytes_per_token_per_gpu"), (MODEL, DTYPE), "bytes"),
-    "numbers.prefill.communication_seconds": spec("prefill's all-reduces",
-                                                  "2·L·(α + 2(T − 1)/T · N·d·2 bytes ÷ β); 0 on one GPU",
-                                                  DEPLOYMENT + ("numbers.prefill.tokens",), (INTERCONNECT, MODEL),
-                                                  "seconds"),
-    "numbers.prefill.communication_fraction": spec("share of prefill spent in all-reduces",
-                                                   "all-reduces ÷ prefill time",
-                                                   ("numbers.prefill.communication_seconds", "numbers.prefill.seconds"),
-                                                   (INTERCONNECT,)),
+    "numbers.prefill.tokens": Explanation(
+        "the prefill beat's prompt", "storyboard parameter", (), (STORYBOARD,), "tokens"
+    ),
+    "numbers.prefill.ops": Explanation(
+        "operations to prefill the prompt",
+        "2·P_active·N + 2·L·(heads·head_dim)·N²",
+        PREFILL_INPUTS,
+        (MODEL, STORYBOARD),
+        "operations",
+    ),
+    "numbers.prefill.seconds": Explanation(
+        "time to first token, ideal",
+        "max(operations ÷ (T·peak), bytes per GPU ÷ bandwidth) + all-reduces",
+        (
+            "numbers.prefill.ops",
+            "spec.total_peak_flops",
+            "numbers.prefill.bytes",
+            "spec.memory_bandwidth",
+            "numbers.prefill.communication_seconds",
+        ),
+        (GPU, MODEL, DTYPE, STORYBOARD),
+        "seconds",
+    ),
+    "numbers.prefill.ops_per_byte": Explanation(
+        "prefill's arithmetic intensity on each GPU",
+        "operations per GPU ÷ bytes per GPU",
+        ("numbers.prefill.ops", "spec.gpus", "numbers.prefill.bytes"),
+        (MODEL, DTYPE, STORYBOARD),
+        "operations/byte",
+    ),
+    "numbers.prefill.bytes": Explanation(
+        "bytes each GPU moves in prefill",
+        "W_read(N) ÷ T + N·k_T",
+        ("spec.weight_bytes", "spec.gpus", "numbers.prefill.tokens", "spec.kv_bytes_per_token_per_gpu"),
+        (MODEL, DTYPE),
+        "bytes",
+    ),
+    "numbers.prefill.bytes_all_gpus": Explanation(
+        "bytes every GPU together moves in prefill",
+        "T × bytes per GPU",
+        ("spec.gpus", "numbers.prefill.bytes"),
+        (MODEL, DTYPE),
+        "bytes",
+    ),
+    "numbers.prefill.communication_seconds": Explanation(
+        "prefill's all-reduces",
+        "2·L·(α + 2(T − 1)/T · N·d·2 bytes ÷ β); 0 on one GPU",
+        DEPLOYMENT + ("numbers.prefill.tokens",),
+        (INTERCONNECT, MODEL),
+        "seconds",
+    ),
+    "numbers.prefill.communication_fraction": Explanation(
+        "share of prefill spent in all-reduces",
+        "all-reduces ÷ prefill time",
+        ("numbers.prefill.communication_seconds", "numbers.prefill.seconds"),
+        (INTERCONNECT,),
+    ),
     # -- decode
-    "numbers.decode.ops_per_token": spec("operations for one token", "2·P_active", ("spec.active_parameters",),
-                                         (MODEL,), "operations"),
-    "numbers.decode.bytes_per_token": spec("bytes read for one token, all GPUs", "W_read(1) (+ replicated KV heads)",
-                                           ("spec.weight_bytes", "spec.experts_per_token", "spec.experts"),
-                                           (MODEL, DTYPE), "bytes"),
-    "numbers.decode.step_seconds": spec("time per output token at batch 1",
-                                        "max(operations ÷ (T·peak), bytes per GPU ÷ bandwidth) + all-reduces",
-                                        ("numbers.decode.bytes_per_gpu", "spec.memory_bandwidth",
-                                         "numbers.decode.communication_seconds"), (GPU, MODEL, DTYPE), "seconds"),
-    "numbers.decode.tokens_per_second": spec("one user's decode rate", "1 ÷ time per token",
-                                             ("numbers.decode.step_seconds",), (GPU, MODEL, DTYPE), "tokens/s"),
-    "numbers.decode.ops_per_byte": spec("decode's arithmetic intensity on each GPU",
-                                        "operations per GPU ÷ bytes per GPU",
-                                        ("numbers.decode.ops_per_token", "spec.gpus", "numbers.decode.bytes_per_gpu"),
-                                        (MODEL, DTYPE), "operations/byte"),
-    "numbers.decode.bytes_per_gpu": spec("bytes each GPU reads for one token", "W_read(1) ÷ T",
-                                         ("spec.weight_bytes", "spec.gpus"), (MODEL, DTYPE), "bytes"),
-    "numbers.decode.communication_seconds": spec("one token's all-reduces",
-                                                 "2·L·(α + 2(T − 1)/T · d·2 bytes ÷ β); 0 on one GPU", DEPLOYMENT,
-                                                 (INTERCONNECT, MODEL), "seconds"),
-    "numbers.decode.communication_fraction": spec("share of a token's time spent in all-reduces",
-                                                  "all-reduces ÷ time per token",
-                                                  ("numbers.decode.communication_seconds",
-                                                   "numbers.decode.step_seconds"), (INTERCONNECT,)),
+    "numbers.decode.ops_per_token": Explanation(
+        "operations for one token", "2·P_active", ("spec.active_parameters",), (MODEL,), "operations"
+    ),
+    "numbers.decode.bytes_per_token": Explanation(
+        "bytes read for one token, all GPUs",
+        "W_read(1) (+ replicated KV heads)",
+        ("spec.weight_bytes", "spec.experts_per_token", "spec.experts"),
+        (MODEL, DTYPE),
+        "bytes",
+    ),
+    "numbers.decode.step_seconds": Explanation(
+        "time per output token at batch 1",
+        "max(operations ÷ (T·peak), bytes per GPU ÷ bandwidth) + all-reduces",
+        ("numbers.decode.bytes_per_gpu", "spec.memory_bandwidth", "numbers.decode.communication_seconds"),
+        (GPU, MODEL, DTYPE),
+        "seconds",
+    ),
+    "numbers.decode.tokens_per_second": Explanation(
+        "one user's decode rate",
+        "1 ÷ time per token",
+        ("numbers.decode.step_seconds",),
+        (GPU, MODEL, DTYPE),
+        "tokens/s",
+    ),
+    "numbers.decode.ops_per_byte": Explanation(
+        "decode's arithmetic intensity on each GPU",
+        "operations per GPU ÷ bytes per GPU",
+        ("numbers.decode.ops_per_token", "spec.gpus", "numbers.decode.bytes_per_gpu"),
+        (MODEL, DTYPE),
+        "operations/byte",
+    ),
+    "numbers.decode.bytes_per_gpu": Explanation(
+        "bytes each GPU reads for one token",
+        "W_read(1) ÷ T",
+        ("spec.weight_bytes", "spec.gpus"),
+        (MODEL, DTYPE),
+        "bytes",
+    ),
+    "numbers.decode.communication_seconds": Explanation(
+        "one token's all-reduces",
+        "2·L·(α + 2(T − 1)/T · d·2 bytes ÷ β); 0 on one GPU",
+        DEPLOYMENT,
+        (INTERCONNECT, MODEL),
+        "seconds",
+    ),
+    "numbers.decode.communication_fraction": Explanation(
+        "share of a token's time spent in all-reduces",
+        "all-reduces ÷ time per token",
+        ("numbers.decode.communication_seconds", "numbers.decode.step_seconds"),
+        (INTERCONNECT,),
+    ),
     # -- batching
-    "numbers.batch.size": spec("users decoding together", "storyboard parameter", (), (STORYBOARD,), "users"),
-    "numbers.batch.step_seconds": spec("time per step for the whole batch",
-                                       "max(2·P_active·B ÷ (T·peak), (W_read(B) ÷ T + B·C·k_T) ÷ bandwidth) + all-reduces",
-                                       ("numbers.batch.size", "numbers.batch.context_tokens", "numbers.batch.bytes_per_gpu",
-                                        "spec.memory_bandwidth"), (GPU, MODEL, DTYPE, STORYBOARD), "seconds"),
-    "numbers.batch.tokens_per_second": spec("the batch's throughput", "B ÷ step time",
-                                            ("numbers.batch.size", "numbers.batch.step_seconds"),
-                                            (GPU, MODEL, DTYPE, STORYBOARD), "tokens/s"),
-    "numbers.batch.kv_bytes": spec("the batch's KV cache", "B·C·k", ("numbers.batch.size",
-                                                                      "numbers.batch.context_tokens",
-                                                                      "spec.kv_bytes_per_token"),
-                                   (MODEL, DTYPE, STORYBOARD), "bytes"),
-    "numbers.batch.experts_read": spec("experts per layer the batch's tokens wake (expected)", "E·(1 − (1 − K/E)^B)",
-                                       ("spec.experts", "spec.experts_per_token", "numbers.batch.size"),
-                                       (MODEL, STORYBOARD), "experts"),
-    "numbers.batch.ridge_value_size": spec("as many users as the ridge's value", "round(ridge)",
-                                           ("spec.ridge_ops_per_byte",), (GPU, DTYPE), "users"),
-    "numbers.batch.ridge_value_ops_per_byte": spec("the intensity that many users reach",
-                                                   "2·P_active·B ÷ T ÷ (W_read(B) ÷ T + B·C·k_T)",
-                                                   ("numbers.batch.ridge_value_size", "numbers.batch.context_tokens"),
-                                                   (MODEL, DTYPE, STORYBOARD), "operations/byte"),
+    "numbers.batch.size": Explanation("users decoding together", "storyboard parameter", (), (STORYBOARD,), "users"),
+    "numbers.batch.step_seconds": Explanation(
+        "time per step for the whole batch",
+        "max(2·P_active·B ÷ (T·peak), (W_read(B) ÷ T + B·C·k_T) ÷ bandwidth) + all-reduces",
+        ("numbers.batch.size", "numbers.batch.context_tokens", "numbers.batch.bytes_per_gpu", "spec.memory_bandwidth"),
+        (GPU, MODEL, DTYPE, STORYBOARD),
+        "seconds",
+    ),
+    "numbers.batch.tokens_per_second": Explanation(
+        "the batch's throughput",
+        "B ÷ step time",
+        ("numbers.batch.size", "numbers.batch.step_seconds"),
+        (GPU, MODEL, DTYPE, STORYBOARD),
+        "tokens/s",
+    ),
+    "numbers.batch.kv_bytes": Explanation(
+        "the batch's KV cache",
+        "B·C·k",
+        ("numbers.batch.size", "numbers.batch.context_tokens", "spec.kv_bytes_per_token"),
+        (MODEL, DTYPE, STORYBOARD),
+        "bytes",
+    ),
+    "numbers.batch.experts_read": Explanation(
+        "experts per layer the batch's tokens wake (expected)",
+        "E·(1 − (1 − K/E)^B)",
+        ("spec.experts", "spec.experts_per_token", "numbers.batch.size"),
+        (MODEL, STORYBOARD),
+        "experts",
+    ),
+    "numbers.batch.ridge_value_size": Explanation(
+        "as many users as the ridge's value", "round(ridge)", ("spec.ridge_ops_per_byte",), (GPU, DTYPE), "users"
+    ),
+    "numbers.batch.ridge_value_ops_per_byte": Explanation(
+        "the intensity that many users reach",
+        "2·P_active·B ÷ T ÷ (W_read(B) ÷ T + B·C·k_T)",
+        ("numbers.batch.ridge_value_size", "numbers.batch.context_tokens"),
+        (MODEL, DTYPE, STORYBOARD),
+        "operations/byte",
+    ),
     # -- the long prompt and the comparison
-    "numbers.long_prompt.tokens": spec("the wasted-money beat's long prompt", "storyboard parameter", (),
-                                       (STORYBOARD,), "tokens"),
-    "numbers.long_prompt.seconds": spec("prefill time of the long prompt",
-                                        "max(operations ÷ (T·peak), bytes per GPU ÷ bandwidth) + all-reduces",
-                                        ("numbers.long_prompt.tokens", "numbers.long_prompt.ops",
-                                         "spec.total_peak_flops"), (GPU, MODEL, DTYPE, STORYBOARD), "seconds"),
-    "numbers.long_prompt.attention_fraction": spec("attention's share of the long prompt's operations",
-                                                   "2·L·(heads·head_dim)·N² ÷ (2·P_active·N + 2·L·(heads·head_dim)·N²)",
-                                                   ("numbers.long_prompt.tokens", "choice.model.layers",
-                                                    "spec.active_parameters"), (MODEL, STORYBOARD)),
-    "numbers.compare.framing.flops_ratio": spec("peak arithmetic, one GPU against the other", "peak ÷ other peak",
-                                                ("spec.peak_flops", "numbers.compare.peak_flops"), (GPU, COMPARE)),
-    "numbers.compare.framing.bandwidth_ratio": spec("memory bandwidth, one GPU against the other",
-                                                    "bandwidth ÷ other bandwidth",
-                                                    ("spec.memory_bandwidth", "numbers.compare.memory_bandwidth"),
-                                                    (GPU, COMPARE)),
-    "numbers.compare.framing.decode_speedup": spec("one user's decode, as many of one GPU against the other",
-                                                   "tokens/s ÷ other tokens/s",
-                                                   ("numbers.decode.tokens_per_second",
-                                                    "numbers.compare.decode_tokens_per_second"),
-                                                   (GPU, COMPARE, MODEL, DTYPE)),
-    "numbers.prefill.compute_seconds": spec("prefill's arithmetic alone", "operations ÷ (T·peak)",
-                                            ("numbers.prefill.ops", "spec.total_peak_flops"), (GPU, MODEL, DTYPE),
-                                            "seconds"),
-    "numbers.prefill.memory_seconds": spec("prefill's memory traffic alone", "bytes per GPU ÷ bandwidth",
-                                           ("numbers.prefill.bytes", "spec.memory_bandwidth"), (GPU, MODEL, DTYPE),
-                                           "seconds"),
-    "numbers.prefill.compute_utilisation": spec("how busy the arithmetic is in prefill", "arithmetic time ÷ prefill time",
-                                                ("numbers.prefill.compute_seconds", "numbers.prefill.seconds"),
-                                                (GPU, MODEL, DTYPE)),
-    "numbers.prefill.experts_read": spec("experts per layer the prompt's tokens wake (expected)", "E·(1 − (1 − K/E)^N)",
-                                         ("spec.experts", "spec.experts_per_token", "numbers.prefill.tokens"),
-                                         (MODEL, STORYBOARD), "experts"),
-    "numbers.decode.compute_utilisation": spec("how busy the arithmetic is in decode", "arithmetic time ÷ time per token",
-                                               ("numbers.decode.compute_seconds", "numbers.decode.step_seconds"),
-                                               (GPU, MODEL, DTYPE)),
-    "numbers.decode.experts_read": spec("experts per layer one token reads", "K (experts per token)",
-                                        ("spec.experts_per_token",), (MODEL,), "experts"),
-    "numbers.batch.context_tokens": spec("cached tokens each user rereads per step", "storyboard parameter", (),
-                                         (STORYBOARD,), "tokens"),
-    "numbers.batch.kv_ratio": spec("the batch's KV cache against the weights", "B·C·k ÷ W",
-                                   ("numbers.batch.kv_bytes", "spec.weight_bytes"), (MODEL, DTYPE, STORYBOARD)),
-    "numbers.batch.ops_per_byte": spec("the batch's intensity on each GPU", "2·P_active·B ÷ T ÷ bytes per GPU",
-                                       ("numbers.batch.size", "spec.active_parameters", "numbers.batch.bytes_per_gpu"),
-                                       (MODEL, DTYPE, STORYBOARD), "operations/byte"),
-    "numbers.batch.weight_bytes_read": spec("the weights one batched step reads", "W_read(B)",
-                                            ("spec.weight_bytes", "numbers.batch.experts_read"), (MODEL, DTYPE),
-                                            "bytes"),
-    "numbers.long_prompt.linear_seconds": spec("the long prompt's linear layers", "arithmetic time × (1 − attention share)",
-                                               ("numbers.long_prompt.seconds", "numbers.long_prompt.attention_fraction"),
-                                               (GPU, MODEL, DTYPE, STORYBOARD), "seconds"),
-    "numbers.long_prompt.attention_seconds": spec("the long prompt's attention", "arithmetic time × attention share",
-                                                  ("numbers.long_prompt.seconds",
-                                                   "numbers.long_prompt.attention_fraction"),
-                                                  (GPU, MODEL, DTYPE, STORYBOARD), "seconds"),
-    "numbers.long_prompt.communication_seconds": spec("the long prompt's all-reduces",
-                                                      "2·L·(α + 2(T − 1)/T · N·d·2 bytes ÷ β)",
-                                                      DEPLOYMENT + ("numbers.long_prompt.tokens",),
-                                                      (INTERCONNECT, MODEL, STORYBOARD), "seconds"),
-    "numbers.compare.peak_flops": spec("the other GPU's dense peak", "datasheet",
-                                       ("choice.compare_gpu.bf16_flops", "choice.compare_gpu.fp8_flops"), (COMPARE, DTYPE),
-                                       "FLOP/s"),
-    "numbers.compare.memory_bandwidth": spec("the other GPU's memory bandwidth", "datasheet",
-                                             ("choice.compare_gpu.bandwidth",), (COMPARE,), "bytes/s"),
-    "numbers.compare.decode_tokens_per_second": spec("one user's decode on as many of the other GPU",
-                                                     "1 ÷ its time per token", ("numbers.compare.memory_bandwidth",),
-                                                     (COMPARE, MODEL, DTYPE), "tokens/s"),
-    "numbers.compare.flops_ratio": spec("peak arithmetic, the film's GPU against the other", "peak ÷ other peak",
-                                        ("spec.peak_flops", "numbers.compare.peak_flops"), (GPU, COMPARE)),
-    "numbers.compare.bandwidth_ratio": spec("memory bandwidth, the film's GPU against the other",
-                                            "bandwidth ÷ other bandwidth",
-                                            ("spec.memory_bandwidth", "numbers.compare.memory_bandwidth"), (GPU, COMPARE)),
-    "numbers.compare.decode_speedup": spec("one user's decode, the film's GPUs against as many of the other",
-                                           "tokens/s ÷ other tokens/s", ("numbers.decode.tokens_per_second",
-                                                                         "numbers.compare.decode_tokens_per_second"),
-                                           (GPU, COMPARE, MODEL, DTYPE)),
-    **{f"numbers.{lever}.{field}": spec(f"batch-1 decode with {lever.upper()} weights{what}", formula, inputs,
-                                        (GPU, MODEL, DTYPE), unit)
-       for lever in ("int8", "int4")
-       for field, what, formula, inputs, unit in (
-           ("tokens_per_second", "", "1 ÷ (weights in that format ÷ bandwidth)",
-            (f"numbers.{lever}.weight_bytes", "spec.memory_bandwidth"), "tokens/s"),
-           ("speedup", ", against the film's data type", "its tokens/s ÷ the film's",
-            (f"numbers.{lever}.tokens_per_second", "numbers.decode.tokens_per_second"), ""),
-           ("weight_bytes", "", "parameters × its bytes per weight", ("spec.parameters",), "bytes"))},
+    "numbers.long_prompt.tokens": Explanation(
+        "the wasted-money beat's long prompt", "storyboard parameter", (), (STORYBOARD,), "tokens"
+    ),
+    "numbers.long_prompt.seconds": Explanation(
+        "prefill time of the long prompt",
+        "max(operations ÷ (T·peak), bytes per GPU ÷ bandwidth) + all-reduces",
+        ("numbers.long_prompt.tokens", "numbers.long_prompt.ops", "spec.total_peak_flops"),
+        (GPU, MODEL, DTYPE, STORYBOARD),
+        "seconds",
+    ),
+    "numbers.long_prompt.attention_fraction": Explanation(
+        "attention's share of the long prompt's operations",
+        "2·L·(heads·head_dim)·N² ÷ (2·P_active·N + 2·L·(heads·head_dim)·N²)",
+        ("numbers.long_prompt.tokens", "choice.model.layers", "spec.active_parameters"),
+        (MODEL, STORYBOARD),
+    ),
+    "numbers.compare.framing.flops_ratio": Explanation(
+        "peak arithmetic, one GPU against the other",
+        "peak ÷ other peak",
+        ("spec.peak_flops", "numbers.compare.peak_flops"),
+        (GPU, COMPARE),
+    ),
+    "numbers.compare.framing.bandwidth_ratio": Explanation(
+        "memory bandwidth, one GPU against the other",
+        "bandwidth ÷ other bandwidth",
+        ("spec.memory_bandwidth", "numbers.compare.memory_bandwidth"),
+        (GPU, COMPARE),
+    ),
+    "numbers.compare.framing.decode_speedup": Explanation(
+        "one user's decode, as many of one GPU against the other",
+        "tokens/s ÷ other tokens/s",
+        ("numbers.decode.tokens_per_second", "numbers.compare.decode_tokens_per_second"),
+        (GPU, COMPARE, MODEL, DTYPE),
+    ),
+    "numbers.prefill.compute_seconds": Explanation(
+        "prefill's arithmetic alone",
+        "operations ÷ (T·peak)",
+        ("numbers.prefill.ops", "spec.total_peak_flops"),
+        (GPU, MODEL, DTYPE),
+        "seconds",
+    ),
+    "numbers.prefill.memory_seconds": Explanation(
+        "prefill's memory traffic alone",
+        "bytes per GPU ÷ bandwidth",
+        ("numbers.prefill.bytes", "spec.memory_bandwidth"),
+        (GPU, MODEL, DTYPE),
+        "seconds",
+    ),
+    "numbers.prefill.compute_utilisation": Explanation(
+        "how busy the arithmetic is in prefill",
+        "arithmetic time ÷ prefill time",
+        ("numbers.prefill.compute_seconds", "numbers.prefill.seconds"),
+        (GPU, MODEL, DTYPE),
+    ),
+    "numbers.prefill.experts_read": Explanation(
+        "experts per layer the prompt's tokens wake (expected)",
+        "E·(1 − (1 − K/E)^N)",
+        ("spec.experts", "spec.experts_per_token", "numbers.prefill.tokens"),
+        (MODEL, STORYBOARD),
+        "experts",
+    ),
+    "numbers.decode.compute_utilisation": Explanation(
+        "how busy the arithmetic is in decode",
+        "arithmetic time ÷ time per token",
+        ("numbers.decode.compute_seconds", "numbers.decode.step_seconds"),
+        (GPU, MODEL, DTYPE),
+    ),
+    "numbers.decode.experts_read": Explanation(
+        "experts per layer one token reads", "K (experts per token)", ("spec.experts_per_token",), (MODEL,), "experts"
+    ),
+    "numbers.batch.context_tokens": Explanation(
+        "cached tokens each user rereads per step", "storyboard parameter", (), (STORYBOARD,), "tokens"
+    ),
+    "numbers.batch.kv_ratio": Explanation(
+        "the batch's KV cache against the weights",
+        "B·C·k ÷ W",
+        ("numbers.batch.kv_bytes", "spec.weight_bytes"),
+        (MODEL, DTYPE, STORYBOARD),
+    ),
+    "numbers.batch.ops_per_byte": Explanation(
+        "the batch's intensity on each GPU",
+        "2·P_active·B ÷ T ÷ bytes per GPU",
+        ("numbers.batch.size", "spec.active_parameters", "numbers.batch.bytes_per_gpu"),
+        (MODEL, DTYPE, STORYBOARD),
+        "operations/byte",
+    ),
+    "numbers.batch.weight_bytes_read": Explanation(
+        "the weights one batched step reads",
+        "W_read(B)",
+        ("spec.weight_bytes", "numbers.batch.experts_read"),
+        (MODEL, DTYPE),
+        "bytes",
+    ),
+    "numbers.long_prompt.linear_seconds": Explanation(
+        "the long prompt's linear layers",
+        "arithmetic time × (1 − attention share)",
+        ("numbers.long_prompt.seconds", "numbers.long_prompt.attention_fraction"),
+        (GPU, MODEL, DTYPE, STORYBOARD),
+        "seconds",
+    ),
+    "numbers.long_prompt.attention_seconds": Explanation(
+        "the long prompt's attention",
+        "arithmetic time × attention share",
+        ("numbers.long_prompt.seconds", "numbers.long_prompt.attention_fraction"),
+        (GPU, MODEL, DTYPE, STORYBOARD),
+        "seconds",
+    ),
+    "numbers.long_prompt.communication_seconds": Explanation(
+        "the long prompt's all-reduces",
+        "2·L·(α + 2(T − 1)/T · N·d·2 bytes ÷ β)",
+        DEPLOYMENT + ("numbers.long_prompt.tokens",),
+        (INTERCONNECT, MODEL, STORYBOARD),
+        "seconds",
+    ),
+    "numbers.compare.peak_flops": Explanation(
+        "the other GPU's dense peak",
+        "datasheet",
+        ("choice.compare_gpu.bf16_flops", "choice.compare_gpu.fp8_flops"),
+        (COMPARE, DTYPE),
+        "FLOP/s",
+    ),
+    "numbers.compare.memory_bandwidth": Explanation(
+        "the other GPU's memory bandwidth", "datasheet", ("choice.compare_gpu.bandwidth",), (COMPARE,), "bytes/s"
+    ),
+    "numbers.compare.decode_tokens_per_second": Explanation(
+        "one user's decode on as many of the other GPU",
+        "1 ÷ its time per token",
+        ("numbers.compare.memory_bandwidth",),
+        (COMPARE, MODEL, DTYPE),
+        "tokens/s",
+    ),
+    "numbers.compare.flops_ratio": Explanation(
+        "peak arithmetic, the film's GPU against the other",
+        "peak ÷ other peak",
+        ("spec.peak_flops", "numbers.compare.peak_flops"),
+        (GPU, COMPARE),
+    ),
+    "numbers.compare.bandwidth_ratio": Explanation(
+        "memory bandwidth, the film's GPU against the other",
+        "bandwidth ÷ other bandwidth",
+        ("spec.memory_bandwidth", "numbers.compare.memory_bandwidth"),
+        (GPU, COMPARE),
+    ),
+    "numbers.compare.decode_speedup": Explanation(
+        "one user's decode, the film's GPUs against as many of the other",
+        "tokens/s ÷ other tokens/s",
+        ("numbers.decode.tokens_per_second", "numbers.compare.decode_tokens_per_second"),
+        (GPU, COMPARE, MODEL, DTYPE),
+    ),
+    **{
+        f"numbers.{lever}.{field}": Explanation(
+            f"batch-1 decode with {lever.upper()} weights{what}", formula, inputs, (GPU, MODEL, DTYPE), unit
+        )
+        for lever in ("int8", "int4")
+        for field, what, formula, inputs, unit in (
+            (
+                "tokens_per_second",
+                "",
+                "1 ÷ (weights in that format ÷ bandwidth)",
+                (f"numbers.{lever}.weight_bytes", "spec.memory_bandwidth"),
+                "tokens/s",
+            ),
+            (
+                "speedup",
+                ", against the film's data type",
+                "its tokens/s ÷ the film's",
+                (f"numbers.{lever}.tokens_per_second", "numbers.decode.tokens_per_second"),
+                "",
+            ),
+            ("weight_bytes", "", "parameters × its bytes per weight", ("spec.parameters",), "bytes"),
+        )
+    },
     # -- the measured beats
-    **{f"measured.{role}.{field}": spec(f"the {role} prompt's measured {what}", "measured on the endpoint",
-                                        (), (MEASURED,), unit)
-       for role in ("short", "medium", "long")
-       for field, what, unit in (("prompt_tokens", "length", "tokens"), ("ttft_seconds", "time to first token", "seconds"),
-                                 ("decode_tokens_per_second", "decode rate", "tokens/s"))},
-    "measured.long_kv_bytes": spec("the long prompt's KV cache", "prompt tokens × k",
-                                   ("measured.long.prompt_tokens", "measured.kv_bytes_per_token"),
-                                   (MODEL, MEASURED), "bytes"),
-    "measured.long_kv_ratio": spec("that cache against the weights", "KV bytes ÷ weight bytes",
-                                   ("measured.long_kv_bytes", "measured.weight_bytes"), (MODEL, MEASURED)),
-    "measured.slowdown": spec("how much slower decode ran with the long prompt", "1 − long rate ÷ short rate",
-                              ("measured.long.decode_tokens_per_second", "measured.short.decode_tokens_per_second"),
-                              (MEASURED,)),
-    **{f"measured.{role}.ideal_prefill_seconds": spec(f"the {role} prompt's ideal prefill on the compared GPU",
-                                                      "max(operations ÷ peak, bytes ÷ bandwidth)",
-                                                      (f"measured.{role}.prompt_tokens",), (MEASURED, MODEL), "seconds")
-       for role in ("short", "medium", "long")},
-    "measured.weight_bytes": spec("the measured model's weights", "parameters × bytes per weight", (),
-                                  (MEASURED, MODEL), "bytes"),
-    "measured.ceiling_tokens_per_second": spec("the roofline's batch-1 decode ceiling on the compared GPU",
-                                               "bandwidth ÷ weight bytes", ("measured.weight_bytes",),
-                                               (MEASURED, MODEL), "tokens/s"),
-    "measured.ceiling_fraction": spec("the measured short-prompt decode rate against that ceiling",
-                                      "measured rate ÷ ceiling", ("measured.short.decode_tokens_per_second",
-                                                                  "measured.ceiling_tokens_per_second"), (MEASURED,)),
-    "measured.network_fraction": spec("the share of a short wait that is not prefill", "1 − ideal prefill ÷ TTFT",
-                                      ("measured.short.ttft_seconds",), (MEASURED, MODEL)),
+    **{
+        f"measured.{role}.{field}": Explanation(
+            f"the {role} prompt's measured {what}", "measured on the endpoint", (), (MEASURED,), unit
+        )
+        for role in ("short", "medium", "long")
+        for field, what, unit in (
+            ("prompt_tokens", "length", "tokens"),
+            ("ttft_seconds", "time to first token", "seconds"),
+            ("decode_tokens_per_second", "decode rate", "tokens/s"),
+        )
+    },
+    "measured.long_kv_bytes": Explanation(
+        "the long prompt's KV cache",
+        "prompt tokens × k",
+        ("measured.long.prompt_tokens", "measured.kv_bytes_per_token"),
+        (MODEL, MEASURED),
+        "bytes",
+    ),
+    "measured.long_kv_ratio": Explanation(
+        "that cache against the weights",
+        "KV bytes ÷ weight bytes",
+        ("measured.long_kv_bytes", "measured.weight_bytes"),
+        (MODEL, MEASURED),
+    ),
+    "measured.slowdown": Explanation(
+        "how much slower decode ran with the long prompt",
+        "1 − long rate ÷ short rate",
+        ("measured.long.decode_tokens_per_second", "measured.short.decode_tokens_per_second"),
+        (MEASURED,),
+    ),
+    **{
+        f"measured.{role}.ideal_prefill_seconds": Explanation(
+            f"the {role} prompt's ideal prefill on the compared GPU",
+            "max(operations ÷ peak, bytes ÷ bandwidth)",
+            (f"measured.{role}.prompt_tokens",),
+            (MEASURED, MODEL),
+            "seconds",
+        )
+        for role in ("short", "medium", "long")
+    },
+    "measured.weight_bytes": Explanation(
+        "the measured model's weights", "parameters × bytes per weight", (), (MEASURED, MODEL), "bytes"
+    ),
+    "measured.ceiling_tokens_per_second": Explanation(
+        "the roofline's batch-1 decode ceiling on the compared GPU",
+        "bandwidth ÷ weight bytes",
+        ("measured.weight_bytes",),
+        (MEASURED, MODEL),
+        "tokens/s",
+    ),
+    "measured.ceiling_fraction": Explanation(
+        "the measured short-prompt decode rate against that ceiling",
+        "measured rate ÷ ceiling",
+        ("measured.short.decode_tokens_per_second", "measured.ceiling_tokens_per_second"),
+        (MEASURED,),
+    ),
+    "measured.network_fraction": Explanation(
+        "the share of a short wait that is not prefill",
+        "1 − ideal prefill ÷ TTFT",
+        ("measured.short.ttft_seconds",),
+        (MEASURED, MODEL),
+    ),
 }

@@ -13,8 +13,8 @@ and swapped in whole, so a failed review leaves the previous one as it was.
 from __future__ import annotations
 
 import base64
-import re
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path

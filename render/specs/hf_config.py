@@ -9,6 +9,7 @@ total, where one exists, belongs in the entry instead, and the catalog checks th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -150,22 +151,15 @@ def model_from_file(path: Path, model_id: str | None = None, name: str | None = 
     return model_from_config(load_config(path), display_path(Path(path)), model_id, name)
 
 
-ENTRY_ORDER = ("id", "name", "spoken_name", "layers", "hidden_size", "attention_heads", "kv_heads", "head_dim",
-               "ffn_size", "vocab_size", "tied_embeddings", "qkv_bias", "parameters", "source", "architecture",
-               "qk_norm", "experts", "experts_per_token", "expert_ffn_size", "shared_experts", "dense_layers",
-               "router_bias", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim")
 PLAIN_SCALAR = re.compile(r"[A-Za-z][A-Za-z0-9 ._()/-]*[A-Za-z0-9)]")
-DEFAULTS = {"architecture": "llama", "qk_norm": False, "experts": 0, "experts_per_token": 0, "expert_ffn_size": 0,
-            "shared_experts": 0, "dense_layers": 0, "router_bias": False, "q_lora_rank": 0, "kv_lora_rank": 0,
-            "qk_rope_head_dim": 0, "v_head_dim": 0}
 
 
 def model_entry_yaml(model: Model) -> str:
     """The entry as data/models.yaml writes one (fields at their default left out)."""
     lines = []
-    for key in ENTRY_ORDER:
-        value = getattr(model, key)
-        if key in DEFAULTS and value == DEFAULTS[key]:
+    for entry_field in dataclasses.fields(Model):
+        key, value = entry_field.name, getattr(model, entry_field.name)
+        if entry_field.default is not dataclasses.MISSING and value == entry_field.default:
             continue
         if isinstance(value, bool):
             text = "true" if value else "false"

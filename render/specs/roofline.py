@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 
 from render.errors import FilmError
-from render.specs.architecture import ParameterCount, count_parameters
+from render.specs.architecture import count_parameters
 from render.specs.types import DataType, Deployment, Gpu, Model
 
 ACTIVATION_BYTES = 2  # BF16 activations cross the interconnect whatever the weights' format
@@ -89,10 +89,6 @@ def peak_flops(gpu: Gpu, dtype: DataType) -> float:
 def ridge_ops_per_byte(gpu: Gpu, dtype: DataType) -> float:
     """Where the memory slope meets the compute roof."""
     return peak_flops(gpu, dtype) / gpu.bandwidth
-
-
-def parameter_count(model: Model) -> ParameterCount:
-    return count_parameters(model)
 
 
 def active_parameters(model: Model) -> float:
