@@ -1,6 +1,8 @@
 # Prefill vs decode: the film, from data.
 #   make film    set up whatever is missing, then render the film into build/film.mp4
 #   make preview the same film at 480p15, into build/preview/
+#   make films   many films at once on a Dask cluster: VARIANTS="h100-sxm/llama-3.1-8b/bf16 …" or
+#                MATRIX=all|gpus|models [SCHEDULER=tcp://host:8786] [QUALITY=low] (README: Rendering many films)
 #   make review  a page to check the film in a browser: build/…/review/index.html
 #   make test    set up whatever is missing, then run the test suite
 # Choices: make plan GPU=a100-sxm-80gb MODEL=llama-3.1-70b DTYPE=int8 [COMPARE_GPU=…] [MEASURED=…]
@@ -14,7 +16,8 @@
 
 # A $ in a value is make syntax: make would expand it before any program saw the value, so a
 # choice holding one is refused here rather than silently changed.
-CHOICE_VARIABLES := GPU GPUS MODEL DTYPE KV_DTYPE COMPARE_GPU MEASURED VOICE RECORDINGS BEAT AT QUALITY JOBS PYTHON
+CHOICE_VARIABLES := GPU GPUS MODEL DTYPE KV_DTYPE COMPARE_GPU MEASURED VOICE RECORDINGS BEAT AT QUALITY JOBS PYTHON \
+  VARIANTS MATRIX SCHEDULER
 $(foreach variable,$(CHOICE_VARIABLES),$(if $(findstring $$,$(value $(variable))),\
   $(error $(variable)= contains '$$', which make would expand; give ids, numbers and paths without it)))
 
@@ -30,8 +33,9 @@ CHOICES := $(call arg,GPU,gpu) $(call arg,GPUS,gpus) $(call arg,MODEL,model) $(c
 PLAN_CHOICES := $(CHOICES) $(call arg,COMPARE_GPU,compare-gpu) $(call arg,MEASURED,measured)
 VOICE_CHOICES := $(PLAN_CHOICES) $(call arg,VOICE,voice) $(call arg,RECORDINGS,recordings)
 FILM_CHOICES := $(VOICE_CHOICES) $(call arg,JOBS,jobs)
+FILMS_CHOICES := $(FILM_CHOICES) $(call arg,VARIANTS,variants) $(call arg,MATRIX,matrix) $(call arg,SCHEDULER,scheduler)
 
-.PHONY: setup setup-film test plan roofline narration scene still sheet film preview review bench goldens clean
+.PHONY: setup setup-film test plan roofline narration scene still sheet film films preview review bench goldens clean
 
 setup:
 	@"$$PYTHON" render/tools/bootstrap.py test
@@ -64,6 +68,9 @@ sheet: setup-film
 
 film: setup-film
 	@$(FILM) film --quality "$${QUALITY:-high}" $(FILM_CHOICES)
+
+films: setup-film
+	@$(FILM) films --quality "$${QUALITY:-high}" $(FILMS_CHOICES)
 
 preview: setup-film
 	@$(FILM) film --quality low $(FILM_CHOICES)

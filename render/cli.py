@@ -4,6 +4,7 @@
     narration                the voice stage: track, subtitles, timed plan
     scene, still, sheet      one beat, one frame, a contact sheet
     film                     the whole film
+    films                    many films at once on a Dask cluster
     measure                  a measured dataset from a live endpoint
 """
 
@@ -97,6 +98,16 @@ def build_parser() -> argparse.ArgumentParser:
     film.add_argument("--jobs", type=whole_number(1, 256), help="beats rendered at once (default: the number of cores)")
     film.set_defaults(run=run_film)
 
+    films = commands.add_parser("films", help="render many films at once on a Dask cluster, each shared beat once")
+    add_plan_arguments(films)
+    films.add_argument("--variants", help="the films, as GPU/MODEL/DTYPE[/gpus=N][/kv=X] separated by spaces")
+    films.add_argument("--matrix", help="all (every choice that fits), gpus or models (one axis around the choice)")
+    films.add_argument("--scheduler", help="an existing Dask cluster's scheduler, tcp://HOST:PORT "
+                                           "(default: a local cluster on this machine)")
+    films.add_argument("--quality", default="high", help="high (1080p60, the film) or low/medium/tiny (previews)")
+    films.add_argument("--jobs", type=whole_number(1, 256), help="the local cluster's workers (default: the number of cores)")
+    films.set_defaults(run=run_films)
+
     review = commands.add_parser("review", help="write the review page of the film made for this choice")
     add_plan_arguments(review)
     review.set_defaults(run=run_review)
@@ -164,17 +175,19 @@ def add_plan_arguments(parser: argparse.ArgumentParser, voice: bool = True, buil
         parser.add_argument("--build", type=Path, default=BUILD_DIR, help="build folder (default: build/)")
 
 
-def plan_from(args: argparse.Namespace):
+def plan_from(args: argparse.Namespace, variant=None):
+    """The plan the command line asks for; `variant` (a matrix's film) replaces its choice."""
+    choice = variant or args
     recordings = getattr(args, "recordings", None)
     if recordings is not None and not recordings.is_dir():
         raise FilmError(f"--recordings {recordings}: no such folder; give the folder that holds "
                         f"<beat-id>.wav or .flac recordings")
     from render.video.cues import check_cues
 
-    plan = resolve_plan(gpu=args.gpu, model=args.model, dtype=args.dtype, compare_gpu=args.compare_gpu,
+    plan = resolve_plan(gpu=choice.gpu, model=choice.model, dtype=choice.dtype, compare_gpu=args.compare_gpu,
                         measured=args.measured, voice=getattr(args, "voice", None),
                         recordings=getattr(args, "recordings", None), storyboard_path=args.storyboard,
-                        gpus=args.gpus, kv_dtype=args.kv_dtype)
+                        gpus=choice.gpus, kv_dtype=choice.kv_dtype)
     check_cues(plan)  # the scenes and the storyboard agree on their cues, before anything is voiced or drawn
     return plan
 
@@ -279,6 +292,37 @@ def run_film(args: argparse.Namespace) -> int:
           f"({len(result.rendered)} beats rendered, {len(result.reused)} reused)")
     print(display_path(result.film))
     return 0
+
+
+def run_films(args: argparse.Namespace) -> int:
+    from render.cluster.films import make_films
+    from render.cluster.variants import MATRICES, Variant, matrix_variants, parse_variants, plans_for
+    from render.video import beats
+
+    beats.quality(args.quality)
+    if bool(args.variants) == bool(args.matrix):
+        raise FilmError("make films: say which films, either VARIANTS=\"h100-sxm/llama-3.1-8b/bf16 …\" or "
+                        f"MATRIX={'|'.join(MATRICES)} (not both)")
+    around = Variant(args.gpu, args.model, args.dtype, args.gpus, args.kv_dtype)
+    if args.variants:
+        if around != Variant():
+            raise FilmError("make films: with VARIANTS each variant names its own GPU, model and data type; "
+                            "leave GPU, GPUS, MODEL, DTYPE and KV_DTYPE unset (or use MATRIX=gpus|models around them)")
+        variants = parse_variants(args.variants)
+    else:
+        variants = matrix_variants(args.matrix, load_catalog(DATA_DIR), load_storyboard(args.storyboard), around)
+    plans, left_out = plans_for(variants, lambda variant: plan_from(args, variant), strict=bool(args.variants))
+    if left_out:
+        print(f"films: MATRIX={args.matrix} leaves out {len(left_out)} of its {len(variants)} choices, which do not fit: "
+              + "; ".join(left_out[:3]) + (" …" if len(left_out) > 3 else ""), flush=True)
+    if not plans:
+        raise FilmError(f"MATRIX={args.matrix}: no choice around {around} fits; try another GPU, more GPUS= or a "
+                        f"smaller data type")
+    result = make_films(plans, args.quality, args.build, args.scheduler, args.jobs,
+                        say=lambda line: print(line, flush=True),
+                        on_film=lambda made: write_kit(made.plan, made.poster, made.film.parent))
+    print(result.table())
+    return 1 if result.failed else 0
 
 
 def run_review(args: argparse.Namespace) -> int:

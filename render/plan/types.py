@@ -427,6 +427,19 @@ class Plan:
         """This plan with each beat's speech timing: the timed plan the scenes render from."""
         return replace(self, beats=tuple(replace(beat, timing=timings[beat.id]) for beat in self.beats))
 
+    def slice_for(self, beat_id: str) -> Plan:
+        """All that rendering one beat needs, to send to a worker: this plan with that beat and only
+        the ids and titles of its neighbours (a scene reads its own beat, which beats are around it,
+        and the plan's numbers)."""
+        ids = [beat.id for beat in self.beats]
+        position = ids.index(self.beat(beat_id).id)
+
+        def bare(beat: Beat) -> Beat:
+            return replace(beat, narration="", captions={}, cue_offsets={}, timing=None, reads=())
+
+        around = self.beats[max(position - 1, 0):position + 2]
+        return replace(self, beats=tuple(beat if beat.id == beat_id else bare(beat) for beat in around))
+
     @property
     def subtitles(self) -> list[Subtitle]:
         return [cue for beat in self.beats if beat.timing for cue in beat.timing.subtitles]

@@ -92,6 +92,9 @@ def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int 
         "pixel_width": q.width, "pixel_height": q.height, "frame_rate": fps or q.fps,
         "media_dir": str(work), "tex_dir": tex_dir(), "output_file": beat_id, "disable_caching": True,
         "verbosity": "WARNING", "progress_bar": "none", "write_to_movie": True, "format": "mp4",
+        # One encoder thread: with x264's sliced threads the same frames now and then encoded to
+        # different bytes, and a film made twice (or on another machine) must be the same file.
+        "video_encoder_options": {"threads": "1"},
     }
     try:
         with tempconfig(settings):

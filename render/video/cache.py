@@ -104,12 +104,24 @@ class BeatCache:
     def reads_path(self, plan: Plan, beat_id: str, q: Quality) -> Path:
         return self.folder / f"{beat_id}-{base_key(plan, beat_id, q)}.json"
 
-    def values_read(self, plan: Plan, beat_id: str, q: Quality) -> list[str]:
-        """The plan paths the beat's scene read when it last rendered (none known: empty)."""
+    def known_reads(self, plan: Plan, beat_id: str, q: Quality) -> list[str] | None:
+        """The plan paths the beat's scene read when it last rendered; None when it has not."""
         try:
             return list(json.loads(self.reads_path(plan, beat_id, q).read_text())["values_read"])
         except (OSError, ValueError, KeyError, TypeError):
-            return []
+            return None
+
+    def values_read(self, plan: Plan, beat_id: str, q: Quality) -> list[str]:
+        """The plan paths the beat's scene read when it last rendered (none known: empty)."""
+        return self.known_reads(plan, beat_id, q) or []
+
+    def key(self, plan: Plan, beat_id: str, q: Quality) -> str:
+        """The beat's cache key as far as it is known: <beat>-<base>-<values> once its scene's reads
+        are recorded, <beat>-<base> before its first render."""
+        reads = self.known_reads(plan, beat_id, q)
+        if reads is None:
+            return f"{beat_id}-{base_key(plan, beat_id, q)}"
+        return self.entry(plan, beat_id, q, reads).video.stem
 
     def entry(self, plan: Plan, beat_id: str, q: Quality, values_read: list[str]) -> CacheEntry:
         stem = f"{beat_id}-{base_key(plan, beat_id, q)}-{values_key(plan, values_read)}"
@@ -131,11 +143,16 @@ class BeatCache:
             return None
         return entry.video
 
-    def store(self, plan: Plan, beat_id: str, q: Quality, rendered: Path, values_read: list[str]) -> Path:
-        """Move a fresh render into the cache: the video, then what vouches for it, then the reads."""
+    def store(self, plan: Plan, beat_id: str, q: Quality, rendered: Path | bytes, values_read: list[str]) -> Path:
+        """Put a fresh render into the cache (a file is moved in; a worker's bytes are written
+        atomically): the video, then what vouches for it, then the reads."""
         entry = self.entry(plan, beat_id, q, values_read)
-        data = rendered.read_bytes()
-        move(rendered, entry.video)
+        if isinstance(rendered, bytes):
+            data = rendered
+            write_atomic(entry.video, data)
+        else:
+            data = rendered.read_bytes()
+            move(rendered, entry.video)
         write_atomic(entry.meta, json.dumps({"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}))
         write_atomic(self.reads_path(plan, beat_id, q), json.dumps({"values_read": list(values_read)}))
         return entry.video

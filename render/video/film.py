@@ -33,7 +33,7 @@ from render.plan.types import Plan
 from render.video import beats
 from render.video.cache import CACHE_FORMAT, BeatCache
 from render.video.cues import check_cues
-from render.voice.narration import make_narration
+from render.voice.narration import NarrationResult, make_narration
 
 log = logging.getLogger("film")
 
@@ -143,30 +143,41 @@ def make_film(plan: Plan, quality_name: str = "high", build_dir: Path = BUILD_DI
     check_cues(plan)
     folder = film_dir(plan, quality_name, build_dir)
     with output_lock(folder):
-        narration = make_narration(plan, output_dir(plan.choice.name, plan.choice.is_default, build_dir),
-                                   cache_dir(build_dir))
-        timed = narration.plan
-        made = render_all_beats(timed, narration.timed_plan_path, q, cache_dir(build_dir),
+        narration = narrate(plan, build_dir)
+        made = render_all_beats(narration.plan, narration.timed_plan_path, q, cache_dir(build_dir),
                                 jobs or os.cpu_count() or 1, say)
-        film = folder / "film.mp4"
-        ordered = [made.videos[beat.id] for beat in timed.beats]
-        key = film_key(timed, ordered, narration.track)
-        key_file = folder / ".film.mp4.key"
-        if up_to_date(film, key_file, key):
-            say("film: up to date (every beat and the narration unchanged)")
-        else:
-            key_file.unlink(missing_ok=True)
-            assemble(timed, ordered, narration.track, film)
-            check_film(film, timed, q)
-            record_made(film, key_file, key)
-        for source in (narration.srt, narration.vtt):
-            if source.parent != folder:
-                write_atomic(folder / source.name, source.read_bytes())
-        poster = make_poster(film, timed, folder / "poster.png")
-        # What each beat's pictures show, for the review page's numbers (the scenes' recorded reads).
-        cache = BeatCache(cache_dir(build_dir))
-        shown = {beat.id: cache.values_read(timed, beat.id, q) for beat in timed.beats}
-        write_atomic(folder / "shown.json", json.dumps(shown, indent=1) + "\n")
+        return finish_film(narration, made, q, folder, build_dir, started, say)
+
+
+def narrate(plan: Plan, build_dir: Path) -> NarrationResult:
+    """The film's narration (cached by its words and voice): the track, subtitles and timed plan."""
+    return make_narration(plan, output_dir(plan.choice.name, plan.choice.is_default, build_dir), cache_dir(build_dir))
+
+
+def finish_film(narration: NarrationResult, made: BeatVideos, q: beats.Quality, folder: Path, build_dir: Path,
+                started: float, say=print) -> FilmResult:
+    """Every beat's video is in the cache: join them with the narration, check the film, and write
+    its subtitles, poster and what each beat showed beside it. The same for one film or many."""
+    timed = narration.plan
+    film = folder / "film.mp4"
+    ordered = [made.videos[beat.id] for beat in timed.beats]
+    key = film_key(timed, ordered, narration.track)
+    key_file = folder / ".film.mp4.key"
+    if up_to_date(film, key_file, key):
+        say("film: up to date (every beat and the narration unchanged)")
+    else:
+        key_file.unlink(missing_ok=True)
+        assemble(timed, ordered, narration.track, film)
+        check_film(film, timed, q)
+        record_made(film, key_file, key)
+    for source in (narration.srt, narration.vtt):
+        if source.parent != folder:
+            write_atomic(folder / source.name, source.read_bytes())
+    poster = make_poster(film, timed, folder / "poster.png")
+    # What each beat's pictures show, for the review page's numbers (the scenes' recorded reads).
+    cache = BeatCache(cache_dir(build_dir))
+    shown = {beat.id: cache.values_read(timed, beat.id, q) for beat in timed.beats}
+    write_atomic(folder / "shown.json", json.dumps(shown, indent=1) + "\n")
     return FilmResult(timed, film, folder / "film.srt", folder / "film.vtt", poster,
                       float(media.probe(film)["format"]["duration"]), time.perf_counter() - started,
                       list(made.rendered), made.reused,

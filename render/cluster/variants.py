@@ -1,0 +1,96 @@
+"""Which films a matrix makes: VARIANTS written out, or MATRIX=all|gpus|models from the catalog.
+
+    VARIANTS="h100-sxm/llama-3.1-8b/bf16 a100-sxm-80gb/llama-3.1-70b/int8/gpus=2/kv=fp8"
+    MATRIX=all      every GPU x model x data type that fits (at GPUS=, one GPU by default)
+    MATRIX=gpus     every GPU, with the chosen (else the storyboard's) model and data type
+    MATRIX=models   every model, on the chosen (else the storyboard's) GPU and data type
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from render.errors import FilmError
+from render.plan.storyboard import Storyboard
+from render.plan.types import Plan
+from render.specs.catalog import Catalog
+
+MATRICES = ("all", "gpus", "models")
+FORMAT = ("write each variant as GPU/MODEL/DTYPE with catalog ids (film list gpus|models|dtypes), optionally "
+          "followed by /gpus=N and /kv=fp8, separated by spaces: "
+          "VARIANTS=\"h100-sxm/llama-3.1-8b/bf16 a100-sxm-80gb/llama-3.1-70b/int8/gpus=2\"")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One film of a matrix: a choice as resolve_plan takes it (None: the storyboard's default)."""
+
+    gpu: str | None = None
+    model: str | None = None
+    dtype: str | None = None
+    gpus: int | None = None
+    kv_dtype: str | None = None
+
+    def __str__(self) -> str:
+        parts = [self.gpu or "(default)", self.model or "(default)", self.dtype or "(default)"]
+        parts += [f"gpus={self.gpus}"] if self.gpus else []
+        parts += [f"kv={self.kv_dtype}"] if self.kv_dtype else []
+        return "/".join(parts)
+
+
+def parse_variants(text: str) -> list[Variant]:
+    """VARIANTS= as the user wrote it: one variant per word, GPU/MODEL/DTYPE[/gpus=N][/kv=X]."""
+    variants = []
+    for word in text.replace(",", " ").split():
+        fields = word.split("/")
+        if len(fields) < 3 or not all(fields[:3]):
+            raise FilmError(f"VARIANTS: {word!r} is not GPU/MODEL/DTYPE; {FORMAT}")
+        options = {}
+        for option in fields[3:]:
+            name, equals, value = option.partition("=")
+            if name not in ("gpus", "kv") or not equals or not value or name in options:
+                raise FilmError(f"VARIANTS: {word!r}: {option!r} is not gpus=N or kv=DTYPE; {FORMAT}")
+            options[name] = value
+        gpus = None
+        if "gpus" in options:
+            if not options["gpus"].isdigit():
+                raise FilmError(f"VARIANTS: {word!r}: gpus={options['gpus']} is not a whole number of GPUs")
+            gpus = int(options["gpus"])
+        variants.append(Variant(fields[0], fields[1], fields[2], gpus, options.get("kv")))
+    if not variants:
+        raise FilmError(f"VARIANTS is empty; {FORMAT}")
+    return variants
+
+
+def matrix_variants(kind: str, catalog: Catalog, storyboard: Storyboard, around: Variant) -> list[Variant]:
+    """The candidate films of MATRIX=kind, around the given choice (the storyboard's where not
+    given). Whether each fits is the plan's to say: a candidate that does not is left out."""
+    defaults = storyboard.defaults
+    gpu, model, dtype = around.gpu or defaults["gpu"], around.model or defaults["model"], around.dtype or defaults["dtype"]
+    if kind == "all":
+        choices = [(g, m, d) for g in catalog.gpus for m in catalog.models for d in catalog.dtypes]
+    elif kind == "gpus":
+        choices = [(g, model, dtype) for g in catalog.gpus]
+    elif kind == "models":
+        choices = [(gpu, m, dtype) for m in catalog.models]
+    else:
+        raise FilmError(f"MATRIX={kind}: use one of {', '.join(MATRICES)}")
+    return [Variant(g, m, d, around.gpus, around.kv_dtype) for g, m, d in choices]
+
+
+def plans_for(variants: list[Variant], resolve: Callable[[Variant], Plan],
+              strict: bool) -> tuple[list[Plan], list[str]]:
+    """Each variant's plan, and the variants left out (with why). A variant the user wrote out must
+    resolve (`strict`: its error names it); a matrix simply leaves out what does not fit."""
+    plans, left_out = [], []
+    for variant in variants:
+        try:
+            plan = resolve(variant)
+        except FilmError as error:
+            if strict:
+                raise FilmError(f"VARIANTS: {variant}: {error}") from None
+            left_out.append(f"{variant} ({str(error).split(':')[0]})")
+            continue
+        plans.append(plan)
+    return plans, left_out
