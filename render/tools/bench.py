@@ -5,6 +5,9 @@
     warm        `make film` again with nothing changed
     one beat    one beat's narration changed: only that beat re-renders
     memory      peak resident memory of the pipeline and of its worker processes
+    matrix      four films (two GPUs x two models) at 480p15: one after another with `make film`,
+                then at once on a local Dask cluster (`make films`): beats needed per beat rendered,
+                the wall times, and what the scheduler costs a task
 
 Writes build/bench.json and prints a table. Goals (1080p60, 2 cores): cold under 3x the film's
 length, a warm no-op under 5 s.
@@ -21,11 +24,16 @@ import sys
 import time
 from pathlib import Path
 
+from render.cluster.films import dask_client, make_films
+from render.cluster.tasks import empty_task
 from render.files import BUILD_DIR, STORYBOARD_PATH, write_atomic
 from render.plan.resolve import resolve_plan
 from render.video.film import make_film
 
 CHANGED_BEAT = "two-budgets"
+MATRIX = [(gpu, model) for gpu in ("h100-sxm", "a100-sxm-80gb") for model in ("llama-3.1-8b", "llama-3.2-3b")]
+MATRIX_QUALITY = "low"
+EMPTY_TASKS = 500
 
 
 def peak_memory_mb() -> dict[str, float]:
@@ -68,7 +76,38 @@ def run(qualities: list[str], build: Path) -> dict:
     outcome = timed(f"one beat changed ({last})", lambda: make_film(changed, last, folder, say=quiet), results)
     results[f"one beat changed ({last})"]["rendered"] = outcome.rendered
     results["peak_memory"] = {key: round(value, 1) for key, value in peak_memory_mb().items()}
+    results["matrix"] = matrix(build)
     return results
+
+
+def matrix(build: Path) -> dict:
+    """Four films one after another with `make film`, then at once with `make films`, each from an
+    empty cache; and the scheduler's cost of a task on a local cluster."""
+    quiet = lambda line: None  # noqa: E731
+    plans = [resolve_plan(gpu=gpu, model=model, recordings=build / "no-recordings") for gpu, model in MATRIX]
+    print(f"bench: matrix of {len(plans)} films at {MATRIX_QUALITY}, one after another …", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    for plan in plans:
+        make_film(plan, MATRIX_QUALITY, build / "matrix-sequential", say=quiet)
+    sequential = time.perf_counter() - started
+    print("bench: … and at once on a local Dask cluster …", file=sys.stderr, flush=True)
+    result = make_films(plans, MATRIX_QUALITY, build / "matrix-dask", say=quiet)
+    if result.failed:
+        raise SystemExit(f"bench: the matrix failed: {result.failed}")
+    with dask_client(None, None) as (client, _):
+        client.gather(client.map(empty_task, range(20), pure=False))  # warm
+        started = time.perf_counter()
+        client.gather(client.map(empty_task, range(EMPTY_TASKS), pure=False))
+        empty = (time.perf_counter() - started) / EMPTY_TASKS
+    tasks = result.tasks
+    return {"films": [plan.choice.name for plan in plans], "quality": MATRIX_QUALITY,
+            "beats_needed": result.requested, "beats_rendered": result.rendered, "beats_shared": result.shared,
+            "reuse_ratio": round(result.reuse_ratio, 3), "sequential_seconds": round(sequential, 1),
+            "dask_seconds": round(result.seconds, 1), "dask_over_sequential": round(result.seconds / sequential, 3),
+            "workers": result.workers,
+            "task_overhead_on_worker_ms": round(1000 * sum(t.on_worker - t.render for t in tasks) / len(tasks), 1),
+            "empty_task_ms": round(1000 * empty, 2),
+            "render_seconds_total": round(sum(t.render for t in tasks), 1)}
 
 
 def table(results: dict) -> str:
@@ -85,6 +124,14 @@ def table(results: dict) -> str:
     memory = results["peak_memory"]
     rows.append(f"{'peak memory':<32}{'':>10}{'':>9}  pipeline {memory['pipeline_mb']:.0f} MB, "
                 f"largest worker {memory['largest_worker_mb']:.0f} MB")
+    m = results["matrix"]
+    rows.append(f"{'matrix, one after another':<32}{m['sequential_seconds']:>10.1f}{'':>9}  "
+                f"{len(m['films'])} films at {m['quality']} with make film")
+    rows.append(f"{'matrix, at once on Dask':<32}{m['dask_seconds']:>10.1f}{'':>9}  "
+                f"{m['dask_over_sequential']:.2f}x the time; {m['beats_needed']} beats needed, {m['beats_rendered']} "
+                f"rendered (reuse {m['reuse_ratio']:.2f}); {m['workers']}")
+    rows.append(f"{'scheduler overhead per task':<32}{'':>10}{'':>9}  {m['empty_task_ms']:.2f} ms (an empty task); "
+                f"{m['task_overhead_on_worker_ms']:.0f} ms of a beat task on its worker outside the render")
     return "\n".join(rows)
 
 
