@@ -98,11 +98,12 @@ def test_the_readme_names_the_folders_in_data_flow_order():
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## How it works", 1)[1].split("\n## ", 1)[0]
     folders = ["data/", "script/storyboard.yaml", "render/specs/", "render/plan/", "render/voice/", "scenes/",
-               "render/video/", "render/publish/"]
+               "render/video/", "render/publish/", "render/cluster/"]
     positions = [section.find(folder) for folder in folders]
     assert all(position >= 0 for position in positions), dict(zip(folders, positions))
     assert positions == sorted(positions), "the folders are not named in data-flow order"
-    for folder in ("render/specs", "render/plan", "render/voice", "render/video", "render/publish", "render/tools"):
+    for folder in ("render/specs", "render/plan", "render/voice", "render/video", "render/publish", "render/cluster",
+                   "render/tools"):
         assert (ROOT / folder).is_dir()
 
 
