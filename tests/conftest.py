@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,27 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 @pytest.fixture(scope="session")
 def catalog():
     return load_catalog(DATA_DIR)
+
+
+@dataclass(frozen=True)
+class MadeFilm:
+    build: Path           # its build folder (later tests may make other films there)
+    result: object        # make_film's FilmResult
+    lines: list[str]      # what it printed
+    film_bytes: bytes     # the film and subtitles as first made, for comparisons
+    srt_bytes: bytes
+
+
+@pytest.fixture(scope="session")
+def default_tiny_film(tmp_path_factory) -> MadeFilm:
+    """The default film at the tests' tiny size, made once by `make film`'s code for every module."""
+    from render.plan.resolve import resolve_plan
+    from render.video.film import make_film
+
+    build = tmp_path_factory.mktemp("build")
+    lines: list[str] = []
+    result = make_film(resolve_plan(recordings=build / "none"), "tiny", build, jobs=2, say=lines.append)
+    return MadeFilm(build, result, lines, result.film.read_bytes(), result.srt.read_bytes())
 
 
 @pytest.fixture

@@ -30,7 +30,6 @@ from render.plan.types import Plan
 from render.specs.catalog import load_catalog
 from render.video.beats import quality
 from render.video.cache import BeatCache, base_key, beat_slice
-from render.video.film import make_film
 from render.voice.narration import make_narration
 
 from conftest import FIXTURES, ROOT, run_film
@@ -116,10 +115,7 @@ def default_and(build: Path, *choices: dict) -> list[Plan]:
     return [resolve_plan(recordings=build / "none", **choice) for choice in ({}, *choices)]
 
 
-def test_a_matrix_renders_each_shared_beat_once_and_its_film_is_make_films(cluster, tmp_path_factory):
-    alone = tmp_path_factory.mktemp("alone")
-    reference = make_film(resolve_plan(recordings=alone / "none"), "tiny", alone, jobs=2, say=lambda line: None)
-
+def test_a_matrix_renders_each_shared_beat_once_and_its_film_is_make_films(cluster, default_tiny_film):
     plans = default_and(cluster.build, {"gpu": OTHER_GPU})
     lines: list[str] = []
     result = make_films(plans, "tiny", cluster.build, scheduler=cluster.address, say=lines.append)
@@ -131,8 +127,8 @@ def test_a_matrix_renders_each_shared_beat_once_and_its_film_is_make_films(clust
     for made in result.films:
         film_is_whole(made.film, made.plan)
     # The same film, byte for byte, as `make film` renders on this machine's process pool.
-    assert default.film.read_bytes() == reference.film.read_bytes()
-    assert default.srt.read_bytes() == reference.srt.read_bytes()
+    assert default.film.read_bytes() == default_tiny_film.film_bytes
+    assert default.srt.read_bytes() == default_tiny_film.srt_bytes
 
     # Beats that do not show the GPU's numbers were rendered once, for the first film, and the
     # second film took them: every render is one video in the cache, and each task ran once.

@@ -22,15 +22,13 @@ from conftest import run_film
 
 
 @pytest.fixture(scope="module")
-def build(tmp_path_factory):
-    return tmp_path_factory.mktemp("build")
+def build(default_tiny_film):
+    return default_tiny_film.build
 
 
 @pytest.fixture(scope="module")
-def first(build):
-    lines = []
-    result = make_film(resolve_plan(recordings=build / "none"), "tiny", build, jobs=2, say=lines.append)
-    return result, lines
+def first(default_tiny_film):
+    return default_tiny_film.result, default_tiny_film.lines
 
 
 def test_the_film_has_its_streams_length_and_chapters(first, build):

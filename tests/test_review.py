@@ -29,9 +29,11 @@ def run_film(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def reviewed(tmp_path_factory):
-    """A CI-sized film (tiny quality) with its kit and its review page."""
+def reviewed(tmp_path_factory, default_tiny_film):
+    """A CI-sized film (tiny quality) with its kit and its review page, made by the CLI from the beats
+    the default film already rendered (their cache, copied: each entry is verified before use)."""
     build = tmp_path_factory.mktemp("review-build")
+    shutil.copytree(default_tiny_film.build / "cache", build / "cache")
     made = run_film("film", "--quality", "tiny", "--build", str(build))
     assert made.returncode == 0, made.stderr
     review = run_film("review", "--build", str(build))
