@@ -138,7 +138,8 @@ def test_a_matrix_renders_each_shared_beat_once_and_its_film_is_make_films(clust
     assert "prefill" in other.rendered and "roofline" in other.rendered  # they show the GPU
     videos = list((cluster.build / "cache" / "beats").glob("*.mp4"))
     assert result.rendered == len(videos) == 18 - len(shared) == len({task.key for task in result.tasks})
-    assert result.shared == len(shared) and result.requested == 18 and result.from_cache == 0
+    # (the cache was empty: a beat found there was rendered in this run, before its second film asked)
+    assert result.shared + result.from_cache == len(shared) and result.requested == 18
     assert result.reuse_ratio == pytest.approx(18 / result.rendered)
 
     # The workers rendered them (not this process), and the client kept their results.
@@ -146,8 +147,8 @@ def test_a_matrix_renders_each_shared_beat_once_and_its_film_is_make_films(clust
         workers = set(client.scheduler_info()["workers"])
     assert {task.worker for task in result.tasks} <= workers
     assert all(task.render > 0 and task.round_trip >= task.on_worker >= task.render for task in result.tasks)
-    assert any(line.startswith("  rendered two-waits for h100-sxm-llama-3.1-8b-bf16 (+1 waiting on it)")
-               for line in lines), lines
+    # (whether the second film was waiting on it yet depends on how long its narration took)
+    assert any(line.startswith("  rendered two-waits for h100-sxm-llama-3.1-8b-bf16") for line in lines), lines
     table = result.table()
     assert f"{OTHER_GPU}-llama-3.1-8b-bf16" in table and "films made: 2 of 2" in table
 

@@ -121,12 +121,23 @@ class FilmsResult:
     rows: list[FilmRow]
     failed: dict[str, str]       # film -> why
     requested: int               # beats over all films
-    from_cache: int              # found in the beat cache before the run
-    shared: int                  # rendered in this run for another film
-    rendered: int                # distinct beats rendered
     seconds: float
     workers: str                 # where they rendered
-    tasks: list[TaskRecord]
+    tasks: list[TaskRecord]      # one per distinct beat rendered
+
+    @property
+    def rendered(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def shared(self) -> int:
+        """Beats rendered in this run for another film."""
+        return sum(row.shared for row in self.rows)
+
+    @property
+    def from_cache(self) -> int:
+        """Beats found in the beat cache as their film was narrated."""
+        return sum(row.cached for row in self.rows)
 
     @property
     def reuse_ratio(self) -> float:
@@ -160,8 +171,7 @@ class FilmMatrix:
         self.tasks: dict[str, BeatTask] = {}      # running, by key
         self.failed_groups: set[str] = set()
         self.progress: dict[str, tuple[int, int]] = {}  # task key -> frames drawn, frames
-        self.records: list[TaskRecord] = []
-        self.from_cache = self.shared = self.rendered = 0
+        self.records: list[TaskRecord] = []      # one per beat rendered
         self.last_report = time.monotonic()
 
     # -- films ----------------------------------------------------------------------------------
@@ -188,11 +198,8 @@ class FilmMatrix:
         if hit:
             job.made.videos[beat_id] = hit
             job.made.reused.append(beat_id)
-            if first_look:
-                self.from_cache += 1
-            else:
+            if not first_look:  # another film's render, waited for
                 job.shared.append(beat_id)
-                self.shared += 1
             return
         key = self.cache.key(job.timed, beat_id, self.q)
         values_known = self.cache.known_reads(job.timed, beat_id, self.q) is not None
@@ -261,7 +268,6 @@ class FilmMatrix:
             self.progress.pop(task.key, None)
         received = time.time()
         task.future.release()
-        self.rendered += 1
         self.records.append(TaskRecord(task.key, rendered.worker, rendered.seconds,
                                        rendered.finished - rendered.started, received - task.submitted))
         for problem in rendered.safe_area:
@@ -312,8 +318,12 @@ class FilmMatrix:
         _, message = event
         self.progress[message["key"]] = (message["frames"], message["total"])
 
+    @property
+    def requested(self) -> int:
+        return sum(len(job.plan.beats) for job in self.jobs)
+
     def status(self) -> str:
-        requested = sum(len(job.plan.beats) for job in self.jobs)
+        requested = self.requested
         ready = sum(len(job.made.videos) for job in self.jobs)
         made = sum(1 for job in self.jobs if job.result)
         failed = sum(1 for job in self.jobs if job.failure)
@@ -337,8 +347,7 @@ class FilmMatrix:
                         len(job.shared), len(job.made.reused) - len(job.shared)) for job in self.jobs]
         return FilmsResult([job.result for job in self.jobs if job.result], rows,
                            {job.name: job.failure for job in self.jobs if job.failure},
-                           sum(len(job.plan.beats) for job in self.jobs), self.from_cache, self.shared, self.rendered,
-                           time.perf_counter() - started, workers, list(self.records))
+                           self.requested, time.perf_counter() - started, workers, list(self.records))
 
 
 def make_films(plans: list[Plan], quality_name: str = "high", build_dir: Path = BUILD_DIR, scheduler: str | None = None,
