@@ -119,6 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--prompt-tokens", default="34,2081,16361", help="prompt lengths (default: %(default)s)")
     measure.add_argument("--max-tokens", type=whole_number(1, 100_000), default=256, help="tokens to generate (default: %(default)s)")
     measure.add_argument("--runs", type=whole_number(1, 100), default=5, help="runs per prompt length (default: %(default)s)")
+    measure.add_argument("--concurrency", default="1",
+                         help="streams at once, a level per run of each length, e.g. 1,8,32 (default: %(default)s)")
+    measure.add_argument("--warm-prefix", action="store_true",
+                         help="measure cached prompts: one prompt per length, sent once before its runs "
+                              "(default: cold prompts that no cache can serve)")
     measure.add_argument("--label", help="what this is, e.g. 'CoreWeave, BF16'")
     measure.add_argument("--provider", help="who serves it (default: the label, or the host)")
     measure.add_argument("--as-model", help="the catalog model it runs, for the ideal times (default: the storyboard's)")
@@ -389,20 +394,50 @@ def run_measure(args: argparse.Namespace) -> int:
     choice = resolve_choice(load_catalog(DATA_DIR), load_storyboard(), args.compared_gpu, args.as_model,
                             args.precision)
     model, precision, gpu = choice.model.id, choice.dtype.id, choice.gpu.id
+    levels = concurrency_levels(args.concurrency)
+    planned = measure.planned_requests(len(lengths), args.runs, levels)
+    if planned > args.max_requests:
+        raise FilmError(f"this run needs {planned:,} timed requests ({len(lengths)} prompt lengths x {args.runs} runs "
+                        f"x {sum(levels)} streams over --concurrency {args.concurrency}), more than --max-requests "
+                        f"{args.max_requests:,}; raise --max-requests or lower --runs or --concurrency")
     endpoint = measure.Endpoint(args.base_url, args.model, measure.api_key_from(args.api_key_env),
                                 timeout=args.timeout, max_requests=args.max_requests)
-    print(f"measuring {args.model} at {endpoint.host}: prompts {', '.join(f'{n:,}' for n in lengths)} tokens, "
-          f"{args.runs} runs each, {args.max_tokens} tokens out", flush=True)
-    prompts = measure.measure(endpoint, lengths, args.max_tokens, args.runs,
-                              say=lambda line: print(line, flush=True))
-    data = measure.dataset(args.out.stem, endpoint, prompts, args.label, args.provider, precision, model, gpu, args.runs)
+    print(f"measuring {args.model} at {endpoint.host}: prompts {', '.join(f'{n:,}' for n in lengths)} tokens "
+          f"({'cached' if args.warm_prefix else 'cold'}), {args.runs} runs each"
+          + (f" at {', '.join(map(str, levels))} streams at once" if len(levels) > 1 else "")
+          + f", {args.max_tokens} tokens out", flush=True)
+    measurement = measure.measure(endpoint, lengths, args.max_tokens, args.runs,
+                                  say=lambda line: print(line, flush=True), concurrency=levels,
+                                  warm_prefix=args.warm_prefix)
+    data = measure.dataset(args.out.stem, endpoint, measurement, args.label, args.provider, precision, model, gpu,
+                           args.runs)
     measure.write_dataset(args.out, data)
+    prompts = measurement.prompts
     print(table(("prompt tokens", "TTFT (median)", "decode tok/s (median)", "runs", "token counts"),
                 [(f"{p['prompt_tokens']:,}", f"{p['ttft_seconds'] * 1000:.1f} ms",
                   f"{p['decode_tokens_per_second']:.1f}" if p["decode_tokens_per_second"] else "-",
                   str(p["runs"]), p["token_counts"]) for p in prompts]))
+    if len(levels) > 1:
+        print(table(("prompt tokens", "streams", "aggregate tok/s", "per-stream tok/s", "TTFT (median)"),
+                    [(f"{p['prompt_tokens']:,}", str(level["streams"]), f"{level['aggregate_tokens_per_second']:.1f}",
+                      f"{level['decode_tokens_per_second']:.1f}" if level["decode_tokens_per_second"] else "-",
+                      f"{level['ttft_seconds'] * 1000:.1f} ms") for p in prompts for level in p["concurrency"]]))
+    print(f"prompts: {measurement.prompt_cache}; prompt tokens: {data['prompt_tokens_counted_by']}")
     print(f"wrote {display_path(args.out)}; use it with make film MEASURED={args.out.stem}")
     return 0
+
+
+def concurrency_levels(text: str) -> tuple[int, ...]:
+    from render.tools.measure import MAX_CONCURRENCY
+
+    try:
+        levels = tuple(whole_number(1, MAX_CONCURRENCY)(part) for part in text.split(","))
+    except argparse.ArgumentTypeError as error:
+        raise FilmError(f"--concurrency {text!r}: {error}") from None
+    if list(levels) != sorted(set(levels)) or levels[0] != 1:
+        raise FilmError(f"--concurrency {text!r}: give increasing numbers of streams starting with 1 "
+                        f"(the single-stream figures the measured beats use), e.g. 1,8,32")
+    return levels
 
 
 def run_roofline(args: argparse.Namespace) -> int:

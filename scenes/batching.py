@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import math
 
-from manim import (DOWN, LEFT, RIGHT, UP, FadeIn, FadeOut, FadeTransform, Indicate, LaggedStart, Rectangle,
-                   ReplacementTransform, Transform, VGroup, Write)
+from manim import (DOWN, LEFT, RIGHT, UP, Create, Dot, FadeIn, FadeOut, FadeTransform, Indicate, LaggedStart,
+                   Rectangle, ReplacementTransform, Transform, VGroup, VMobject, Write)
 
 from render import formatting as fmt
 from scenes.base import BeatScene
-from scenes.helpers import Counter, RooflineChart, WeightsWall, get_caption, get_formula, get_text, get_title, tex_text
+from scenes.helpers import (Counter, LogChart, RooflineChart, WeightsWall, get_caption, get_formula, get_text, get_title,
+                            power_label, powers_of_ten, tex_text)
 from scenes.sluice_and_tap import wall_label
 from scenes.the_roofline import axis_ranges, roofline_ending
-from scenes.style import HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE
+from scenes.style import HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE
 
 WALL_WIDTH, WALL_HEIGHT = 2.8, 2.4
 
@@ -30,6 +31,31 @@ def get_kv_block(batch, wall: WeightsWall) -> VGroup:
                                 stroke_width=0, fill_color=KV_CACHE, fill_opacity=0.9) for _ in range(users)])
     stacks.arrange_in_grid(rows, columns, buff=(stack_width * 0.25, 0.06), cell_alignment=DOWN)
     return stacks.next_to(wall.bricks, RIGHT, buff=0.2).align_to(wall.bricks, DOWN)
+
+
+class SweepChart(VGroup):
+    """A measured concurrency sweep: the endpoint's tokens per second at each number of streams, beside
+    the roofline's aggregate throughput at each batch size (log-log), and where the figures come from."""
+
+    def __init__(self, measured, width: float, height: float, **kwargs):
+        super().__init__(**kwargs)
+        sweep = measured.sweep
+        most = sweep.curve[-1][0]
+        values = [value for _, value in sweep.curve] + [point.measured_tokens_per_second for point in sweep.points]
+        y_range = (10 ** math.floor(math.log10(min(values))), 10 ** math.ceil(math.log10(max(values))))
+        x_ticks = [(2 ** exponent, fmt.count(2 ** exponent)) for exponent in range(0, int(math.log2(most)) + 1, 1)]
+        self.chart = LogChart((1, most), y_range, "streams at once = batch size (log scale)",
+                              "tokens per second, all streams (log scale)", x_ticks,
+                              powers_of_ten(y_range, power_label), width, height)
+        self.curve = VMobject(color=MEMORY, stroke_width=5).set_points_as_corners(
+            [self.chart.point(size, value) for size, value in sweep.curve])
+        self.dots = VGroup(*[Dot(self.chart.point(point.streams, point.measured_tokens_per_second), radius=0.1,
+                                 color=HIGHLIGHT) for point in sweep.points])
+        legend = VGroup(get_text(f"roofline, {measured.gpu.short_name}", SMALL_SIZE, MEMORY),
+                        get_text(f"measured, {fmt.count(sweep.prompt_tokens)}-token prompts", SMALL_SIZE, HIGHLIGHT))
+        self.legend = legend.arrange(DOWN, aligned_edge=LEFT, buff=0.08)
+        self.legend.next_to(self.chart.axes[1], RIGHT, buff=0.25).align_to(self.chart.axes[1], UP)
+        self.add(self.chart, self.curve, self.dots, self.legend)
 
 
 class Batching(BeatScene):
@@ -100,12 +126,26 @@ class Batching(BeatScene):
         self.play(FadeIn(batched[1]), run_time=0.3)
         self.at("throughput", throughput.count_to(batch.tokens_per_second), read_once(1.0), run_time=1.4)
 
-        # The closing remark: even as many users as the ridge's value leave decode below the ridge.
-        ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte)}")
-        remark = get_caption(self.beat.captions["remark"], HIGHLIGHT, LABEL_SIZE, width=11.5)
-        remark.to_edge(DOWN, buff=0.55)
-        many = chart.dot(batch.ridge_value_ops_per_byte, MEMORY, "", DOWN)[0].set_color(HIGHLIGHT)
-        self.at("speech-end", FadeIn(ridge), FadeIn(many, scale=1.5), Write(remark), offset=-1.0, lead=0)
+        if plan.measured.sweep:
+            # A measured sweep: the endpoint's throughput at each number of streams, beside the roofline's.
+            sweep = SweepChart(plan.measured, width=4.6, height=3.0).move_to(chart.axes).shift(RIGHT * 0.1)
+            provenance = get_text(f"measured: {plan.measured.dataset.route} · {plan.measured.dataset.path}",
+                                  SMALL_SIZE, MUTED)
+            if provenance.width > 12.2:
+                provenance.scale_to_fit_width(12.2)
+            provenance.to_edge(DOWN, buff=0.45)
+            self.play(FadeOut(VGroup(chart, point[0], batched[1], bytes_sum)), FadeIn(sweep.chart), FadeIn(provenance),
+                      run_time=0.8)
+            self.play(Create(sweep.curve), FadeIn(sweep.legend[0]), run_time=0.8)
+            self.play(LaggedStart(*[FadeIn(dot, scale=1.5) for dot in sweep.dots], lag_ratio=0.4),
+                      FadeIn(sweep.legend[1]), run_time=0.8)
+        else:
+            # The closing remark: even as many users as the ridge's value leave decode below the ridge.
+            ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte)}")
+            remark = get_caption(self.beat.captions["remark"], HIGHLIGHT, LABEL_SIZE, width=11.5)
+            remark.to_edge(DOWN, buff=0.55)
+            many = chart.dot(batch.ridge_value_ops_per_byte, MEMORY, "", DOWN)[0].set_color(HIGHLIGHT)
+            self.at("speech-end", FadeIn(ridge), FadeIn(many, scale=1.5), Write(remark), offset=-1.0, lead=0)
         # The payoff: the sweep keeps serving every user's stack, one read a step.
         while self.seconds_until("end") > 1.4:
             self.play(read_once(1.2), Indicate(stacks, color=HIGHLIGHT, scale_factor=1.0), run_time=1.2)

@@ -317,7 +317,55 @@ class Bar(VGroup):
 # -- the roofline ----------------------------------------------------------------------------------
 
 
-class RooflineChart(VGroup):
+class LogChart(VGroup):
+    """Log-log axes over `x_range` and `y_range` (their extents), ticked where `x_ticks` and
+    `y_ticks` say ((value, label) pairs), with a title along each axis."""
+
+    def __init__(self, x_range: tuple[float, float], y_range: tuple[float, float], x_title: str, y_title: str,
+                 x_ticks, y_ticks, width: float, height: float, **kwargs):
+        super().__init__(**kwargs)
+        self.log_x = (math.log10(x_range[0]), math.log10(x_range[1]))
+        self.log_y = (math.log10(y_range[0]), math.log10(y_range[1]))
+        self.size = (width, height)
+        self.origin = np.array([-width / 2, -height / 2, 0.0])
+        self.axes = VGroup(Line(self.origin, self.origin + RIGHT * width, color=MUTED),
+                           Line(self.origin, self.origin + UP * height, color=MUTED))
+        self.ticks = self._ticks(x_ticks, y_ticks)
+        self.x_title = get_text(x_title, SMALL_SIZE, MUTED)
+        self.x_title.next_to(self.axes[0], DOWN, buff=0.5)
+        # Along the axis, left of its tick labels, where no point's label can reach it.
+        self.y_title = get_text(y_title, SMALL_SIZE, MUTED).rotate(PI / 2)
+        self.y_title.next_to(self.ticks, LEFT, buff=0.15).set_y(self.axes[1].get_center()[1])
+        self.add(self.axes, self.ticks, self.x_title, self.y_title)
+
+    def point(self, x: float, y: float) -> np.ndarray:
+        across = (math.log10(x) - self.log_x[0]) / (self.log_x[1] - self.log_x[0]) * self.size[0]
+        up = (math.log10(y) - self.log_y[0]) / (self.log_y[1] - self.log_y[0]) * self.size[1]
+        return self.get_origin() + np.array([across, up, 0.0])
+
+    def get_origin(self) -> np.ndarray:
+        return self.axes[0].get_start()
+
+    def _ticks(self, x_ticks, y_ticks) -> VGroup:
+        ticks = VGroup()
+        for value, label in x_ticks:
+            position = self.point(value, 10 ** self.log_y[0])
+            ticks.add(Line(position, position + DOWN * 0.1, color=MUTED))
+            ticks.add(get_text(label, SMALL_SIZE, MUTED).next_to(position, DOWN, buff=0.15))
+        for value, label in y_ticks:
+            position = self.point(10 ** self.log_x[0], value)
+            ticks.add(Line(position, position + LEFT * 0.1, color=MUTED))
+            ticks.add(get_text(label, SMALL_SIZE, MUTED).next_to(position, LEFT, buff=0.15))
+        return ticks
+
+
+def powers_of_ten(extent: tuple[float, float], label) -> list[tuple[float, str]]:
+    """A tick at every power of ten within `extent`, labelled by `label(exponent)`."""
+    low, high = math.log10(extent[0]), math.log10(extent[1])
+    return [(10 ** exponent, label(exponent)) for exponent in range(math.ceil(low - 1e-9), math.floor(high + 1e-9) + 1)]
+
+
+class RooflineChart(LogChart):
     """Log-log axes of attainable FLOP/s against operations per byte, with one GPU's roofline.
 
     `intensity_range` and `flops_range` are the axes' extents (powers of ten); the line is
@@ -326,31 +374,12 @@ class RooflineChart(VGroup):
 
     def __init__(self, peak: float, bandwidth: float, intensity_range: tuple[float, float],
                  flops_range: tuple[float, float], width: float = 7.5, height: float = 4.6, **kwargs):
-        super().__init__(**kwargs)
-        self.log_x = (math.log10(intensity_range[0]), math.log10(intensity_range[1]))
-        self.log_y = (math.log10(flops_range[0]), math.log10(flops_range[1]))
-        self.size = (width, height)
-        self.origin = np.array([-width / 2, -height / 2, 0.0])
-        self.axes = VGroup(Line(self.origin, self.origin + RIGHT * width, color=MUTED),
-                           Line(self.origin, self.origin + UP * height, color=MUTED))
-        self.ticks = self._ticks()
-        self.x_title = get_text("operations per byte (log scale)", SMALL_SIZE, MUTED)
-        self.x_title.next_to(self.axes[0], DOWN, buff=0.5)
-        # Along the axis, left of its tick labels, where no point's label can reach it.
-        self.y_title = get_text("attainable FLOP/s (log scale)", SMALL_SIZE, MUTED).rotate(PI / 2)
-        self.y_title.next_to(self.ticks, LEFT, buff=0.15).set_y(self.axes[1].get_center()[1])
-        self.add(self.axes, self.ticks, self.x_title, self.y_title)
+        super().__init__(intensity_range, flops_range, "operations per byte (log scale)",
+                         "attainable FLOP/s (log scale)", powers_of_ten(intensity_range, power_label),
+                         powers_of_ten(flops_range, flops_label), width, height, **kwargs)
         self.peak, self.bandwidth = peak, bandwidth
         self.slope, self.roof = self.roofline_lines(peak, bandwidth)
         self.add(self.slope, self.roof)
-
-    def point(self, intensity: float, flops: float) -> np.ndarray:
-        x = (math.log10(intensity) - self.log_x[0]) / (self.log_x[1] - self.log_x[0]) * self.size[0]
-        y = (math.log10(flops) - self.log_y[0]) / (self.log_y[1] - self.log_y[0]) * self.size[1]
-        return self.get_origin() + np.array([x, y, 0.0])
-
-    def get_origin(self) -> np.ndarray:
-        return self.axes[0].get_start()
 
     def attainable(self, intensity: float, peak: float | None = None, bandwidth: float | None = None) -> float:
         return min(peak or self.peak, (bandwidth or self.bandwidth) * intensity)
@@ -382,18 +411,6 @@ class RooflineChart(VGroup):
         dot = Dot(position, radius=0.11, color=color)
         text = get_text(label, LABEL_SIZE, color, weight="BOLD").next_to(dot, label_direction, buff=0.25)
         return VGroup(dot, text)
-
-    def _ticks(self) -> VGroup:
-        ticks = VGroup()
-        for exponent in range(math.ceil(self.log_x[0]), math.floor(self.log_x[1]) + 1):
-            position = self.point(10 ** exponent, 10 ** self.log_y[0])
-            ticks.add(Line(position, position + DOWN * 0.1, color=MUTED))
-            ticks.add(get_text(power_label(exponent), SMALL_SIZE, MUTED).next_to(position, DOWN, buff=0.15))
-        for exponent in range(math.ceil(self.log_y[0]), math.floor(self.log_y[1]) + 1):
-            position = self.point(10 ** self.log_x[0], 10 ** exponent)
-            ticks.add(Line(position, position + LEFT * 0.1, color=MUTED))
-            ticks.add(get_text(flops_label(exponent), SMALL_SIZE, MUTED).next_to(position, LEFT, buff=0.15))
-        return ticks
 
 
 def power_label(exponent: int) -> str:

@@ -26,8 +26,11 @@ def get_provenance(measured) -> VGroup:
     """Where the numbers come from: route, provider, precision, model, the GPU assumed, the source."""
     dataset = measured.dataset
     assumed = " (assumed: the provider does not publish its hardware)" if dataset.compared_gpu_is_assumption else ""
+    how = [f"{dataset.prompt_cache} prompts"] if dataset.prompt_cache else []
+    how += ["TTFT counts reasoning tokens"] if dataset.reasoning else []
+    how += ["prompt sizes estimated"] if dataset.prompt_tokens_estimated else []
     lines = VGroup(
-        get_text(f"measured: {dataset.route}", SMALL_SIZE, TEXT),
+        get_text(" · ".join([f"measured: {dataset.route}", *how]), SMALL_SIZE, TEXT),
         get_text(f"{measured.precision.name} {measured.model.name} · ideal times on "
                  f"{measured.gpu.short_name}{assumed}", SMALL_SIZE, MUTED),
         get_text(f"source: {dataset.path}", SMALL_SIZE, MUTED),
@@ -38,8 +41,8 @@ def get_provenance(measured) -> VGroup:
     return lines.to_edge(DOWN, buff=0.45).set_x(0)
 
 
-def prompt_name(tokens: float) -> str:
-    return f"{fmt.count(tokens)}-token prompt"
+def prompt_name(tokens: float, estimated: bool = False) -> str:
+    return f"{'≈' if estimated else ''}{fmt.count(tokens)}-token prompt"
 
 
 @dataclass
@@ -69,7 +72,8 @@ def measured_ending(scene: BeatScene, title: str) -> MeasuredEnding:
             Bar("measured", fmt.seconds(waited, short=True), BAR_LENGTH * waited / longest, HIGHLIGHT),
             Bar("ideal prefill", fmt.duration(ideal, short=True), BAR_LENGTH * ideal / longest, COMPUTE),
         ).arrange(DOWN, buff=0.1, aligned_edge=LEFT)
-        heading = get_text(prompt_name(prompt.prompt_tokens), LABEL_SIZE, TEXT)
+        heading = get_text(prompt_name(prompt.prompt_tokens, measured.dataset.prompt_tokens_estimated),
+                           LABEL_SIZE, TEXT)
         groups.add(VGroup(heading.next_to(pair, UP, buff=0.12, aligned_edge=LEFT), pair))
     groups.arrange(DOWN, buff=0.3, aligned_edge=LEFT).move_to(UP * 0.35)
     for group, prompt in zip(groups, prompts):
@@ -133,9 +137,10 @@ class CacheRidesAlong(BeatScene):
         scale = BAR_LENGTH / ceiling
         short_rate, long_rate = measured.short.decode_tokens_per_second, measured.long.decode_tokens_per_second
         # The values inside the bars: right of them runs the ceiling line.
-        short = Bar(prompt_name(measured.short.prompt_tokens), fmt.tokens_per_second(short_rate, short=True),
+        estimated = measured.dataset.prompt_tokens_estimated
+        short = Bar(prompt_name(measured.short.prompt_tokens, estimated), fmt.tokens_per_second(short_rate, short=True),
                     scale * short_rate, MEMORY, value_inside=True)
-        long = Bar(prompt_name(measured.long.prompt_tokens), fmt.tokens_per_second(long_rate, short=True),
+        long = Bar(prompt_name(measured.long.prompt_tokens, estimated), fmt.tokens_per_second(long_rate, short=True),
                    scale * long_rate, KV_CACHE, value_inside=True)
         bars = VGroup(short, long).arrange(DOWN, buff=0.35, aligned_edge=LEFT).move_to(UP * 0.85)
         bars.align_to([-5.2, 0, 0], LEFT)  # labels, bars and the ceiling's marks centred across the frame

@@ -13,9 +13,13 @@ TEMPLATE_TOKENS = 7  # a chat template's own tokens, which prompt calibration ha
 
 class FakeEndpoint:
     def __init__(self, first_delay=0.2, token_delay=0.01, tokens=20, usage=True, mode="ok", rate_limited=0,
-                 retry_after="0.1"):
+                 retry_after="0.1", answer_usage=True, reasoning=0, context=None):
+        """usage: the stream carries usage; answer_usage: a non-streamed answer does; reasoning: how many
+        reasoning deltas come before the content; context: the most prompt tokens it accepts."""
         self.first_delay, self.token_delay, self.tokens = first_delay, token_delay, tokens
         self.usage, self.mode, self.rate_limited, self.retry_after = usage, mode, rate_limited, retry_after
+        self.answer_usage, self.reasoning, self.context = answer_usage, reasoning, context
+        self.seen: list[tuple[str, bool]] = []  # every request's prompt, in order, and whether it streamed
         self.authorizations: list[str | None] = []
         self.requests = 0
         endpoint = self
@@ -45,6 +49,35 @@ class FakeEndpoint:
                     time.sleep(3)
                     return
                 authorization = self.headers.get("Authorization") or ""
+                content = request["messages"][0]["content"]
+                endpoint.seen.append((content, bool(request.get("stream"))))
+                prompt_tokens = len(content.split()) + TEMPLATE_TOKENS
+                if endpoint.context and prompt_tokens > endpoint.context:
+                    self.send_response(400)
+                    self.end_headers()
+                    self.wfile.write(json.dumps({"error": {"message": f"Requested tokens ({prompt_tokens}) exceed "
+                                                          f"context window of {endpoint.context}"}}).encode())
+                    return
+                if endpoint.mode == "cut-short" and request.get("stream"):  # closes after an error it keeps
+                    endpoint.cut = True                                    # to itself, like llama-cpp-python's
+                    self.send_response(200)
+                    self.end_headers()
+                    self.send("data: " + json.dumps({"choices": [{"delta": {"role": "assistant"}}]}))
+                    return
+                if endpoint.mode == "cut-short" and getattr(endpoint, "cut", False):
+                    self.send_response(400)
+                    self.end_headers()
+                    self.wfile.write(b'{"error": {"message": "llama_decode returned -3", "type": "server_error"}}')
+                    return
+                if not request.get("stream"):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    answer = {"model": "served/model", "choices": [{"message": {"content": "tok0"}}]}
+                    if endpoint.answer_usage:
+                        answer["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": 1}
+                    self.wfile.write(json.dumps(answer).encode())
+                    return
                 if endpoint.mode == "echo-401":  # a careless server: the credentials back in its error body
                     self.send_response(401)
                     self.end_headers()
@@ -53,11 +86,21 @@ class FakeEndpoint:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                prompt_tokens = len(request["messages"][0]["content"].split()) + TEMPLATE_TOKENS
                 count = min(endpoint.tokens, request["max_tokens"])
                 time.sleep(endpoint.first_delay)
-                for index in range(count):
+                for index in range(endpoint.reasoning):
                     if index:
+                        time.sleep(endpoint.token_delay)
+                    self.send("data: " + json.dumps({"model": "served/model",
+                                                     "choices": [{"delta": {"reasoning_content": "hmm "}}]}))
+                if endpoint.mode == "error-event":
+                    self.send('event: error\ndata: {"error": {"message": "KV cache full", "code": 503}}')
+                    return
+                if endpoint.mode == "llama-error":
+                    self.send('error: {"code": 500, "message": "slot unavailable", "type": "server_error"}')
+                    return
+                for index in range(count):
+                    if index or endpoint.reasoning:
                         time.sleep(endpoint.token_delay)
                     if endpoint.mode == "malformed" and index == 2:
                         self.send("data: {not json")
@@ -74,7 +117,7 @@ class FakeEndpoint:
                     prompt_tokens, count = -prompt_tokens, -5
                 if endpoint.usage:
                     self.send("data: " + json.dumps({"choices": [], "usage": {
-                        "prompt_tokens": prompt_tokens, "completion_tokens": count}}))
+                        "prompt_tokens": prompt_tokens, "completion_tokens": count + endpoint.reasoning}}))
                 self.send("data: [DONE]")
 
             def send(self, line: str):
@@ -83,6 +126,14 @@ class FakeEndpoint:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def prompts(self) -> list[str]:
+        return [prompt for prompt, _ in self.seen]
+
+    @property
+    def streamed(self) -> list[bool]:
+        return [streamed for _, streamed in self.seen]
 
     @property
     def url(self) -> str:

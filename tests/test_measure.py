@@ -26,7 +26,7 @@ def quiet(line):
 
 def test_ttft_and_tpot_match_the_servers_delays():
     with FakeEndpoint(first_delay=0.25, token_delay=0.02, tokens=30) as server:
-        results = measure(Endpoint(server.url, "m"), [40, 400], max_tokens=64, runs=3, say=quiet)
+        results = measure(Endpoint(server.url, "m"), [40, 400], max_tokens=64, runs=3, say=quiet).prompts
     for entry, wanted in zip(results, (40, 400)):
         assert entry["ttft_seconds"] == pytest.approx(0.25, abs=0.06)
         assert entry["decode_tokens_per_second"] == pytest.approx(50, rel=0.2)      # 1 / 20 ms
@@ -35,15 +35,34 @@ def test_ttft_and_tpot_match_the_servers_delays():
         assert entry["token_counts"] == "usage" and entry["runs"] == 3 and entry["output_tokens"] == 30
 
 
-def test_without_usage_the_counts_are_flagged_approximate():
+def test_without_streamed_usage_the_prompt_is_counted_by_the_server_and_outputs_flagged_approximate():
     with FakeEndpoint(usage=False, tokens=10, first_delay=0.05) as server:
-        results = measure(Endpoint(server.url, "m"), [30, 60], max_tokens=16, runs=2, say=quiet)
-    assert all(entry["token_counts"] == "approximate (chunks counted)" for entry in results)
-    assert [entry["prompt_tokens"] for entry in results] == [30, 60]
+        measured = measure(Endpoint(server.url, "m"), [30, 600], max_tokens=16, runs=2, say=quiet)
+        # every timed prompt was counted by a non-streamed request for the same text, after it
+        timed = [text for index, text in enumerate(server.prompts) if server.streamed[index]]
+        for text in timed:
+            position = server.prompts.index(text)
+            assert not server.streamed[position + 1] and server.prompts[position + 1] == text
+    assert measured.counted_by == "request"
+    assert all(entry["token_counts"] == "approximate (chunks counted)" for entry in measured.prompts)
+    assert [entry["prompt_tokens"] for entry in measured.prompts] == [30, 600]  # the server's own counts
+
+
+def test_a_server_that_reports_no_usage_at_all_gets_estimates_said_so(tmp_path):
+    with FakeEndpoint(usage=False, answer_usage=False, tokens=6, first_delay=0.01, token_delay=0.002) as server:
+        result = run_measure_cli(server.url, tmp_path / "rig.yaml")
+    assert result.returncode == 0, result.stderr
+    raw = yaml.safe_load((tmp_path / "rig.yaml").read_text())
+    assert raw["prompt_tokens_estimated"] is True and raw["prompt_tokens_counted_by"].startswith("estimated")
+    assert "prompt tokens: estimated" in result.stdout
 
 
 @pytest.mark.parametrize("mode, message", [
-    ("http500", "HTTP 500 Internal Server Error: {\"error\": \"model overloaded\"}"),
+    ("http500", "HTTP 500 Internal Server Error: model overloaded"),
+    ("error-event", "the endpoint reported an error mid-stream: KV cache full"),
+    ("llama-error", "the endpoint reported an error mid-stream: slot unavailable"),
+    ("cut-short", "the stream ended without [DONE]; the same prompt without streaming: HTTP 400 Bad Request: "
+                  "llama_decode returned -3"),
     ("malformed", "malformed stream: a chunk that is not JSON"),
     ("no-done", "the stream ended without [DONE] (truncated)"),
 ])
@@ -71,7 +90,7 @@ def test_a_refused_connection_is_reported():
 
 def test_429_is_retried_after_retry_after():
     with FakeEndpoint(rate_limited=2, retry_after="0.2", first_delay=0.01) as server:
-        results = measure(Endpoint(server.url, "m"), [30, 60], max_tokens=8, runs=1, say=quiet)
+        results = measure(Endpoint(server.url, "m"), [30, 60], max_tokens=8, runs=1, say=quiet).prompts
     assert len(results) == 2
 
 

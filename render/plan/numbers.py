@@ -7,8 +7,8 @@ import math
 
 from render.errors import FilmError
 from render.plan.types import (BatchNumbers, ComparisonFraming, ComparisonNumbers, DecodeNumbers,
-                               LongPromptNumbers, MeasuredNumbers, MeasuredPromptNumbers, Numbers, Parameters,
-                               Pill, PrefillNumbers, QuantisedDecode, SpecSheet)
+                               LongPromptNumbers, MeasuredNumbers, MeasuredPromptNumbers, MeasuredSweep, Numbers, Parameters,
+                               Pill, PrefillNumbers, QuantisedDecode, SpecSheet, SweepPoint)
 from render.specs import roofline as rl
 from render.specs.catalog import MeasuredDataset, MeasuredPrompt
 from render.specs.types import DataType, Deployment, Gpu, Model
@@ -194,4 +194,26 @@ def measured_numbers(dataset: MeasuredDataset, gpu: Gpu, model: Model, dtype: Da
         network_fraction=1 - network_prompt.ideal_prefill_seconds / network_prompt.ttft_seconds,
         other_decode_tokens_per_second=(dataset.other_providers[0].decode_tokens_per_second
                                         if dataset.other_providers else None),
+        sweep=measured_sweep(dataset, deployment),
+    )
+
+
+def measured_sweep(dataset: MeasuredDataset, deployment: Deployment) -> MeasuredSweep | None:
+    """The shortest prompt with a concurrency sweep, beside the roofline's aggregate throughput: at batch
+    size B every step reads the weights once and B prompts' caches, and yields B tokens."""
+    swept = next((prompt for prompt in dataset.prompts if len(prompt.concurrency) > 1), None)
+    if swept is None:
+        return None
+
+    def predicted(batch: int) -> float:
+        return rl.decode_tokens_per_second(deployment, batch, swept.prompt_tokens)  # all B sequences' tokens
+
+    most = max(level.streams for level in swept.concurrency)
+    sizes = sorted({round(2 ** (exponent / 4)) for exponent in range(0, 4 * math.ceil(math.log2(most)) + 1)}
+                   | {most})
+    return MeasuredSweep(
+        swept.prompt_tokens,
+        tuple(SweepPoint(level.streams, level.aggregate_tokens_per_second, predicted(level.streams))
+              for level in swept.concurrency),
+        tuple((size, predicted(size)) for size in sizes if size <= most),
     )

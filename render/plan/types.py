@@ -257,6 +257,24 @@ class MeasuredPromptNumbers:
 
 
 @dataclass(frozen=True)
+class SweepPoint:
+    """So many streams at once: the endpoint's tokens per second together, and the roofline's."""
+
+    streams: int
+    measured_tokens_per_second: float
+    predicted_tokens_per_second: float
+
+
+@dataclass(frozen=True)
+class MeasuredSweep:
+    """A measured concurrency sweep beside the roofline's aggregate throughput at each batch size."""
+
+    prompt_tokens: int                            # the prompt length swept: each step rereads its cache
+    points: tuple[SweepPoint, ...]
+    curve: tuple[tuple[int, float], ...]          # (batch size, predicted tokens per second), 1 to the most
+
+
+@dataclass(frozen=True)
 class MeasuredNumbers:
     """The measured beats: a dataset's own figures beside its model's roofline on its GPU."""
 
@@ -277,6 +295,7 @@ class MeasuredNumbers:
     slowdown: float               # 1 - long decode rate / short decode rate
     network_fraction: float       # of the medium (else short) prompt's TTFT, the share that is not prefill
     other_decode_tokens_per_second: float | None
+    sweep: MeasuredSweep | None = None  # when the dataset measured more than one concurrency level
 
 
 @dataclass(frozen=True)

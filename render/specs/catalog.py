@@ -51,7 +51,9 @@ MEASURED_FIELDS = {
 MEASURED_OPTIONAL = {"measured_on": (str, datetime.date, type(None)), "other_providers": list, "label": str,
                      # written by `film measure`
                      "endpoint_host": str, "model_reported": str, "runs": int, "tool_version": str,
-                     "definitions": str}
+                     "definitions": str, "prompt_cache": str, "prompt_tokens_counted_by": str,
+                     "prompt_tokens_estimated": bool}
+PROMPT_CACHE = ("cold", "cached")  # every prompt new to the server's cache, or sent once before its runs
 MEASURED_PROMPT_FIELDS = {
     "prompt_tokens": int, "ttft_seconds": MAYBE_NUMBER, "decode_tokens_per_second": MAYBE_NUMBER,
 }
@@ -59,10 +61,24 @@ MEASURED_PROMPT_OPTIONAL = {"ttft_approximate": bool,
                             # written by `film measure`
                             "ttft_spread_seconds": list, "decode_spread_tokens_per_second": (list, type(None)),
                             "inter_token_latency_seconds": (dict, type(None)), "output_tokens": int, "runs": int,
-                            "token_counts": str}
+                            "token_counts": str, "prompt_tokens_spread": list, "reasoning_tokens": int,
+                            "ttfc_seconds": MAYBE_NUMBER, "concurrency": list}
+CONCURRENCY_FIELDS = {"streams": int, "aggregate_tokens_per_second": NUMBER}
+CONCURRENCY_OPTIONAL = {"decode_tokens_per_second": MAYBE_NUMBER, "decode_spread_tokens_per_second": (list, type(None)),
+                        "ttft_seconds": NUMBER, "ttft_spread_seconds": list, "rounds": int}
 OTHER_PROVIDER_FIELDS = {
     "provider": (str, type(None)), "precision": str, "decode_tokens_per_second": NUMBER, "source": str,
 }
+
+
+@dataclass(frozen=True)
+class ConcurrencyLevel:
+    """So many streams at once against the endpoint: their tokens per second together."""
+
+    streams: int
+    aggregate_tokens_per_second: float
+    decode_tokens_per_second: float | None = None   # per stream, median
+    ttft_seconds: float | None = None               # per stream, median
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,8 @@ class MeasuredPrompt:
     ttft_seconds: float | None
     decode_tokens_per_second: float | None
     ttft_approximate: bool = False
+    reasoning_tokens: int = 0
+    concurrency: tuple[ConcurrencyLevel, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,6 +116,13 @@ class MeasuredDataset:
     label: str | None = None
     other_providers: tuple[OtherProvider, ...] = field(default_factory=tuple)
     path: str = ""
+    prompt_cache: str | None = None        # "cold" or "cached"; None: the source does not say
+    prompt_tokens_estimated: bool = False  # the server reported no usage, so prompt sizes are estimates
+
+    @property
+    def reasoning(self) -> bool:
+        """Some first tokens were reasoning: TTFT counts them."""
+        return any(prompt.reasoning_tokens for prompt in self.prompts)
 
 
 T = TypeVar("T")
@@ -211,6 +236,12 @@ MEASURED_BOUNDS = {
     "ttft_seconds": (1e-4, 600, "seconds"),
     "decode_tokens_per_second": (0.01, 100_000, "tokens/s"),
 }
+CONCURRENCY_BOUNDS = {
+    "streams": (1, 4096, "streams"),
+    "aggregate_tokens_per_second": (0.01, 10_000_000, "tokens/s"),
+    "decode_tokens_per_second": (0.01, 100_000, "tokens/s"),
+    "ttft_seconds": (1e-4, 600, "seconds"),
+}
 
 
 def check_range(mapping: YamlMap, key: str, label: str, bounds: tuple[float, float, str]) -> None:
@@ -298,7 +329,9 @@ def load_measured(path: Path) -> MeasuredDataset:
         for key, bounds in MEASURED_BOUNDS.items():
             check_range(entry, key, what, bounds)
         prompts.append(MeasuredPrompt(**{key: entry[key] for key in (*MEASURED_PROMPT_FIELDS, "ttft_approximate")
-                                         if key in entry}))
+                                         if key in entry},
+                                      reasoning_tokens=entry.get("reasoning_tokens") or 0,
+                                      concurrency=concurrency_levels(entry, what)))
     if len(prompts) < 2:
         raise FilmError(f"{document.where('prompts')}: {label}: needs at least two prompt lengths, has {len(prompts)}")
     lengths = [prompt.prompt_tokens for prompt in prompts]
@@ -317,4 +350,31 @@ def load_measured(path: Path) -> MeasuredDataset:
         label=document.get("label"),
         other_providers=tuple(others),
         path=display_path(path),
+        prompt_cache=prompt_cache(document, label),
+        prompt_tokens_estimated=bool(document.get("prompt_tokens_estimated")),
     )
+
+
+def prompt_cache(document: YamlMap, label: str) -> str | None:
+    value = document.get("prompt_cache")
+    if value is not None and value not in PROMPT_CACHE:
+        raise FilmError(f"{document.where('prompt_cache')}: {label}: 'prompt_cache' must be "
+                        f"{' or '.join(PROMPT_CACHE)}, not {value!r}")
+    return value
+
+
+def concurrency_levels(entry: YamlMap, what: str) -> tuple[ConcurrencyLevel, ...]:
+    """A prompt's concurrency sweep: levels of increasing streams, the first a single stream."""
+    levels = []
+    for index, level in enumerate(entry.get("concurrency") or []):
+        where = f"{what}, concurrency level {index + 1}"
+        check_fields(level, where, CONCURRENCY_FIELDS, CONCURRENCY_OPTIONAL)
+        for key, bounds in CONCURRENCY_BOUNDS.items():
+            check_range(level, key, where, bounds)
+        levels.append(ConcurrencyLevel(level["streams"], level["aggregate_tokens_per_second"],
+                                       level.get("decode_tokens_per_second"), level.get("ttft_seconds")))
+    streams = [level.streams for level in levels]
+    if levels and (streams != sorted(set(streams)) or streams[0] != 1):
+        raise FilmError(f"{entry.where('concurrency')}: {what}: concurrency levels must start at 1 stream and "
+                        f"increase, got {streams}")
+    return tuple(levels)

@@ -41,7 +41,12 @@ BROWSER = {
     "chromium": "the headless browser the review page is tested in",
     "chromium-driver": "WebDriver for that browser (chromedriver)",
 }
-SYSTEM_PACKAGES: dict[str, dict[str, str]] = {"test": RENDERING | BROWSER, "film": RENDERING}
+# A real inference server for `film measure`'s tests, built from source (see ensure_llama_server).
+SERVER_BUILD = {
+    "cmake": "building llama.cpp's llama-server",
+    "g++": "compiling llama.cpp",
+}
+SYSTEM_PACKAGES: dict[str, dict[str, str]] = {"test": RENDERING | BROWSER | SERVER_BUILD, "film": RENDERING}
 # Python extras installed into the venv for each profile (see pyproject.toml).
 EXTRAS = {"test": "test", "film": "test"}
 
@@ -136,6 +141,87 @@ def ensure_venv(profile: str) -> None:
     stamp_file.write_text(wanted)
 
 
+# llama.cpp's own OpenAI-compatible server, for `film measure`'s tests against a real server. Its
+# sources come from PyPI inside llama-cpp-python's sdist (vendor/llama.cpp), pinned by hash; only
+# the server target is built, optimised lightly (-O1: half the build time of -O3, and a tiny test
+# model needs no more). The build is cached in build/llama-server/ and reused only when its stamp
+# (sources, flags, the binary's own hash) still matches and the binary runs.
+LLAMA_SDIST = "llama-cpp-python==0.3.36"
+LLAMA_SDIST_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
+LLAMA_CMAKE_FLAGS = [
+    "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG", "-DCMAKE_C_FLAGS_RELEASE=-O2 -DNDEBUG",
+    "-DBUILD_SHARED_LIBS=OFF", "-DGGML_NATIVE=ON", "-DGGML_CCACHE=OFF", "-DLLAMA_OPENSSL=OFF",
+    "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_APP=OFF",
+]
+LLAMA_DIR = ROOT / "build" / "llama-server"
+LLAMA_SERVER = LLAMA_DIR / "bin" / "llama-server"
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def llama_server_stamp() -> str:
+    return "\n".join([LLAMA_SDIST, LLAMA_SDIST_SHA256, *LLAMA_CMAKE_FLAGS])
+
+
+def llama_server_ready() -> bool:
+    """The cached build is used only if its stamp matches, the binary is the one built, and it runs."""
+    stamp = LLAMA_DIR / "stamp"
+    if not (stamp.is_file() and LLAMA_SERVER.is_file()):
+        return False
+    recorded = stamp.read_text().rsplit("\n", 1)
+    if len(recorded) != 2 or recorded[0] != llama_server_stamp() or recorded[1] != file_sha256(LLAMA_SERVER):
+        log("the cached llama-server does not match its stamp; rebuilding it")
+        return False
+    try:
+        return subprocess.run([str(LLAMA_SERVER), "--version"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def ensure_llama_server() -> None:
+    import tarfile
+    import tempfile
+
+    if llama_server_ready():
+        return
+    LLAMA_DIR.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=LLAMA_DIR) as scratch_name:
+        scratch = Path(scratch_name)
+        log(f"downloading the llama.cpp sources ({LLAMA_SDIST}'s sdist) for the measure tests' server")
+        result = subprocess.run([str(VENV / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "download",
+                                 "--quiet", "--no-deps", "--no-binary", ":all:", "--dest", str(scratch), LLAMA_SDIST],
+                                stdout=sys.stderr, check=False)
+        archives = list(scratch.glob("*.tar.gz"))
+        if result.returncode != 0 or len(archives) != 1:
+            raise SetupError(f"pip could not download {LLAMA_SDIST}'s sources (exit {result.returncode})")
+        if file_sha256(archives[0]) != LLAMA_SDIST_SHA256:
+            raise SetupError(f"{archives[0].name} does not have the pinned SHA-256 {LLAMA_SDIST_SHA256}")
+        with tarfile.open(archives[0]) as archive:
+            members = [member for member in archive.getmembers() if "/vendor/llama.cpp/" in member.name]
+            archive.extractall(scratch, members=members, filter="data")
+        source = next(scratch.glob("*/vendor/llama.cpp"))
+        log("building llama-server (a few minutes, once; cached in build/llama-server/)")
+        for command in (["cmake", "-S", str(source), "-B", str(scratch / "build"), *LLAMA_CMAKE_FLAGS],
+                        ["cmake", "--build", str(scratch / "build"), "--target", "llama-server",
+                         "--parallel", str(os.cpu_count() or 2)]):
+            result = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+            if result.returncode != 0:
+                raise SetupError(f"`{' '.join(command[:2])} …` failed building llama-server (exit "
+                                 f"{result.returncode}): {result.stderr[-2000:]}")
+        LLAMA_SERVER.parent.mkdir(exist_ok=True)
+        built = scratch / "build" / "bin" / "llama-server"
+        staged = LLAMA_SERVER.with_suffix(".partial")
+        shutil.copy2(built, staged)
+        os.replace(staged, LLAMA_SERVER)
+    (LLAMA_DIR / "stamp").write_text(llama_server_stamp() + "\n" + file_sha256(LLAMA_SERVER))
+
+
 MINIMUM_PYTHON = (3, 11)  # Manim's own minimum
 
 
@@ -155,6 +241,8 @@ def main(argv: list[str]) -> int:
         check_python()
         install_system_packages(missing_system_packages(profile))
         ensure_venv(profile)
+        if profile == "test":
+            ensure_llama_server()
     except SetupError as error:
         print(f"setup: error: {error}", file=sys.stderr)
         return 1

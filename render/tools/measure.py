@@ -1,11 +1,23 @@
 """`film measure`: time to first token and decode speed of a live OpenAI-compatible endpoint.
 
-Definitions (the film uses the same):
-    TTFT         from sending the request to the first streamed content token
-    TPOT         (end-to-end time - TTFT) / (output tokens - 1); decode rate = 1 / TPOT
-    ITL          the gaps between content chunks (percentiles)
-Token counts come from the response's `usage` (the request asks for it with
-stream_options.include_usage); without usage the chunks are counted and flagged approximate.
+Definitions (vLLM's benchmark convention; the film uses the same):
+    TTFT         from sending the request to the first streamed token of any kind: reasoning
+                 (`reasoning_content` / `reasoning` deltas) or content
+    TTFC         from sending the request to the first content token (later than TTFT only when
+                 the model reasons first)
+    TPOT         (end-to-end time - TTFT) / (output tokens - 1), output tokens including reasoning
+                 tokens; decode rate = 1 / TPOT
+    ITL          the gaps between streamed token chunks (percentiles)
+
+Prompts are cold by default: each request opens with a sentence of random words that no other
+request of the run shares, so a server's prefix cache (vLLM's automatic prefix caching, SGLang's
+radix cache, llama.cpp's slot cache) cannot serve it and TTFT measures prefill. `--warm-prefix`
+measures the cached case on purpose: one prompt per length, sent once before its timed runs.
+
+Prompt sizes always come from the server: the stream's `usage` (asked for with
+stream_options.include_usage), else a non-streamed request for the same prompt (max_tokens 1,
+whose response carries usage); only when the server reports no usage at all are they estimated
+(one token per word), and the dataset says so.
 
 Every request has a timeout, the run has a cap on requests, 429s are retried after their
 Retry-After (bounded), a failed run is reported and left out, and the dataset is written
@@ -21,10 +33,13 @@ import json
 import logging
 import math
 import os
+import random
 import socket
 import statistics
+import threading
 import time
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,13 +53,34 @@ log = logging.getLogger("film")
 
 FILLER = ("the quick brown fox jumps over a lazy dog while seven wizards quietly judge boxing matches "
           "near misty harbour lights").split()
+# Five-letter words for the sentence that opens each prompt: a word of every sentence costs the
+# same tokens in most tokenizers, so a prompt's size does not depend on which words it drew.
+OPENING_WORDS = ("amber cedar cloud coral delta eagle ember fable flint frost glade grain heron ivory jewel "
+                 "lemon lilac maple marsh noble ocean olive onion pearl plume prism quail raven ridge river "
+                 "robin sable shore slate spire stone storm sugar thorn tiger topaz tulip umber vapor viola "
+                 "waltz wheat willow").split()
+OPENING_LENGTH = 6
 MAX_RETRY_AFTER = 30.0   # seconds we are willing to wait on a 429
 MAX_429_RETRIES = 3
-CALIBRATION_ROUNDS = 5
+CALIBRATION_ROUNDS = 8
+FIRST_PROBE_WORDS = 256       # calibration starts small: a tokenizer may spend many tokens a word
 MAX_LINE_BYTES = 1 << 20      # one SSE line; a chunk of a chat stream is a few hundred bytes
 MAX_TOKEN_COUNT = 10_000_000  # what a usage figure may say before it is not believed
 MAX_PROMPT_WORDS = 4_000_000  # calibration never builds a longer prompt than this
+MAX_CONCURRENCY = 256
 REDACTED = "***"
+REASONING_KEYS = ("reasoning_content", "reasoning")
+COUNTED_BY = {
+    "stream": "usage in the stream",
+    "request": "usage of a non-streamed request for the same prompt (the stream carried none)",
+    "estimate": "estimated at one token per word: the server reported no usage",
+}
+DEFINITIONS = (
+    "vLLM's benchmark convention. TTFT: request sent to the first streamed token of any kind (reasoning or "
+    "content). TTFC: request sent to the first content token. TPOT: (end-to-end - TTFT) / (output tokens - 1), "
+    "output tokens including reasoning; decode rate = 1 / TPOT. ITL: gaps between streamed token chunks. "
+    "Aggregate throughput: output tokens of all streams of a round / the round's wall time."
+)
 
 
 class RunFailed(Exception):
@@ -53,18 +89,44 @@ class RunFailed(Exception):
 
 @dataclass
 class Run:
-    ttft: float
+    ttft: float                  # first token of any kind
+    ttfc: float | None           # first content token (None: the answer was all reasoning)
     total: float
-    output_tokens: int
+    output_tokens: int           # reasoning tokens included
+    reasoning_tokens: int
     prompt_tokens: int | None
     gaps: list[float]
     usage_reported: bool
+    started: float = 0.0         # perf_counter at send, for a round's wall time
+    counted_by: str = "stream"   # how prompt_tokens was learnt (COUNTED_BY)
 
     @property
     def tpot(self) -> float | None:
         if self.output_tokens < 2:
             return None
         return (self.total - self.ttft) / (self.output_tokens - 1)
+
+    @property
+    def ended(self) -> float:
+        return self.started + self.total
+
+
+def server_message(body: bytes | str) -> str:
+    """The server's own words from an error body: OpenAI's {"error": {"message": …}}, or whatever it sent."""
+    text = body.decode(errors="replace") if isinstance(body, bytes) else body
+    text = text.strip()
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError:
+        return " ".join(text.split())[:300]
+    error = document.get("error", document) if isinstance(document, dict) else document
+    if isinstance(error, dict):
+        for key in ("message", "detail", "msg"):
+            if isinstance(error.get(key), str):
+                return " ".join(error[key].split())[:300]
+    if isinstance(error, str):
+        return " ".join(error.split())[:300]
+    return " ".join(text.split())[:300]
 
 
 @dataclass
@@ -92,6 +154,7 @@ class Endpoint:
                             f"most 3600")
         self.scheme, self.host, self.port = parsed.scheme, parsed.hostname, port
         self.path = (parsed.path or "") + "/chat/completions"
+        self._lock = threading.Lock()  # concurrent streams share the request count
 
     def redact(self, text: str) -> str:
         """Text that leaves the program with the API key (however a server echoes it) replaced by ***."""
@@ -101,10 +164,27 @@ class Endpoint:
         return RunFailed(self.redact(message))
 
     def stream(self, prompt: str, max_tokens: int) -> Run:
-        """One streamed chat completion, timed; 429s retried after their Retry-After."""
+        """One streamed chat completion, timed; a stream cut short is asked again without streaming,
+        so that the server's own error message is reported."""
+        try:
+            return self._with_retries(lambda: self._request(prompt, max_tokens, stream=True))
+        except Truncated:
+            pass
+        try:
+            self._with_retries(lambda: self._request(prompt, 1, stream=False))
+        except RunFailed as failure:
+            raise self.failed(f"the stream ended without [DONE]; the same prompt without streaming: {failure}") \
+                from None
+        raise self.failed("the stream ended without [DONE] (truncated)")
+
+    def prompt_tokens(self, prompt: str) -> int | None:
+        """The server's count of a prompt: a non-streamed request's usage (None: it reports none)."""
+        return self._with_retries(lambda: self._request(prompt, 1, stream=False))
+
+    def _with_retries(self, request):
         for attempt in range(MAX_429_RETRIES + 1):
             try:
-                return self._stream_once(prompt, max_tokens)
+                return request()
             except RateLimited as limited:
                 if attempt == MAX_429_RETRIES or limited.wait > MAX_RETRY_AFTER:
                     raise RunFailed(f"rate limited (HTTP 429) {attempt + 1} times"
@@ -114,14 +194,16 @@ class Endpoint:
                 time.sleep(limited.wait)
         raise AssertionError("unreachable")
 
-    def _stream_once(self, prompt: str, max_tokens: int) -> Run:
-        if self.requests_made >= self.max_requests:
-            raise FilmError(f"stopped after {self.max_requests} requests (--max-requests); nothing was written")
-        self.requests_made += 1
-        body = json.dumps({"model": self.model, "stream": True, "stream_options": {"include_usage": True},
-                           "max_tokens": max_tokens, "temperature": 0,
-                           "messages": [{"role": "user", "content": prompt}]}).encode()
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    def _request(self, prompt: str, max_tokens: int, stream: bool):
+        with self._lock:
+            if self.requests_made >= self.max_requests:
+                raise FilmError(f"stopped after {self.max_requests} requests (--max-requests); nothing was written")
+            self.requests_made += 1
+        request = {"model": self.model, "stream": stream, "max_tokens": max_tokens, "temperature": 0,
+                   "messages": [{"role": "user", "content": prompt}]}
+        if stream:
+            request["stream_options"] = {"include_usage": True}
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream" if stream else "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         connection_type = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
@@ -129,13 +211,15 @@ class Endpoint:
         started = time.perf_counter()
         deadline = started + self.timeout  # --timeout bounds the whole request, not each read
         try:
-            connection.request("POST", self.path, body=body, headers=headers)
+            connection.request("POST", self.path, body=json.dumps(request).encode(), headers=headers)
             response = connection.getresponse()
             if response.status == 429:
                 raise RateLimited(retry_after(response.getheader("Retry-After")))
             if response.status != 200:
-                detail = response.read(300).decode(errors="replace").strip().replace("\n", " ")
+                detail = server_message(response.read(4000))
                 raise self.failed(f"HTTP {response.status} {response.reason}" + (f": {detail}" if detail else ""))
+            if not stream:
+                return self._read_answer(response)
             return self._read_stream(response, connection, started, deadline)
         except (ConnectionRefusedError, socket.gaierror) as error:
             raise self.failed(f"cannot connect to {self.host}:{self.port or ''} ({error.strerror or error})") from None
@@ -146,11 +230,30 @@ class Endpoint:
         finally:
             connection.close()
 
+    def _read_answer(self, response) -> int | None:
+        body = response.read(MAX_LINE_BYTES + 1)
+        try:
+            answer = json.loads(body)
+        except json.JSONDecodeError:
+            raise self.failed(f"malformed answer: not JSON ({body[:40]!r})") from None
+        if not isinstance(answer, dict):
+            raise self.failed("malformed answer: not a JSON object")
+        if "error" in answer:
+            raise self.failed(f"the endpoint reported an error: {server_message(json.dumps(answer))}")
+        self.note_model(answer)
+        return self.token_count(answer.get("usage"), "prompt_tokens")
+
+    def note_model(self, event: dict) -> None:
+        if isinstance(event.get("model"), str):
+            self.reported_model = self.redact(event["model"][:200])
+
     def _read_stream(self, response, connection, started: float, deadline: float) -> Run:
-        first = None
+        first = first_content = None
         chunk_times: list[float] = []
+        reasoning_chunks = 0
         usage = None
         done = False
+        event_name = None
         while True:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
@@ -163,11 +266,21 @@ class Endpoint:
             if len(raw) > MAX_LINE_BYTES:
                 raise self.failed(f"malformed stream: a line longer than {MAX_LINE_BYTES // 2**20} MiB")
             line = raw.decode(errors="replace").strip()
-            if not line or line.startswith(":"):
+            if not line:
+                event_name = None  # an empty line ends an SSE event
                 continue
+            if line.startswith(":"):
+                continue
+            if line.startswith("event:"):
+                event_name = line[6:].strip()
+                continue
+            if line.startswith("error:"):  # llama.cpp's server: `error: {json}` when a request fails mid-stream
+                raise self.failed(f"the endpoint reported an error mid-stream: {server_message(line[6:])}")
             if not line.startswith("data:"):
                 raise self.failed(f"malformed stream: a line that is not an SSE data line ({line[:40]!r})")
             data = line[5:].strip()
+            if event_name == "error":
+                raise self.failed(f"the endpoint reported an error mid-stream: {server_message(data)}")
             if data == "[DONE]":
                 done = True
                 break
@@ -178,29 +291,39 @@ class Endpoint:
             if not isinstance(event, dict):
                 raise self.failed(f"malformed stream: a chunk that is not a JSON object ({data[:40]!r})")
             if "error" in event:
-                raise self.failed(f"the endpoint reported an error mid-stream: {str(event['error'])[:120]}")
-            if isinstance(event.get("model"), str):
-                self.reported_model = self.redact(event["model"][:200])
+                raise self.failed(f"the endpoint reported an error mid-stream: {server_message(data)}")
+            self.note_model(event)
             if event.get("usage"):
                 usage = event["usage"]
             for choice in event.get("choices") or []:
-                if isinstance(choice, dict) and (choice.get("delta") or {}).get("content"):
-                    now = time.perf_counter()
-                    if first is None:
-                        first = now
-                    chunk_times.append(now)
+                delta = (choice.get("delta") or {}) if isinstance(choice, dict) else {}
+                content = delta.get("content")
+                reasoning = next((delta[key] for key in REASONING_KEYS if delta.get(key)), None)
+                if not content and not reasoning:
+                    continue
+                now = time.perf_counter()
+                first = first or now
+                if content:
+                    first_content = first_content or now
+                else:
+                    reasoning_chunks += 1
+                chunk_times.append(now)
         end = time.perf_counter()
         if not done:
-            raise self.failed("the stream ended without [DONE] (truncated)")
+            raise Truncated()
         if first is None:
-            raise self.failed("the stream carried no content")
+            raise self.failed("the stream carried no tokens")
         gaps = [later - earlier for earlier, later in zip(chunk_times, chunk_times[1:])]
-        if usage:
-            completion = self.token_count(usage, "completion_tokens")
-            prompt = self.token_count(usage, "prompt_tokens")
-            if completion:
-                return Run(first - started, end - started, completion, prompt, gaps, True)
-        return Run(first - started, end - started, len(chunk_times), None, gaps, False)
+        ttfc = first_content - started if first_content else None
+        completion = self.token_count(usage, "completion_tokens") if usage else None
+        if completion:
+            details = usage.get("completion_tokens_details") or {}
+            reasoning = self.token_count(details, "reasoning_tokens") if isinstance(details, dict) else None
+            return Run(first - started, ttfc, end - started, completion,
+                       reasoning if reasoning is not None else reasoning_chunks,
+                       self.token_count(usage, "prompt_tokens"), gaps, True, started)
+        return Run(first - started, ttfc, end - started, len(chunk_times), reasoning_chunks, None, gaps, False,
+                   started)
 
     def token_count(self, usage, name: str) -> int | None:
         """A usage figure, believed only if it is a whole number of tokens within reason."""
@@ -218,6 +341,10 @@ class RateLimited(Exception):
         self.wait = wait
 
 
+class Truncated(Exception):
+    """The stream closed before [DONE] without saying why."""
+
+
 def retry_after(header: str | None) -> float:
     try:
         return max(0.0, float(header)) if header is not None else 1.0
@@ -225,28 +352,75 @@ def retry_after(header: str | None) -> float:
         return 1.0
 
 
-def filler_prompt(words: int) -> str:
+class Prompts:
+    """Prompts of a given number of filler words, each opening with a sentence of its own.
+
+    No two openings of a run share their first two words, so two requests share no cacheable
+    prefix beyond the chat template's few tokens and one word (cold prompts)."""
+
+    def __init__(self, seed: int | None = None):
+        self.random = random.Random(seed)
+        pairs = [(a, b) for a in OPENING_WORDS for b in OPENING_WORDS if a != b]
+        self.random.shuffle(pairs)
+        self.pairs = iter(pairs)
+
+    def opening(self) -> str:
+        try:
+            first = next(self.pairs)
+        except StopIteration:
+            raise FilmError(f"more than {len(OPENING_WORDS) * (len(OPENING_WORDS) - 1):,} prompts in one run; "
+                            f"lower --runs or --concurrency") from None
+        rest = self.random.sample(OPENING_WORDS, OPENING_LENGTH - 2)
+        return " ".join((*first, *rest)).capitalize() + "."
+
+    def make(self, words: int, opening: str | None = None) -> str:
+        return f"{opening or self.opening()} {filler(words)}"
+
+
+def filler(words: int) -> str:
     return " ".join(FILLER[index % len(FILLER)] for index in range(max(1, words)))
 
 
-def calibrated_prompt(endpoint: Endpoint, tokens: int) -> tuple[str, int | None]:
-    """A prompt that the endpoint counts as `tokens` prompt tokens, within 1% (None: no usage to check)."""
-    words = tokens
+@dataclass
+class Calibrated:
+    words: int                  # filler words that make the requested size
+    tokens: int | None          # the server's count of the last calibration prompt (None: it reports none)
+
+
+def calibrate(endpoint: Endpoint, prompts: Prompts, tokens: int) -> Calibrated:
+    """The filler words that make a prompt the endpoint counts as `tokens` tokens, within 1%.
+
+    Each round's prompt opens differently (so calibration warms no cache for the timed runs); the
+    first is short, since a tokenizer may spend many tokens a word, and later rounds move along
+    the line through the last two counts."""
+    tolerance = max(1, 0.01 * tokens)
+    words = min(tokens, FIRST_PROBE_WORDS)
+    seen: list[tuple[int, int]] = []
     for _ in range(CALIBRATION_ROUNDS):
-        prompt = filler_prompt(words)
-        run = endpoint.stream(prompt, max_tokens=1)
-        if run.prompt_tokens is None:
-            return prompt, None
-        if run.prompt_tokens == 0:
+        counted = endpoint.prompt_tokens(prompts.make(words))
+        if counted is None:
+            return Calibrated(max(1, tokens - OPENING_LENGTH), None)
+        if counted == 0:
             raise FilmError(f"the endpoint counted a {words:,}-word prompt as 0 tokens, so no prompt can be "
                             f"calibrated against it; nothing was written")
-        if abs(run.prompt_tokens - tokens) <= max(1, 0.01 * tokens):
-            return prompt, run.prompt_tokens
+        if abs(counted - tokens) <= tolerance:
+            return Calibrated(words, counted)
+        if words == 1 and counted > tokens:
+            raise FilmError(f"{tokens:,}-token prompt: the shortest prompt this endpoint counts is {counted:,} tokens "
+                            f"(its chat template and the opening words that keep each prompt cold); ask for at "
+                            f"least {math.ceil(counted * 1.01):,}. Nothing was written")
+        seen.append((words, counted))
+        if len(seen) >= 2 and seen[-1][1] != seen[-2][1]:
+            (w1, n1), (w2, n2) = seen[-2:]
+            guess = w2 + (tokens - n2) * (w2 - w1) / (n2 - n1)
+        else:
+            guess = words * tokens / counted
         # At most four times longer or shorter a round: a wild count cannot make the prompt explode.
-        scaled = round(words * tokens / run.prompt_tokens)
-        words = max(1, min(scaled, 4 * words, MAX_PROMPT_WORDS), words // 4)
+        words = max(1, min(round(guess), 4 * words, MAX_PROMPT_WORDS), words // 4)
+        if any(tried == words for tried, _ in seen):
+            words = max(1, words + (1 if counted < tokens else -1))  # one word is the finest step there is
     raise FilmError(f"could not build a prompt of {tokens:,} tokens within 1% in {CALIBRATION_ROUNDS} tries "
-                    f"(last: {run.prompt_tokens:,}); nothing was written")
+                    f"(last: {counted:,}); nothing was written")
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -255,52 +429,170 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[index]
 
 
-def summarise(tokens: int, prompt_tokens: int | None, runs: list[Run]) -> dict:
+def spread(values: list[float], digits: int) -> list[float]:
+    return [round(min(values), digits), round(max(values), digits)]
+
+
+@dataclass
+class Level:
+    """One concurrency level of one prompt length: `rounds` rounds of `streams` streams at once."""
+
+    streams: int
+    runs: list[Run]
+    rounds: list[list[Run]]
+
+    @property
+    def aggregate_tokens_per_second(self) -> float:
+        """Every round's output tokens over its wall time (first request sent to last stream done), median."""
+        rates = [sum(run.output_tokens for run in runs) / (max(run.ended for run in runs)
+                                                            - min(run.started for run in runs))
+                 for runs in self.rounds]
+        return statistics.median(rates)
+
+    def summary(self) -> dict:
+        ttfts = [run.ttft for run in self.runs]
+        rates = [1 / run.tpot for run in self.runs if run.tpot]
+        return {
+            "streams": self.streams,
+            "aggregate_tokens_per_second": round(self.aggregate_tokens_per_second, 2),
+            "decode_tokens_per_second": round(statistics.median(rates), 2) if rates else None,
+            "decode_spread_tokens_per_second": spread(rates, 2) if rates else None,
+            "ttft_seconds": round(statistics.median(ttfts), 4),
+            "ttft_spread_seconds": spread(ttfts, 4),
+            "rounds": len(self.rounds),
+        }
+
+
+def summarise(tokens: int, counts: list[int], levels: list[Level]) -> dict:
+    """A prompt length's entry: the single-stream figures, then every concurrency level's."""
+    runs = levels[0].runs
     ttfts = [run.ttft for run in runs]
     rates = [1 / run.tpot for run in runs if run.tpot]
     gaps = [gap for run in runs for gap in run.gaps]
+    content = [run.ttfc for run in runs if run.ttfc is not None]
     entry = {
-        "prompt_tokens": prompt_tokens or tokens,
+        "prompt_tokens": int(statistics.median(counts)) if counts else tokens,
         "ttft_seconds": round(statistics.median(ttfts), 4),
         "ttft_approximate": False,
-        "ttft_spread_seconds": [round(min(ttfts), 4), round(max(ttfts), 4)],
+        "ttft_spread_seconds": spread(ttfts, 4),
         "decode_tokens_per_second": round(statistics.median(rates), 2) if rates else None,
-        "decode_spread_tokens_per_second": [round(min(rates), 2), round(max(rates), 2)] if rates else None,
+        "decode_spread_tokens_per_second": spread(rates, 2) if rates else None,
         "inter_token_latency_seconds": {f"p{p}": round(percentile(gaps, p / 100), 5) for p in (50, 90, 99)}
         if gaps else None,
         "output_tokens": int(statistics.median(run.output_tokens for run in runs)),
         "runs": len(runs),
         "token_counts": "usage" if all(run.usage_reported for run in runs) else "approximate (chunks counted)",
     }
+    if counts and min(counts) != max(counts):
+        entry["prompt_tokens_spread"] = [min(counts), max(counts)]
+    if any(run.reasoning_tokens for run in runs):
+        entry["reasoning_tokens"] = int(statistics.median(run.reasoning_tokens for run in runs))
+        entry["ttfc_seconds"] = round(statistics.median(content), 4) if content else None
+    if len(levels) > 1:
+        entry["concurrency"] = [level.summary() for level in levels]
     return entry
 
 
-def measure(endpoint: Endpoint, prompt_tokens: list[int], max_tokens: int, runs: int, say=print) -> list[dict]:
-    """Every prompt length, `runs` times each; failed runs reported and left out."""
-    results = []
+@dataclass
+class Measurement:
+    """What `measure` found: an entry per prompt length, and how it was measured."""
+
+    prompts: list[dict]
+    prompt_cache: str          # "cold" or "cached"
+    counted_by: str            # a key of COUNTED_BY
+
+
+def measure(endpoint: Endpoint, prompt_tokens: list[int], max_tokens: int, runs: int, say=print,
+            concurrency: tuple[int, ...] = (1,), warm_prefix: bool = False, seed: int | None = None) -> Measurement:
+    """Every prompt length at every concurrency level, `runs` rounds each; failed runs reported and left out."""
+    if concurrency[0] != 1:
+        raise FilmError(f"--concurrency {','.join(map(str, concurrency))}: start with 1, the single-stream "
+                        f"figures the measured beats use")
+    prompts = Prompts(seed)
+    results, how = [], set()
     needed = max(1, math.ceil(runs / 2))
     for tokens in prompt_tokens:
         try:
-            prompt, counted = calibrated_prompt(endpoint, tokens)
+            calibrated = calibrate(endpoint, prompts, tokens)
+            # --warm-prefix: one prompt for every run of this length, counted (and so cached) first.
+            shared = prompts.make(calibrated.words) if warm_prefix else None
+            if shared is not None:
+                endpoint.prompt_tokens(shared)
         except RunFailed as failure:
             raise FilmError(f"{tokens:,}-token prompt: {failure}; nothing was written") from None
-        good, failed = [], []
-        for number in range(1, runs + 1):
-            try:
-                run = endpoint.stream(prompt, max_tokens)
-            except RunFailed as failure:
-                failed.append(str(failure))
-                say(f"  {tokens:>7,} tokens  run {number}/{runs}: failed: {failure}")
-                continue
-            good.append(run)
-            rate = f"{1 / run.tpot:7.1f} tok/s" if run.tpot else "   (one token)"
-            say(f"  {tokens:>7,} tokens  run {number}/{runs}: TTFT {run.ttft * 1000:7.1f} ms  {rate}"
-                f"  {run.output_tokens} tokens")
-        if len(good) < needed:
-            raise FilmError(f"{tokens:,}-token prompt: only {len(good)} of {runs} runs succeeded (need {needed}); "
-                            f"failures: {'; '.join(sorted(set(failed)))}. Nothing was written")
-        results.append(summarise(tokens, counted, good))
-    return results
+        levels, counts = [], []
+        for streams in concurrency:
+            level = Level(streams, [], [])
+            failed = []
+            for number in range(1, runs + 1):
+                texts = [shared or prompts.make(calibrated.words) for _ in range(streams)]
+                done = run_round(endpoint, texts, max_tokens)
+                good = [run for run in done if isinstance(run, Run)]
+                failed += [str(failure) for failure in done if not isinstance(failure, Run)]
+                if streams == 1:  # the prompt's size is the single-stream runs'; the others are built alike
+                    counts += [count_of(endpoint, text, run, calibrated, how)
+                               for text, run in zip(texts, done) if isinstance(run, Run)]
+                if good:
+                    level.rounds.append(good)
+                    level.runs.extend(good)
+                say(round_line(tokens, streams, number, runs, done))
+            if len(level.rounds) < needed:
+                raise FilmError(f"{tokens:,}-token prompt{f', {streams} streams at once' if streams > 1 else ''}: "
+                                f"only {len(level.rounds)} of {runs} runs succeeded (need {needed}); failures: "
+                                f"{'; '.join(sorted(set(failed)))}. Nothing was written")
+            levels.append(level)
+        results.append(summarise(tokens, counts, levels))
+    counted_by = "estimate" if "estimate" in how else "request" if "request" in how else "stream"
+    return Measurement(results, "cached" if warm_prefix else "cold", counted_by)
+
+
+def run_round(endpoint: Endpoint, texts: list[str], max_tokens: int) -> list[Run | RunFailed]:
+    """The streams of one round, all sent at once; each a Run or the failure that stopped it."""
+    def one(text: str) -> Run | RunFailed:
+        try:
+            return endpoint.stream(text, max_tokens)
+        except RunFailed as failure:
+            return failure
+
+    if len(texts) == 1:
+        return [one(texts[0])]
+    with ThreadPoolExecutor(len(texts)) as pool:
+        return list(pool.map(one, texts))
+
+
+def count_of(endpoint: Endpoint, text: str, run: Run, calibrated: Calibrated, how: set[str]) -> int:
+    """A run's prompt size from the server: its stream's usage, else a non-streamed request (sent after
+    the timed one, so it cannot warm the cache for it), else the calibration's estimate."""
+    if run.prompt_tokens is not None:
+        how.add("stream")
+        return run.prompt_tokens
+    if calibrated.tokens is None:
+        how.add("estimate")
+        return len(text.split())
+    counted = endpoint.prompt_tokens(text)
+    how.add("request" if counted is not None else "estimate")
+    run.prompt_tokens = counted if counted is not None else len(text.split())
+    return run.prompt_tokens
+
+
+def round_line(tokens: int, streams: int, number: int, runs: int, done: list[Run | RunFailed]) -> str:
+    where = f"  {tokens:>7,} tokens  " + (f"x{streams:<3} " if streams > 1 else "") + f"run {number}/{runs}: "
+    good = [run for run in done if isinstance(run, Run)]
+    failures = [str(failure) for failure in done if not isinstance(failure, Run)]
+    if not good:
+        return where + f"failed: {failures[0]}"
+    ttft = statistics.median(run.ttft for run in good)
+    rates = [1 / run.tpot for run in good if run.tpot]
+    rate = f"{statistics.median(rates):7.1f} tok/s" if rates else "   (one token)"
+    line = where + f"TTFT {ttft * 1000:7.1f} ms  {rate}  {good[0].output_tokens} tokens"
+    if streams > 1:
+        line += f"  ({len(good)}/{streams} streams" + (f"; failed: {failures[0]})" if failures else ")")
+    return line
+
+
+def planned_requests(lengths: int, runs: int, concurrency: tuple[int, ...]) -> int:
+    """Timed requests a run will make (calibration and counting come on top)."""
+    return lengths * runs * sum(concurrency)
 
 
 def redacted(endpoint: Endpoint, value):
@@ -314,9 +606,11 @@ def redacted(endpoint: Endpoint, value):
     return value
 
 
-def dataset(name: str, endpoint: Endpoint, prompts: list[dict], label: str | None, provider: str | None,
+def dataset(name: str, endpoint: Endpoint, measurement: Measurement, label: str | None, provider: str | None,
             precision: str, model: str, compared_gpu: str, runs: int) -> dict:
     host = endpoint.host + (f":{endpoint.port}" if endpoint.port else "")
+    prompts = "cold prompts (each opens with words no other request shares)" \
+        if measurement.prompt_cache == "cold" else "cached prompts (--warm-prefix: each length's prompt sent once first)"
     return redacted(endpoint, {
         "id": name,
         "route": f"direct to {host}" + (f" ({label})" if label else ""),
@@ -328,14 +622,16 @@ def dataset(name: str, endpoint: Endpoint, prompts: list[dict], label: str | Non
         "measured_on": datetime.date.today().isoformat(),
         "label": label or host,
         "source": f"film measure {__version__}: {runs} streamed runs per prompt against {host}, "
-                  f"model {endpoint.reported_model or endpoint.model!r}",
+                  f"model {endpoint.reported_model or endpoint.model!r}, {prompts}",
         "endpoint_host": host,
         "model_reported": endpoint.reported_model or endpoint.model,
         "runs": runs,
         "tool_version": __version__,
-        "definitions": "TTFT: request sent to first streamed content token. TPOT: (end-to-end - TTFT) / "
-                       "(output tokens - 1); decode rate = 1 / TPOT.",
-        "prompts": prompts,
+        "prompt_cache": measurement.prompt_cache,
+        "prompt_tokens_counted_by": COUNTED_BY[measurement.counted_by],
+        "prompt_tokens_estimated": measurement.counted_by == "estimate",
+        "definitions": DEFINITIONS,
+        "prompts": measurement.prompts,
     })
 
 

@@ -1,0 +1,159 @@
+"""A real OpenAI-compatible inference server for `film measure`'s tests: llama.cpp's own
+`llama-server` (built by `make test`'s setup from the llama.cpp sources that llama-cpp-python's
+sdist carries: render/tools/bootstrap.py), serving a tiny random-weight Llama model that the tests write with the `gguf`
+package. Nothing is downloaded at run time.
+
+The model is small enough to run fast on two CPU cores and big enough that prefill of a
+thousand tokens takes visibly longer than of fifty. Its tokenizer spells words letter by
+letter (about six tokens a word), so a prompt's size in words says little about its size in
+tokens, as with real tokenizers on unusual text. Special tokens get zero output weights, so a
+greedy decode never stops early.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import string
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+from render.tools.bootstrap import LLAMA_SERVER as SERVER
+CHAT_TEMPLATE = ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
+                 "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+SPECIALS = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
+# Small: prefill of thousands of tokens in a fraction of a second. Wide: 160 MB of weights, more than
+# a CPU's caches hold, so each decode step is bound by reading them, as on a GPU, and batching pays.
+SMALL = {"embed": 256, "layers": 4, "heads": 4, "feed_forward": 768}
+WIDE = {"embed": 1024, "layers": 3, "heads": 8, "feed_forward": 3072}
+
+
+def write_tiny_model(path: Path, context: int = 4096, seed: int = 7, shape: dict = SMALL) -> Path:
+    """A random-weight Llama in GGUF: SentencePiece-style vocabulary of letters, '▁' and bytes."""
+    embed, layers, heads, feed_forward = shape["embed"], shape["layers"], shape["heads"], shape["feed_forward"]
+    import gguf
+
+    pieces = SPECIALS + ["▁"] + list(string.ascii_lowercase + string.ascii_uppercase + string.digits + ".,:;!?'-")
+    byte_pieces = [f"<0x{value:02X}>" for value in range(256)]
+    vocab = pieces + byte_pieces
+    types = ([gguf.TokenType.UNKNOWN] + [gguf.TokenType.CONTROL] * 4 + [gguf.TokenType.NORMAL] * (len(pieces) - 5)
+             + [gguf.TokenType.BYTE] * 256)
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name("tiny-random-llama")
+    writer.add_context_length(context)
+    writer.add_embedding_length(embed)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(feed_forward)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(heads)
+    writer.add_rope_dimension_count(embed // heads)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(vocab)
+    writer.add_token_scores([0.0] * len(vocab))
+    writer.add_token_types(types)
+    writer.add_unk_token_id(0)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_add_bos_token(True)
+    writer.add_chat_template(CHAT_TEMPLATE)
+
+    rng = np.random.default_rng(seed)
+
+    def weights(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) / np.sqrt(shape[-1])).astype(np.float32)
+
+    output = weights(len(vocab), embed)
+    output[:len(SPECIALS)] = 0.0  # never the greedy choice: the stream runs to max_tokens
+    writer.add_tensor("token_embd.weight", weights(len(vocab), embed))
+    writer.add_tensor("output_norm.weight", np.ones(embed, np.float32))
+    writer.add_tensor("output.weight", output)
+    for layer in range(layers):
+        block = f"blk.{layer}"
+        writer.add_tensor(f"{block}.attn_norm.weight", np.ones(embed, np.float32))
+        for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            writer.add_tensor(f"{block}.{name}.weight", weights(embed, embed))
+        writer.add_tensor(f"{block}.ffn_norm.weight", np.ones(embed, np.float32))
+        writer.add_tensor(f"{block}.ffn_gate.weight", weights(feed_forward, embed))
+        writer.add_tensor(f"{block}.ffn_up.weight", weights(feed_forward, embed))
+        writer.add_tensor(f"{block}.ffn_down.weight", weights(embed, feed_forward))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class LlamaServer:
+    """`llama-server` on 127.0.0.1, started and waited for, and stopped after (with its process group)."""
+
+    def __init__(self, model: Path, context: int = 4096, slots: int = 1, threads: int = 2, log: Path | None = None):
+        self.model, self.context, self.slots, self.threads = model, context, slots, threads
+        self.port = free_port()
+        self.log = log or model.with_suffix(f".{self.port}.log")
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def root(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return self.root + "/v1"
+
+    def __enter__(self) -> "LlamaServer":
+        # Each slot gets the whole context, so a request may be as long as --ctx-size says.
+        command = [str(SERVER), "--model", str(self.model), "--host", "127.0.0.1", "--port", str(self.port),
+                   "--ctx-size", str(self.context * self.slots), "--parallel", str(self.slots),
+                   "--threads", str(self.threads), "--threads-batch", str(self.threads),
+                   "--alias", "tiny-random-llama", "--no-webui", "--jinja"]
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"llama-server exited ({self.process.returncode}): "
+                                   f"{self.log.read_text(errors='replace')[-2000:]}")
+            try:
+                with urllib.request.urlopen(self.root + "/health", timeout=2) as answer:
+                    if json.load(answer).get("status") == "ok":
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.2)
+        self.__exit__()
+        raise RuntimeError(f"llama-server did not become ready in 60 s: {self.log.read_text(errors='replace')[-2000:]}")
+
+    def __exit__(self, *exc) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+    def post(self, path: str, body: dict) -> dict:
+        request = urllib.request.Request(self.root + path, json.dumps(body).encode(),
+                                         {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            return json.load(answer)
+
+    def prompt_tokens(self, content: str) -> int:
+        """The server's own count of a one-message chat prompt: a non-streamed completion's usage."""
+        answer = self.post("/v1/chat/completions", {"model": "tiny-random-llama", "max_tokens": 1,
+                                                    "messages": [{"role": "user", "content": content}]})
+        return answer["usage"]["prompt_tokens"]

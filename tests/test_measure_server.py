@@ -1,0 +1,106 @@
+"""`film measure` against a real OpenAI-compatible server written by others: llama.cpp's
+`llama-server` on 127.0.0.1 (built by `make test`'s setup), serving a tiny random-weight model.
+
+The server keeps a prompt's KV cache, as vLLM and SGLang do, and batches concurrent streams; its
+tokenizer spends about six tokens a word. So these tests see what the fake endpoint cannot:
+cache hits, real token counts, the server's own error messages and real batching."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+import yaml
+
+from render.errors import FilmError
+from render.specs.catalog import load_measured
+from render.tools.measure import Endpoint, measure
+
+from llama_server import SERVER, WIDE, LlamaServer, write_tiny_model
+from test_measure import quiet, run_measure_cli
+
+SHORT, LONG = 64, 2048
+
+
+class RecordingEndpoint(Endpoint):
+    """The tool's own endpoint client, noting every prompt it streams (to ask the server about them after)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.streamed: list[str] = []
+
+    def stream(self, prompt, max_tokens):
+        self.streamed.append(prompt)
+        return super().stream(prompt, max_tokens)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return write_tiny_model(tmp_path_factory.mktemp("model") / "tiny.gguf", context=4096)
+
+
+@pytest.fixture(scope="module")
+def server(model):
+    if not SERVER.exists():
+        pytest.fail(f"{SERVER} is missing: `make test` builds it (render/tools/bootstrap.py)")
+    with LlamaServer(model, context=4096, slots=4) as running:
+        yield running
+
+
+def test_cold_prompts_measure_prefill_and_their_sizes_are_the_servers_own(server):
+    endpoint = RecordingEndpoint(server.url, "tiny-random-llama", timeout=60)
+    measured = measure(endpoint, [SHORT, LONG], max_tokens=16, runs=3, say=quiet)
+    short, long = measured.prompts
+    assert measured.prompt_cache == "cold" and measured.counted_by == "stream"
+    # Prefill grows with the prompt: 32 times the tokens take far longer to the first token.
+    assert long["ttft_seconds"] > 4 * short["ttft_seconds"]
+    # No run was a cache hit: every run of the long prompt took about as long as the first.
+    low, high = long["ttft_spread_seconds"]
+    assert high / low < 2, long
+    # The recorded sizes are the server's own counts, and the requested sizes, within 1%.
+    for entry, wanted in ((short, SHORT), (long, LONG)):
+        assert abs(entry["prompt_tokens"] - wanted) <= max(1, 0.01 * wanted)
+    long_texts = endpoint.streamed[-3:]
+    server_counts = [server.prompt_tokens(text) for text in long_texts]
+    assert abs(long["prompt_tokens"] - statistics.median(server_counts)) <= 0.01 * long["prompt_tokens"]
+    # Every timed prompt opened differently: the server's cache could serve none of them.
+    assert len({tuple(text.split()[:2]) for text in endpoint.streamed}) == len(endpoint.streamed)
+
+
+def test_a_warm_prefix_measures_the_cache_on_purpose(server):
+    cold = measure(Endpoint(server.url, "tiny-random-llama"), [SHORT, LONG], max_tokens=8, runs=2, say=quiet)
+    cached = measure(Endpoint(server.url, "tiny-random-llama"), [SHORT, LONG], max_tokens=8, runs=2, say=quiet,
+                     warm_prefix=True)
+    assert cached.prompt_cache == "cached"
+    assert cached.prompts[1]["ttft_seconds"] < cold.prompts[1]["ttft_seconds"] / 3
+
+
+def test_a_prompt_beyond_the_context_window_fails_with_the_servers_message(server, tmp_path):
+    out = tmp_path / "too-long.yaml"
+    result = run_measure_cli(server.url, out, None, "--prompt-tokens", "64,8000", "--max-tokens", "4")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "8,000-token prompt: HTTP 400 Bad Request: request (" in result.stderr
+    assert "exceeds the available context size (4096 tokens)" in result.stderr
+    assert not out.exists()
+
+
+def test_aggregate_throughput_rises_with_concurrency_and_the_dataset_loads(tmp_path):
+    # The wide model's weights outgrow the CPU's caches, so a decode step is bound by reading them and
+    # the server's batching of concurrent streams pays, as on a GPU.
+    model = write_tiny_model(tmp_path / "wide.gguf", context=1024, shape=WIDE)
+    out = tmp_path / "sweep.yaml"
+    with LlamaServer(model, context=1024, slots=4) as server:
+        result = run_measure_cli(server.url, out, None, "--prompt-tokens", "80,160", "--max-tokens", "64",
+                                 "--concurrency", "1,4")
+    assert result.returncode == 0, result.stderr
+    raw = yaml.safe_load(out.read_text())
+    assert raw["prompt_cache"] == "cold" and raw["prompt_tokens_counted_by"] == "usage in the stream"
+    assert raw["model_reported"] == "tiny-random-llama" and "vLLM" in raw["definitions"]
+    for entry in raw["prompts"]:
+        one, four = entry["concurrency"]
+        assert (one["streams"], four["streams"]) == (1, 4)
+        assert four["aggregate_tokens_per_second"] > 1.3 * one["aggregate_tokens_per_second"], entry
+        assert four["decode_tokens_per_second"] < one["decode_tokens_per_second"]  # each stream shares the steps
+    dataset = load_measured(out)
+    assert [level.streams for level in dataset.prompts[0].concurrency] == [1, 4]
+    assert dataset.prompt_cache == "cold"
