@@ -11,9 +11,10 @@ from render import formatting as fmt
 from scenes.base import BeatScene
 from scenes.helpers import (Counter, LogChart, RooflineChart, WeightsWall, get_caption, get_formula, get_text, get_title,
                             power_label, powers_of_ten, tex_text)
+from scenes.measured_timings import get_provenance
 from scenes.sluice_and_tap import wall_label
 from scenes.the_roofline import axis_ranges, roofline_ending
-from scenes.style import HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE
+from scenes.style import HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE
 
 WALL_WIDTH, WALL_HEIGHT = 2.8, 2.4
 
@@ -44,8 +45,8 @@ class SweepChart(VGroup):
         values = [value for _, value in sweep.curve] + [point.measured_tokens_per_second for point in sweep.points]
         y_range = (10 ** math.floor(math.log10(min(values))), 10 ** math.ceil(math.log10(max(values))))
         x_ticks = [(2 ** exponent, fmt.count(2 ** exponent)) for exponent in range(0, int(math.log2(most)) + 1, 1)]
-        self.chart = LogChart((1, most), y_range, "streams at once = batch size (log scale)",
-                              "tokens per second, all streams (log scale)", x_ticks,
+        self.chart = LogChart((1, most), y_range, "streams at once (batch size, log)",
+                              "tokens/s, all streams (log)", x_ticks,
                               powers_of_ten(y_range, power_label), width, height)
         self.curve = VMobject(color=MEMORY, stroke_width=5).set_points_as_corners(
             [self.chart.point(size, value) for size, value in sweep.curve])
@@ -128,12 +129,8 @@ class Batching(BeatScene):
 
         if plan.measured.sweep:
             # A measured sweep: the endpoint's throughput at each number of streams, beside the roofline's.
-            sweep = SweepChart(plan.measured, width=4.6, height=3.0).move_to(chart.axes).shift(RIGHT * 0.1)
-            provenance = get_text(f"measured: {plan.measured.dataset.route} · {plan.measured.dataset.path}",
-                                  SMALL_SIZE, MUTED)
-            if provenance.width > 12.2:
-                provenance.scale_to_fit_width(12.2)
-            provenance.to_edge(DOWN, buff=0.45)
+            sweep = SweepChart(plan.measured, width=4.6, height=3.0).move_to(chart.axes)
+            provenance = get_provenance(plan.measured)
             self.play(FadeOut(VGroup(chart, point[0], batched[1], bytes_sum)), FadeIn(sweep.chart), FadeIn(provenance),
                       run_time=0.8)
             self.play(Create(sweep.curve), FadeIn(sweep.legend[0]), run_time=0.8)

@@ -20,6 +20,7 @@ from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED
 BAR_LENGTH = 6.0
 MEASURED_SUBTITLE = "time to first token (request sent → first streamed token) against the ideal prefill"
 CACHE_SUBTITLE = "decode rate = 1 ÷ time per output token, against the roofline's ceiling"
+PROVENANCE_WIDTH = 12.2
 
 
 def get_provenance(measured) -> VGroup:
@@ -29,16 +30,23 @@ def get_provenance(measured) -> VGroup:
     how = [f"{dataset.prompt_cache} prompts"] if dataset.prompt_cache else []
     how += ["TTFT counts reasoning tokens"] if dataset.reasoning else []
     how += ["prompt sizes estimated"] if dataset.prompt_tokens_estimated else []
-    lines = VGroup(
-        get_text(" · ".join([f"measured: {dataset.route}", *how]), SMALL_SIZE, TEXT),
-        get_text(f"{measured.precision.name} {measured.model.name} · ideal times on "
-                 f"{measured.gpu.short_name}{assumed}", SMALL_SIZE, MUTED),
-        get_text(f"source: {dataset.path}", SMALL_SIZE, MUTED),
-    ).arrange(DOWN, aligned_edge=LEFT, buff=0.08)
-    for line in lines:
-        if line.width > 12.2:
-            line.scale_to_fit_width(12.2)
-    return lines.to_edge(DOWN, buff=0.45).set_x(0)
+    source = f"source: {dataset.path}"
+    lines = [(f"measured: {dataset.route}", TEXT),
+             (f"{measured.precision.name} {measured.model.name} · ideal times on {measured.gpu.short_name}{assumed}",
+              MUTED)]
+    # How it was measured goes beside the source when both fit on one line, else on a line of its own.
+    together = " · ".join([source, *how])
+    if get_text(together, SMALL_SIZE).width <= PROVENANCE_WIDTH:
+        lines.append((together, MUTED))
+    else:
+        lines += [(source, MUTED), (" · ".join(how), MUTED)]
+    texts = VGroup()
+    for line, color in lines:
+        text = get_text(line, SMALL_SIZE, color)
+        if text.width > PROVENANCE_WIDTH:  # only a very long route or path: narrower, before lining up
+            text.scale_to_fit_width(PROVENANCE_WIDTH)
+        texts.add(text)
+    return texts.arrange(DOWN, aligned_edge=LEFT, buff=0.08).to_edge(DOWN, buff=0.45).set_x(0)
 
 
 def prompt_name(tokens: float, estimated: bool = False) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -199,3 +200,127 @@ def test_out_of_range_options_are_refused_before_any_request(tmp_path, args, mes
     result = run_measure_cli("http://127.0.0.1:9/v1", tmp_path / "x.yaml", {}, *args)
     assert result.returncode in (1, 2) and message in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_reasoning_deltas_count_as_tokens_and_ttft_comes_before_the_first_content(tmp_path):
+    with FakeEndpoint(first_delay=0.1, token_delay=0.02, tokens=10, reasoning=15) as server:
+        measured = measure(Endpoint(server.url, "m"), [30, 60], max_tokens=64, runs=2, say=quiet)
+    for entry in measured.prompts:
+        assert entry["ttft_seconds"] == pytest.approx(0.1, abs=0.05)              # the first reasoning token
+        assert entry["ttfc_seconds"] == pytest.approx(0.1 + 15 * 0.02, abs=0.08)  # the first content token
+        assert entry["reasoning_tokens"] == 15 and entry["output_tokens"] == 25
+        assert entry["decode_tokens_per_second"] == pytest.approx(50, rel=0.2)    # reasoning steps are decode too
+
+
+def test_every_request_opens_with_words_no_other_request_shares():
+    with FakeEndpoint(first_delay=0.01, token_delay=0.001, tokens=4) as server:
+        measured = measure(Endpoint(server.url, "m"), [30, 300], max_tokens=4, runs=4, say=quiet)
+        openings = [tuple(prompt.split()[:2]) for prompt in server.prompts]
+    assert measured.prompt_cache == "cold"
+    assert len(set(openings)) == len(openings) == len(server.prompts)  # calibration's prompts as well
+
+
+def test_a_warm_prefix_sends_each_lengths_one_prompt_first_then_times_it_again():
+    with FakeEndpoint(first_delay=0.01, token_delay=0.001, tokens=4) as server:
+        measured = measure(Endpoint(server.url, "m"), [30, 300], max_tokens=4, runs=3, say=quiet, warm_prefix=True)
+        timed = [prompt for prompt, streamed in server.seen if streamed]
+    assert measured.prompt_cache == "cached"
+    assert len(set(timed[:3])) == 1 and len(set(timed[3:])) == 1 and timed[0] != timed[3]
+    assert server.prompts.index(timed[0]) < server.prompts.index(timed[0]) + 1 and not server.streamed[
+        server.prompts.index(timed[0])]  # first seen unstreamed: the warm-up
+
+
+def test_a_concurrency_sweep_runs_the_streams_at_once_and_records_each_level():
+    with FakeEndpoint(first_delay=0.1, token_delay=0.01, tokens=20) as server:  # a server that never slows down
+        measured = measure(Endpoint(server.url, "m"), [30, 60], max_tokens=32, runs=2, say=quiet,
+                           concurrency=(1, 4))
+    for entry in measured.prompts:
+        one, four = entry["concurrency"]
+        assert (one["streams"], one["rounds"], four["streams"], four["rounds"]) == (1, 2, 4, 2)
+        # four streams at once in about the time of one: about four times the tokens a second
+        assert four["aggregate_tokens_per_second"] == pytest.approx(4 * one["aggregate_tokens_per_second"], rel=0.3)
+        assert four["decode_tokens_per_second"] == pytest.approx(one["decode_tokens_per_second"], rel=0.3)
+        assert entry["ttft_seconds"] == one["ttft_seconds"] and entry["runs"] == 2
+
+
+def test_the_shortest_possible_prompt_is_named_when_a_shorter_one_is_asked_for():
+    with FakeEndpoint(first_delay=0.01) as server:
+        with pytest.raises(FilmError, match=r"the shortest prompt this endpoint counts is 14 tokens .*ask for at "
+                                            r"least 15"):
+            measure(Endpoint(server.url, "m"), [5, 60], max_tokens=4, runs=1, say=quiet)
+
+
+def test_a_prompt_beyond_the_fake_context_window_reports_the_servers_words():
+    with FakeEndpoint(first_delay=0.01, context=500) as server:
+        with pytest.raises(FilmError, match=r"2,000-token prompt: HTTP 400 Bad Request: Requested tokens \(\d+\) "
+                                            r"exceed context window of 500; nothing was written"):
+            measure(Endpoint(server.url, "m"), [30, 2000], max_tokens=4, runs=1, say=quiet)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--concurrency", "4,8"], "--concurrency '4,8': give increasing numbers of streams starting with 1"),
+    (["--concurrency", "1,x"], "--concurrency '1,x': 'x' is not a whole number"),
+    (["--concurrency", "1,1000"], "--concurrency '1,1000': at most 256"),
+    (["--concurrency", "1,64", "--max-requests", "100"], "this run needs 260 timed requests (2 prompt lengths x 2 "
+                                                         "runs x 65 streams over --concurrency 1,64)"),
+])
+def test_bad_concurrency_is_refused_before_any_request(tmp_path, args, message):
+    result = run_measure_cli("http://127.0.0.1:9/v1", tmp_path / "x.yaml", {}, *args)
+    assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def sweep_dataset(data, name="swept", cache="cold", reasoning=0):
+    """A measured dataset as `film measure --concurrency 1,4,16` writes it, into a copy of data/."""
+    path = data / "measured" / f"{name}.yaml"
+    levels = [{"streams": streams, "aggregate_tokens_per_second": rate, "decode_tokens_per_second": rate / streams,
+               "ttft_seconds": 0.05 * streams, "rounds": 3} for streams, rate in ((1, 150.0), (4, 520.0), (16, 1500.0))]
+    path.write_text(yaml.safe_dump({
+        "id": name, "route": "direct to 127.0.0.1:8000 (rig)", "provider": "rig", "precision": "bf16",
+        "model": "llama-3.1-8b", "compared_gpu": "h100-sxm", "compared_gpu_is_assumption": True,
+        "source": "film measure", "prompt_cache": cache,
+        "prompts": [{"prompt_tokens": 128, "ttft_seconds": 0.05, "decode_tokens_per_second": 150.0,
+                     "reasoning_tokens": reasoning, "concurrency": levels},
+                    {"prompt_tokens": 2048, "ttft_seconds": 0.4, "decode_tokens_per_second": 140.0}]}))
+    return path
+
+
+def test_a_measured_sweep_reaches_the_plan_beside_the_roofline_and_the_narration_names_the_cache(data_copy):
+    from render.specs import roofline as rl
+    from render.specs.types import Deployment
+
+    data = data_copy("gpus.yaml")
+    sweep_dataset(data)
+    plan = resolve_plan(data_dir=data, measured="swept")
+    sweep = plan.measured.sweep
+    assert [point.streams for point in sweep.points] == [1, 4, 16]
+    assert [point.measured_tokens_per_second for point in sweep.points] == [150.0, 520.0, 1500.0]
+    deployment = Deployment(plan.measured.gpu, plan.measured.model, plan.measured.precision)
+    assert sweep.points[1].predicted_tokens_per_second == pytest.approx(rl.decode_tokens_per_second(deployment, 4, 128))
+    assert sweep.curve[0][0] == 1 and sweep.curve[-1][0] == 16
+    assert all(a[1] < b[1] for a, b in zip(sweep.curve, sweep.curve[1:]))  # batching raises throughput
+    assert plan.beat("measured").narration.startswith("Measured on a real endpoint with cold prompts, BF16 Llama")
+    assert "the first word came after" in plan.beat("measured").narration
+    sweep_dataset(data, "thinking", cache="cached", reasoning=40)
+    thinking = resolve_plan(data_dir=data, measured="thinking").beat("measured").narration
+    assert thinking.startswith("Measured on a real endpoint with cached prompts,")
+    assert "the first token, thinking included, came after" in thinking
+    assert resolve_plan().measured.sweep is None  # the seed dataset has no sweep: the beat stays as it was
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"prompt_cache": "lukewarm"}, "'prompt_cache' must be cold or cached, not 'lukewarm'"),
+    ({"levels": [{"streams": 4, "aggregate_tokens_per_second": 10.0}]}, "concurrency levels must start at 1 stream"),
+    ({"levels": [{"streams": 1, "aggregate_tokens_per_second": -3.0}]},
+     "'aggregate_tokens_per_second' is -3.0; it must be between 0.01 and 10,000,000 tokens/s"),
+])
+def test_a_bad_sweep_or_cache_field_is_refused_with_its_place(data_copy, change, message):
+    data = data_copy("gpus.yaml")
+    path = sweep_dataset(data)
+    document = yaml.safe_load(path.read_text())
+    if "prompt_cache" in change:
+        document["prompt_cache"] = change["prompt_cache"]
+    else:
+        document["prompts"][0]["concurrency"] = change["levels"]
+    path.write_text(yaml.safe_dump(document))
+    with pytest.raises(FilmError, match=f"swept.yaml:\\d+: .*{re.escape(message)}"):
+        resolve_plan(data_dir=data, measured="swept")

@@ -303,3 +303,52 @@ def test_a_mixture_of_experts_wall_lights_only_the_experts_a_read_touches():
     chips.light_now(0.5)
     lit_per_chip = [sum(core.get_fill_color().to_hex().lower() != Chip.idle_color.lower() for core in chip[1]) for chip in chips.chips]
     assert len(set(lit_per_chip)) == 1 and lit_per_chip[0] == round(0.5 * chips.per_chip)
+
+
+def colour_share(image: np.ndarray, colour: str, tolerance: float = 40) -> float:
+    """The share of an RGB image's pixels within `tolerance` of a #rrggbb colour."""
+    wanted = np.array([int(colour[index:index + 2], 16) for index in (1, 3, 5)], dtype=float)
+    return float((np.abs(image.astype(float) - wanted).max(axis=2) < tolerance).mean())
+
+
+def test_a_measured_sweep_replaces_the_roofline_chart_in_the_batching_beat(data_copy, narrated, tmp_path):
+    """A dataset with a concurrency sweep: its points beside the roofline's curve where the roofline chart
+    was (no flat orange roof there any more), laid out cleanly, and the measured beats still fit."""
+    from scenes.style import COMPUTE, HIGHLIGHT, MEMORY
+    from test_measure import sweep_dataset
+
+    data = data_copy("gpus.yaml")
+    sweep_dataset(data, cache="cached", reasoning=30)
+    build = tmp_path / "build"
+    plan = make_narration(resolve_plan(data_dir=data, measured="swept", recordings=build / "none"), build,
+                          build / "cache").plan
+    assert {beat: beats.lint_beat(plan, beat) for beat in ("batching", "measured", "cache-rides-along")} == \
+        {"batching": (), "measured": (), "cache-rides-along": ()}
+    at = plan.beat("batching").duration - 0.3
+    stills = {name: np.asarray(Image.open(beats.render_still(timed, "batching", at, "low", tmp_path / name))
+                               .convert("RGB"))
+              for name, timed in (("swept", plan), ("default", narrated.plan))}
+    chart = {name: image[: image.shape[0] * 2 // 3, image.shape[1] // 2:] for name, image in stills.items()}
+    shares = {(name, colour): colour_share(image, colour) for name, image in chart.items()
+              for colour in (COMPUTE, MEMORY, HIGHLIGHT)}
+    assert shares["default", COMPUTE] > 0.0005 and shares["swept", COMPUTE] < 0.1 * shares["default", COMPUTE], shares
+    assert shares["swept", MEMORY] > 0.001, shares                                    # the predicted curve
+    points = sorted(dots(chart["swept"], HIGHLIGHT), key=lambda point: point[1])     # the measured points,
+    assert len(points) == 3 and [row for row, _ in points] == sorted((row for row, _ in points), reverse=True)
+    assert len(dots(chart["default"], HIGHLIGHT)) != 3                                # rising left to right
+
+
+def dots(image: np.ndarray, colour: str) -> list[tuple[float, float]]:
+    """Centres of the filled round blobs of a colour (a chart's points, not the letters of a label)."""
+    from scipy import ndimage
+
+    wanted = np.array([int(colour[index:index + 2], 16) for index in (1, 3, 5)], dtype=float)
+    mask = np.abs(image.astype(float) - wanted).max(axis=2) < 40
+    labels, count = ndimage.label(mask)
+    found = []
+    for index, box in enumerate(ndimage.find_objects(labels), start=1):
+        height, width = box[0].stop - box[0].start, box[1].stop - box[1].start
+        filled = (labels[box] == index).sum() / (height * width)
+        if 6 <= height <= 30 and abs(height - width) <= 2 and filled > 0.6:
+            found.append(((box[0].start + box[0].stop) / 2, (box[1].start + box[1].stop) / 2))
+    return found
