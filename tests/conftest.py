@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -14,6 +16,49 @@ from render.specs.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+LLAMA_BUILD_TIMEOUT = 1500  # seconds: the build takes three or four minutes on two cores, more beside the tests
+
+
+def pytest_collection_finish(session):
+    """When a collected test needs llama.cpp's server and it is not built, build it in the background,
+    niced, on the core the suite leaves idle (the suite is mostly single-threaded), instead of first."""
+    from render.tools import bootstrap
+
+    needed = any("llama_server_binary" in getattr(item, "fixturenames", ()) for item in session.items)
+    if not needed or bootstrap.llama_server_ready():
+        return
+    bootstrap.LLAMA_DIR.mkdir(parents=True, exist_ok=True)
+    log = open(bootstrap.LLAMA_DIR / "build.log", "wb")
+    session.config.llama_build = subprocess.Popen(
+        [sys.executable, str(ROOT / "render" / "tools" / "bootstrap.py"), "llama-server"], stdout=log,
+        stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=lambda: os.nice(10))
+
+
+def pytest_sessionfinish(session):
+    build = getattr(session.config, "llama_build", None)
+    if build is not None and build.poll() is None:  # a run that ended early: the build leaves nothing half-made
+        os.killpg(build.pid, signal.SIGTERM)
+        build.wait()
+
+
+@pytest.fixture(scope="session")
+def llama_server_binary(request) -> Path:
+    """llama.cpp's `llama-server`, once its background build (if one was needed) has finished."""
+    from render.tools import bootstrap
+
+    build = getattr(request.config, "llama_build", None)
+    if build is not None:
+        try:
+            build.wait(LLAMA_BUILD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"building llama-server took over {LLAMA_BUILD_TIMEOUT} s; see "
+                        f"{bootstrap.LLAMA_DIR / 'build.log'}")
+        if build.returncode != 0:
+            log = (bootstrap.LLAMA_DIR / "build.log").read_text(errors="replace")
+            pytest.fail(f"building llama-server failed (exit {build.returncode}):\n{log[-3000:]}")
+    if not bootstrap.llama_server_ready():
+        pytest.fail(f"{bootstrap.LLAMA_SERVER} is missing or damaged, and no build was started")
+    return bootstrap.LLAMA_SERVER
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """A real OpenAI-compatible inference server for `film measure`'s tests: llama.cpp's own
-`llama-server` (built by `make test`'s setup from the llama.cpp sources that llama-cpp-python's
-sdist carries: render/tools/bootstrap.py), serving a tiny random-weight Llama model that the tests write with the `gguf`
+`llama-server` (built from the llama.cpp sources that llama-cpp-python's sdist carries by
+render/tools/bootstrap.py, which the suite starts in the background: conftest.py), serving a tiny random-weight Llama model that the tests write with the `gguf`
 package. Nothing is downloaded at run time.
 
 The model is small enough to run fast on two CPU cores and big enough that prefill of a

@@ -56,28 +56,3 @@ def test_an_unknown_profile_is_refused(capsys):
     assert "unknown profile 'nonsense'" in capsys.readouterr().err
 
 
-
-def test_the_cached_llama_server_is_verified_before_it_is_reused(tmp_path, monkeypatch):
-    """`make test`'s real inference server: reused only while its stamp, hash and --version hold."""
-    import shutil
-
-    built = bootstrap.LLAMA_SERVER
-    if not built.exists():
-        pytest.fail("build/llama-server/ is missing: `make test` builds it")
-    cache = tmp_path / "llama-server"
-    (cache / "bin").mkdir(parents=True)
-    shutil.copy2(bootstrap.LLAMA_DIR / "stamp", cache / "stamp")
-    copy = cache / "bin" / "llama-server"
-    shutil.copy2(built, copy)
-    monkeypatch.setattr(bootstrap, "LLAMA_DIR", cache)
-    monkeypatch.setattr(bootstrap, "LLAMA_SERVER", copy)
-    assert bootstrap.llama_server_ready()
-    binary = bytearray(built.read_bytes())
-    binary[len(binary) // 2] ^= 0xFF
-    copy.write_bytes(bytes(binary))                                 # one flipped byte: damaged
-    assert not bootstrap.llama_server_ready()
-    copy.write_bytes(bytes(binary[: len(binary) // 3]))             # half-written
-    assert not bootstrap.llama_server_ready()
-    shutil.copy2(built, copy)
-    monkeypatch.setattr(bootstrap, "LLAMA_CMAKE_FLAGS", [*bootstrap.LLAMA_CMAKE_FLAGS, "-DGGML_AVX512=OFF"])
-    assert not bootstrap.llama_server_ready()                       # built with other flags

@@ -1,5 +1,5 @@
 """`film measure` against a real OpenAI-compatible server written by others: llama.cpp's
-`llama-server` on 127.0.0.1 (built by `make test`'s setup), serving a tiny random-weight model.
+`llama-server` on 127.0.0.1 (built for the suite: the llama_server_binary fixture), serving a tiny random-weight model.
 
 The server keeps a prompt's KV cache, as vLLM and SGLang do, and batches concurrent streams; its
 tokenizer spends about six tokens a word. So these tests see what the fake endpoint cannot:
@@ -12,11 +12,11 @@ import statistics
 import pytest
 import yaml
 
-from render.errors import FilmError
+from render.tools import bootstrap
 from render.specs.catalog import load_measured
 from render.tools.measure import Endpoint, measure
 
-from llama_server import SERVER, WIDE, LlamaServer, write_tiny_model
+from llama_server import WIDE, LlamaServer, write_tiny_model
 from test_measure import quiet, run_measure_cli
 
 SHORT, LONG = 64, 2048
@@ -40,9 +40,7 @@ def model(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(model):
-    if not SERVER.exists():
-        pytest.fail(f"{SERVER} is missing: `make test` builds it (render/tools/bootstrap.py)")
+def server(model, llama_server_binary):
     with LlamaServer(model, context=4096, slots=4) as running:
         yield running
 
@@ -84,7 +82,7 @@ def test_a_prompt_beyond_the_context_window_fails_with_the_servers_message(serve
     assert not out.exists()
 
 
-def test_aggregate_throughput_rises_with_concurrency_and_the_dataset_loads(tmp_path):
+def test_aggregate_throughput_rises_with_concurrency_and_the_dataset_loads(tmp_path, llama_server_binary):
     # The wide model's weights outgrow the CPU's caches, so a decode step is bound by reading them and
     # the server's batching of concurrent streams pays, as on a GPU.
     model = write_tiny_model(tmp_path / "wide.gguf", context=1024, shape=WIDE)
@@ -104,3 +102,27 @@ def test_aggregate_throughput_rises_with_concurrency_and_the_dataset_loads(tmp_p
     dataset = load_measured(out)
     assert [level.streams for level in dataset.prompts[0].concurrency] == [1, 4]
     assert dataset.prompt_cache == "cold"
+
+
+def test_the_cached_llama_server_is_verified_before_it_is_reused(tmp_path, monkeypatch, llama_server_binary):
+    """The measure tests' real inference server: reused only while its stamp, hash and --version hold."""
+    import shutil
+
+    built = llama_server_binary
+    cache = tmp_path / "llama-server"
+    (cache / "bin").mkdir(parents=True)
+    shutil.copy2(bootstrap.LLAMA_DIR / "stamp", cache / "stamp")
+    copy = cache / "bin" / "llama-server"
+    shutil.copy2(built, copy)
+    monkeypatch.setattr(bootstrap, "LLAMA_DIR", cache)
+    monkeypatch.setattr(bootstrap, "LLAMA_SERVER", copy)
+    assert bootstrap.llama_server_ready()
+    binary = bytearray(built.read_bytes())
+    binary[len(binary) // 2] ^= 0xFF
+    copy.write_bytes(bytes(binary))                                 # one flipped byte: damaged
+    assert not bootstrap.llama_server_ready()
+    copy.write_bytes(bytes(binary[: len(binary) // 3]))             # half-written
+    assert not bootstrap.llama_server_ready()
+    shutil.copy2(built, copy)
+    monkeypatch.setattr(bootstrap, "LLAMA_CMAKE_FLAGS", [*bootstrap.LLAMA_CMAKE_FLAGS, "-DGGML_AVX512=OFF"])
+    assert not bootstrap.llama_server_ready()                       # built with other flags

@@ -4,7 +4,11 @@ Runs with the system's python3 before anything is installed, so it uses the stan
 library only. `make test`, `make plan` and `make film` all call it first; when nothing has
 changed it checks and returns in a fraction of a second.
 
-    python3 render/tools/bootstrap.py [test|film]
+    python3 render/tools/bootstrap.py [test|film|llama-server]
+
+`llama-server` builds the real inference server the measure tests run against (the test suite
+starts it in the background, niced, on the core its own work leaves idle, and waits for it
+only where a test needs the server).
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv"
+if str(ROOT) not in sys.path:  # run as a script by the system's python3, before the venv exists
+    sys.path.insert(0, str(ROOT))
+from render.files import move, write_atomic  # noqa: E402  (the standard library only)
 
 # Debian packages each profile needs, with what shows each one is present. The film
 # profile grows as the renderer arrives (Manim's Cairo, Pango, LaTeX and ffmpeg).
@@ -214,12 +221,8 @@ def ensure_llama_server() -> None:
             if result.returncode != 0:
                 raise SetupError(f"`{' '.join(command[:2])} …` failed building llama-server (exit "
                                  f"{result.returncode}): {result.stderr[-2000:]}")
-        LLAMA_SERVER.parent.mkdir(exist_ok=True)
-        built = scratch / "build" / "bin" / "llama-server"
-        staged = LLAMA_SERVER.with_suffix(".partial")
-        shutil.copy2(built, staged)
-        os.replace(staged, LLAMA_SERVER)
-    (LLAMA_DIR / "stamp").write_text(llama_server_stamp() + "\n" + file_sha256(LLAMA_SERVER))
+        move(scratch / "build" / "bin" / "llama-server", LLAMA_SERVER)  # whole, beside it: one rename
+    write_atomic(LLAMA_DIR / "stamp", llama_server_stamp() + "\n" + file_sha256(LLAMA_SERVER))
 
 
 MINIMUM_PYTHON = (3, 11)  # Manim's own minimum
@@ -234,6 +237,13 @@ def check_python(version: tuple[int, ...] = tuple(sys.version_info[:2])) -> None
 
 def main(argv: list[str]) -> int:
     profile = argv[0] if argv else "test"
+    if profile == "llama-server":
+        try:
+            ensure_llama_server()
+        except SetupError as error:
+            print(f"setup: error: {error}", file=sys.stderr)
+            return 1
+        return 0
     if profile not in SYSTEM_PACKAGES:
         print(f"setup: unknown profile {profile!r}; use one of {', '.join(SYSTEM_PACKAGES)}", file=sys.stderr)
         return 2
@@ -241,8 +251,6 @@ def main(argv: list[str]) -> int:
         check_python()
         install_system_packages(missing_system_packages(profile))
         ensure_venv(profile)
-        if profile == "test":
-            ensure_llama_server()
     except SetupError as error:
         print(f"setup: error: {error}", file=sys.stderr)
         return 1
