@@ -413,8 +413,12 @@ def run_measure(args: argparse.Namespace) -> int:
                            args.runs)
     measure.write_dataset(args.out, data)
     prompts = measurement.prompts
-    print(table(("prompt tokens", "TTFT (median)", "decode tok/s (median)", "runs", "token counts"),
+    reasoning = any(p.get("reasoning_tokens") for p in prompts)  # then the first content token comes later
+    print(table(("prompt tokens", "TTFT (median)", *(("TTFC (median)", "reasoning tokens") if reasoning else ()),
+                 "decode tok/s (median)", "runs", "token counts"),
                 [(f"{p['prompt_tokens']:,}", f"{p['ttft_seconds'] * 1000:.1f} ms",
+                  *((f"{p['ttfc_seconds'] * 1000:.1f} ms" if p.get("ttfc_seconds") else "-",
+                     str(p.get("reasoning_tokens", 0))) if reasoning else ()),
                   f"{p['decode_tokens_per_second']:.1f}" if p["decode_tokens_per_second"] else "-",
                   str(p["runs"]), p["token_counts"]) for p in prompts]))
     if len(levels) > 1:

@@ -59,14 +59,15 @@ OPENING_WORDS = ("amber cedar cloud coral delta eagle ember fable flint frost gl
                  "lemon lilac maple marsh noble ocean olive onion pearl plume prism quail raven ridge river "
                  "robin sable shore slate spire stone storm sugar thorn tiger topaz tulip umber vapor viola "
                  "waltz wheat willow").split()
-OPENING_LENGTH = 6
+OPENING_LENGTH = 3  # two words no other request of the run begins with, and one more
 MAX_RETRY_AFTER = 30.0   # seconds we are willing to wait on a 429
 MAX_429_RETRIES = 3
-CALIBRATION_ROUNDS = 8
-FIRST_PROBE_WORDS = 256       # calibration starts small: a tokenizer may spend many tokens a word
+CALIBRATION_ROUNDS = 12
+FIRST_PROBE_TOKENS = 256      # calibration starts small: a tokenizer may spend many tokens a word
+CHARS_PER_TOKEN = 4           # English text in common tokenizers: only the first guess
 MAX_LINE_BYTES = 1 << 20      # one SSE line; a chunk of a chat stream is a few hundred bytes
 MAX_TOKEN_COUNT = 10_000_000  # what a usage figure may say before it is not believed
-MAX_PROMPT_WORDS = 4_000_000  # calibration never builds a longer prompt than this
+MAX_PROMPT_CHARS = 40_000_000  # calibration never builds a longer prompt than this
 MAX_CONCURRENCY = 256
 REDACTED = "***"
 REASONING_KEYS = ("reasoning_content", "reasoning")
@@ -373,52 +374,65 @@ class Prompts:
         rest = self.random.sample(OPENING_WORDS, OPENING_LENGTH - 2)
         return " ".join((*first, *rest)).capitalize() + "."
 
-    def make(self, words: int, opening: str | None = None) -> str:
-        return f"{opening or self.opening()} {filler(words)}"
+    def make(self, chars: int, opening: str | None = None) -> str:
+        return f"{opening or self.opening()} {filler(chars)}"
 
 
-def filler(words: int) -> str:
-    return " ".join(FILLER[index % len(FILLER)] for index in range(max(1, words)))
+def filler(chars: int) -> str:
+    """`chars` characters of the filler sentence, repeated: a prompt's size moves a character at a time,
+    finer than a token even for a tokenizer that spends several tokens a word."""
+    sentence = " ".join(FILLER) + " "
+    text = sentence * (chars // len(sentence) + 1)
+    return text[:max(1, chars)].rstrip() or text[0]
+
+
+def filler_chars(words: int) -> int:
+    """The characters of `words` whole filler words."""
+    return len(" ".join(FILLER[index % len(FILLER)] for index in range(max(1, words))))
 
 
 @dataclass
 class Calibrated:
-    words: int                  # filler words that make the requested size
+    chars: int                  # filler characters that make the requested size
     tokens: int | None          # the server's count of the last calibration prompt (None: it reports none)
 
 
 def calibrate(endpoint: Endpoint, prompts: Prompts, tokens: int) -> Calibrated:
-    """The filler words that make a prompt the endpoint counts as `tokens` tokens, within 1%.
+    """The filler that makes a prompt the endpoint counts as `tokens` tokens, within 1% (or one token).
 
-    Each round's prompt opens differently (so calibration warms no cache for the timed runs); the
-    first is short, since a tokenizer may spend many tokens a word, and later rounds move along
-    the line through the last two counts."""
+    Each round's prompt opens differently (so calibration warms no cache for the timed runs). The first
+    is short, since a tokenizer may spend many tokens a word; then the filler grows or shrinks in
+    proportion (at most fourfold a round) until one count is below and one above, and the search
+    narrows between them, a character at a time at the finest."""
     tolerance = max(1, 0.01 * tokens)
-    words = min(tokens, FIRST_PROBE_WORDS)
-    seen: list[tuple[int, int]] = []
+    chars = min(tokens, FIRST_PROBE_TOKENS) * CHARS_PER_TOKEN
+    below = above = None  # the longest filler counted short, the shortest counted long: (chars, tokens)
+    counted = None
     for _ in range(CALIBRATION_ROUNDS):
-        counted = endpoint.prompt_tokens(prompts.make(words))
-        if counted is None:
-            return Calibrated(max(1, tokens - OPENING_LENGTH), None)
+        counted = endpoint.prompt_tokens(prompts.make(chars))
+        if counted is None:  # no usage anywhere: one token a word, and the dataset says it is an estimate
+            return Calibrated(filler_chars(max(1, tokens - OPENING_LENGTH)), None)
         if counted == 0:
-            raise FilmError(f"the endpoint counted a {words:,}-word prompt as 0 tokens, so no prompt can be "
+            raise FilmError(f"the endpoint counted a {chars:,}-character prompt as 0 tokens, so no prompt can be "
                             f"calibrated against it; nothing was written")
         if abs(counted - tokens) <= tolerance:
-            return Calibrated(words, counted)
-        if words == 1 and counted > tokens:
+            return Calibrated(chars, counted)
+        if counted > tokens and chars == 1:
             raise FilmError(f"{tokens:,}-token prompt: the shortest prompt this endpoint counts is {counted:,} tokens "
                             f"(its chat template and the opening words that keep each prompt cold); ask for at "
                             f"least {math.ceil(counted * 1.01):,}. Nothing was written")
-        seen.append((words, counted))
-        if len(seen) >= 2 and seen[-1][1] != seen[-2][1]:
-            (w1, n1), (w2, n2) = seen[-2:]
-            guess = w2 + (tokens - n2) * (w2 - w1) / (n2 - n1)
+        if counted < tokens and (below is None or chars > below[0]):
+            below = (chars, counted)
+        if counted > tokens and (above is None or chars < above[0]):
+            above = (chars, counted)
+        if below and above:
+            if above[0] - below[0] <= 1:
+                break  # one character apart and still no count within tolerance
+            guess = below[0] + (tokens - below[1]) * (above[0] - below[0]) / (above[1] - below[1])
+            chars = min(max(round(guess), below[0] + 1), above[0] - 1)
         else:
-            guess = words * tokens / counted
-        # At most four times longer or shorter a round: a wild count cannot make the prompt explode.
-        words = max(1, min(round(guess), 4 * words, MAX_PROMPT_WORDS), words // 4)
-        if any(tried == words for tried, _ in seen):
-            words = max(1, words + (1 if counted < tokens else -1))  # one word is the finest step there is
+            # At most four times longer or shorter a round: a wild count cannot make the prompt explode.
+            chars = max(1, min(round(chars * tokens / counted), 4 * chars, MAX_PROMPT_CHARS), chars // 4)
     raise FilmError(f"could not build a prompt of {tokens:,} tokens within 1% in {CALIBRATION_ROUNDS} tries "
                     f"(last: {counted:,}); nothing was written")
 
@@ -515,7 +529,7 @@ def measure(endpoint: Endpoint, prompt_tokens: list[int], max_tokens: int, runs:
         try:
             calibrated = calibrate(endpoint, prompts, tokens)
             # --warm-prefix: one prompt for every run of this length, counted (and so cached) first.
-            shared = prompts.make(calibrated.words) if warm_prefix else None
+            shared = prompts.make(calibrated.chars) if warm_prefix else None
             if shared is not None:
                 endpoint.prompt_tokens(shared)
         except RunFailed as failure:
@@ -525,7 +539,7 @@ def measure(endpoint: Endpoint, prompt_tokens: list[int], max_tokens: int, runs:
             level = Level(streams, [], [])
             failed = []
             for number in range(1, runs + 1):
-                texts = [shared or prompts.make(calibrated.words) for _ in range(streams)]
+                texts = [shared or prompts.make(calibrated.chars) for _ in range(streams)]
                 done = run_round(endpoint, texts, max_tokens)
                 good = [run for run in done if isinstance(run, Run)]
                 failed += [str(failure) for failure in done if not isinstance(failure, Run)]
