@@ -244,6 +244,15 @@ def test_a_tight_slot_is_fitted_with_tempo(storyboard_copy, tmp_path, cache):
     assert f"{timing.tempo:.3f}" in fit_table(timed)
 
 
+def test_a_slot_the_first_tempo_guesses_miss_is_fitted_by_measuring(tmp_path, cache):
+    # The batching speech of this choice was 0.04 s over at tempo 1.06 when the search stopped after four
+    # proportional guesses; measuring each try (and trying up to the maximum) fits it within 1.10.
+    plan = resolve_plan(gpu="h100-sxm", model="llama-3.2-1b", dtype="int8", recordings=tmp_path / "none")
+    timing = Narrator(plan, cache).narrate().plan.beat("batching").timing
+    assert 1.0 < timing.tempo <= plan.narration.max_tempo
+    assert timing.speech_end <= timing.latest_end
+
+
 def test_an_overlong_beat_names_the_beat_and_the_overrun(storyboard_copy, tmp_path, cache):
     # Ten seconds for the roofline's 38 words: plausible on paper, too long once spoken even at tempo 1.10.
     path = storyboard_copy('start: "1:07"', 'start: "1:02"')

@@ -32,6 +32,8 @@ log = logging.getLogger("film")
 
 RECORDING_SUFFIXES = (".wav", ".flac")
 FIT_MARGIN = 1.005  # ask the engine for a little more speed than the arithmetic says
+FIT_ROUNDS = 8       # tempo tries after the voice's own pace
+MIN_TEMPO_STEP = 0.005
 # Beats are matched in loudness this far under the target, so no peak clips before the
 # track is levelled to the target as a whole.
 MATCHING_HEADROOM_DB = 10.0
@@ -137,17 +139,27 @@ class Narrator:
         return timing, speech
 
     def fit_synthetic(self, beat: Beat, available: float, offsets: list[int]) -> tuple[Speech, float]:
-        """Synthesise at the voice's own pace; if too long, faster, up to the maximum tempo."""
+        """Synthesise at the voice's own pace; if too long, find the tempo by measuring: each try's
+        length aims the next along the line through the last two (the engine's speed, the trimming and
+        the pauses do not shorten speech exactly in proportion), always a little faster than the last,
+        and never giving up before the maximum tempo itself was tried."""
         max_tempo = self.settings.max_tempo
-        tempo = 1.0
-        speech = self.synthesise(beat, tempo, offsets)
-        for _ in range(4):
+        target = available / FIT_MARGIN
+        tempo, speech = 1.0, self.synthesise(beat, 1.0, offsets)
+        tried = [(tempo, speech.seconds)]
+        for _ in range(FIT_ROUNDS):
             if speech.seconds <= available:
                 return speech, tempo
             if tempo >= max_tempo:
                 break
-            tempo = min(max_tempo, tempo * speech.seconds / available * FIT_MARGIN)
+            (slower, slower_seconds), (last, last_seconds) = tried[-2:] if len(tried) > 1 else (tried[0], tried[0])
+            if last_seconds < slower_seconds:
+                guess = last + (target - last_seconds) * (last - slower) / (last_seconds - slower_seconds)
+            else:
+                guess = last * last_seconds / target
+            tempo = min(max_tempo, max(guess, last + MIN_TEMPO_STEP))
             speech = self.synthesise(beat, tempo, offsets)
+            tried.append((tempo, speech.seconds))
         if speech.seconds <= available:
             return speech, tempo
         raise self.overrun(beat, speech.seconds, available, tempo)
