@@ -584,10 +584,10 @@ def run_list(args: argparse.Namespace) -> int:
     if args.what == "gpus":
         rows = [(g.id, g.name, fmt.teraflops(g.bf16_flops, short=True),
                  fmt.teraflops(g.fp8_flops, short=True) if g.fp8_flops else "-",
-                 fmt.bandwidth(g.bandwidth, short=True), f"{g.memory_gib:g} GiB", str(g.sm_count),
+                 fmt.bandwidth(g.bandwidth, short=True), f"{g.memory_gib:g} GiB", f"{g.sm_count} {g.compute_unit}s",
                  fmt.bandwidth(g.interconnect_bandwidth, short=True), g.source)
                 for g in catalog.gpus.values()]
-        header = ("id", "name", "BF16", "FP8", "bandwidth", "memory", "SMs", "GPU-GPU each way", "source")
+        header = ("id", "name", "BF16", "FP8", "bandwidth", "memory", "SMs / CUs", "GPU-GPU each way", "source")
     elif args.what == "models":
         rows = [(m.id, m.name, f"{m.parameters / 1e9:.2f}B",
                  f"{rl.active_parameters(m) / 1e9:.2f}B" if m.is_moe else "-",

@@ -45,7 +45,8 @@ class Stage:
 def get_stage(scene: BeatScene, title: str) -> Stage:
     plan, spec = scene.plan, scene.plan.spec
     gpus = spec.gpus
-    chip_label = (f"{plan.choice.times(plan.choice.gpu.short_name)} · {fmt.count(spec.sm_count)} SMs"
+    gpu = plan.choice.gpu  # its cores in the vendor's own term: "132 SMs", "304 CUs"
+    chip_label = (f"{plan.choice.times(gpu.short_name)} · {fmt.count(spec.sm_count)} {gpu.compute_unit}s"
                   + (" each" if gpus > 1 else ""))
     chip = Chip(spec.sm_count, chip_label, count=gpus)
     chip.move_to(CHIP_AT)

@@ -183,3 +183,12 @@ def test_absurd_measurements_are_refused(tmp_path, field, value, message):
     with pytest.raises(FilmError) as error:
         load_measured(path)
     assert "mine.yaml:" in str(error.value) and message in str(error.value)
+
+
+def test_each_gpu_names_its_cores_in_its_vendors_term(catalog, data_copy):
+    # AMD calls them compute units; NVIDIA streaming multiprocessors. The chip's label reads "304 CUs".
+    assert catalog.gpu("mi300x").compute_unit == "CU"
+    assert {gpu.compute_unit for gpu_id, gpu in catalog.gpus.items() if gpu_id != "mi300x"} == {"SM"}
+    data = data_copy("gpus.yaml", "    compute_unit: CU\n", "    compute_unit: EU\n")
+    with pytest.raises(FilmError, match=r"gpus.yaml:\d+: GPU 'mi300x': 'compute_unit' must be one of SM, CU"):
+        load_catalog(data)

@@ -26,6 +26,8 @@ GPU_FIELDS = {
     "interconnect_bandwidth": NUMBER, "allreduce_latency_seconds": NUMBER, "allreduce_latency_is_assumption": bool,
     "interconnect_source": str,
 }
+GPU_OPTIONAL = {"compute_unit": str}
+COMPUTE_UNITS = ("SM", "CU")  # NVIDIA's streaming multiprocessors, AMD's compute units
 MODEL_FIELDS = {
     "id": str, "name": str, "spoken_name": str, "layers": int, "hidden_size": int,
     "attention_heads": int, "kv_heads": int, "head_dim": int, "ffn_size": int,
@@ -173,7 +175,7 @@ class Catalog:
 
 def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
     data_dir = Path(data_dir)
-    gpus = {gpu.id: gpu for gpu in load_entries(data_dir / "gpus.yaml", "gpus", "GPU", GPU_FIELDS, Gpu)}
+    gpus = {gpu.id: gpu for gpu in load_entries(data_dir / "gpus.yaml", "gpus", "GPU", GPU_FIELDS, Gpu, GPU_OPTIONAL)}
     models = {m.id: m for m in load_entries(data_dir / "models.yaml", "models", "model", MODEL_FIELDS, Model,
                                             MODEL_OPTIONAL)}
     dtypes = {d.id: d for d in load_entries(data_dir / "dtypes.yaml", "dtypes", "data type", DTYPE_FIELDS, DataType)}
@@ -264,6 +266,9 @@ def check_entry(entry: YamlMap, kind: str, label: str) -> None:
     """Value checks beyond types: what would make the roofline meaningless."""
     for key, bounds in BOUNDS[kind].items():
         check_range(entry, key, label, bounds)
+    if kind == "GPU" and entry.get("compute_unit", "SM") not in COMPUTE_UNITS:
+        raise FilmError(f"{entry.where('compute_unit')}: {label}: 'compute_unit' must be one of "
+                        f"{', '.join(COMPUTE_UNITS)} (what sm_count counts), not {entry['compute_unit']!r}")
     if kind == "GPU" and entry["article"] not in ("a", "an"):
         raise FilmError(f"{entry.where('article')}: {label}: 'article' must be 'a' or 'an', not {entry['article']!r}")
     if kind == "data type" and entry["arithmetic"] not in ARITHMETIC_FORMATS:

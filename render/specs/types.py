@@ -24,6 +24,7 @@ class Gpu:
     allreduce_latency_seconds: float     # the fixed cost of one all-reduce, whatever its size
     allreduce_latency_is_assumption: bool
     interconnect_source: str
+    compute_unit: str = "SM"             # the vendor's name for what sm_count counts: SM (NVIDIA), CU (AMD)
 
     @property
     def memory_bytes(self) -> float:
