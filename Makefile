@@ -5,6 +5,7 @@
 #                MATRIX=all|gpus|models [SCHEDULER=tcp://host:8786] [QUALITY=low] (README: Rendering many films)
 #   make review  a page to check the film in a browser: build/…/review/index.html
 #   make test    set up whatever is missing, then run the test suite
+#   make check-choices  every GPU × model × data type narrated: build/check-choices.tsv (about 15 minutes)
 # Choices: make plan GPU=a100-sxm-80gb MODEL=llama-3.1-70b DTYPE=int8 [COMPARE_GPU=…] [MEASURED=…]
 #          GPUS=4 (tensor parallelism), KV_DTYPE=fp8 (the KV cache's format), MODEL=path/to/config.json
 #          make narration [GPU=… MODEL=… DTYPE=…] [VOICE=hibari|piper|recorded] [RECORDINGS=dir]
@@ -35,7 +36,8 @@ VOICE_CHOICES := $(PLAN_CHOICES) $(call arg,VOICE,voice) $(call arg,RECORDINGS,r
 FILM_CHOICES := $(VOICE_CHOICES) $(call arg,JOBS,jobs)
 FILMS_CHOICES := $(FILM_CHOICES) $(call arg,VARIANTS,variants) $(call arg,MATRIX,matrix) $(call arg,SCHEDULER,scheduler)
 
-.PHONY: setup setup-film test plan roofline narration scene still sheet film films preview review bench goldens clean
+.PHONY: setup setup-film test plan roofline narration scene still sheet film films preview review bench goldens \
+  check-choices clean
 
 setup:
 	@"$$PYTHON" render/tools/bootstrap.py test
@@ -83,6 +85,10 @@ bench: setup-film
 
 goldens: setup-film
 	@$(VENV)/bin/python -m render.tools.goldens
+
+# Every GPU x model x data type narrated: which fit in memory, and each one's tightest slot.
+check-choices: setup
+	@$(VENV)/bin/python -m render.tools.check_choices $(call arg,GPUS,gpus)
 
 clean:
 	rm -rf build

@@ -451,6 +451,11 @@ class BudgetCard(VGroup):
         line = VGroup(bullet, get_text(text, LABEL_SIZE, TEXT)).arrange(RIGHT, buff=0.18)
         if detail:
             line.add(get_text(detail, SMALL_SIZE, HIGHLIGHT).next_to(line[1], DOWN, aligned_edge=LEFT, buff=0.08))
+        # Text that grows with the numbers stays inside the card (the layout lint still checks its size).
+        room = self.box.width - 0.4 - (line[1].get_left()[0] - line.get_left()[0]) - 0.3
+        for words in line[1:]:
+            if words.width > room:
+                words.scale_to_fit_width(room).align_to(line[1], LEFT)
         anchor = self.levers[-1] if len(self.levers) else self.submobjects[1]
         line.next_to(anchor, DOWN, buff=0.26 if len(self.levers) else 0.4)
         line.align_to(self.box, LEFT).shift(RIGHT * 0.4)

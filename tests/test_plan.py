@@ -30,7 +30,7 @@ REQUIRED_NUMBERS = [
     "numbers.batch.context_tokens", "numbers.batch.step_seconds", "numbers.batch.tokens_per_second",
     "numbers.batch.size_at_ridge", "numbers.long_prompt.tokens", "numbers.long_prompt.seconds",
     "numbers.long_prompt.attention_fraction", "numbers.compare.flops_ratio", "numbers.compare.bandwidth_ratio",
-    "numbers.compare.decode_speedup", "numbers.int8.tokens_per_second",
+    "numbers.compare.decode_speedup", "numbers.quantised.tokens_per_second",
     # what the measured beats need
     "measured.short.ttft_seconds", "measured.medium.ttft_seconds", "measured.long.ttft_seconds",
     "measured.short.decode_tokens_per_second", "measured.long.decode_tokens_per_second",
@@ -131,7 +131,7 @@ def test_numbers_reproduce_the_source_documents(plan):
     assert spec.kv_bytes_per_token == 131_072
     assert n.compare.flops_ratio == pytest.approx(3.2, abs=0.05)
     assert n.compare.bandwidth_ratio == pytest.approx(1.64, abs=0.005)
-    assert n.int8.tokens_per_second == pytest.approx(417, abs=0.5)
+    assert n.quantised.dtype.id == "int8" and n.quantised.tokens_per_second == pytest.approx(417, abs=0.5)
     # The measured beats: 2.1 GB of KV = 13.4% of the weights; 156 -> 136 is 12.8%; 156 is 75% of 208.6.
     assert measured.long_kv_bytes == 16_361 * 131_072  # the film page: "2.1 GB"
     assert measured.long_kv_ratio == pytest.approx(0.134, abs=0.001)
@@ -248,3 +248,16 @@ def test_fp8_on_a_gpu_without_fp8_is_noted():
     assert plan.choice.arithmetic == "bf16"
     assert any("no FP8 tensor cores" in note for note in plan.notes)
     assert "an A100's 312 teraflops" in plan.beat("prefill").narration
+
+
+@pytest.mark.parametrize("dtype, lever", [("bf16", "int8"), ("fp16", "int8"), ("fp8", "int4"), ("int8", "int4"),
+                                          ("int4", None)])
+def test_the_quantisation_lever_is_a_format_smaller_than_the_films_own(dtype, lever):
+    plan = resolve_plan(gpu="mi300x", model="llama-3.2-3b", dtype=dtype)
+    quantised = plan.numbers.quantised
+    budgets = plan.beat("two-budgets").narration
+    if lever is None:  # already the smallest weights in the data: no such lever, said or shown
+        assert quantised is None and "with bandwidth and batching, not with faster arithmetic" in budgets
+    else:
+        assert quantised.dtype.id == lever and quantised.speedup > 1.5
+        assert "with bandwidth, quantisation and batching" in budgets

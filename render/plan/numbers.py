@@ -35,7 +35,7 @@ def spec_sheet(deployment: Deployment) -> SpecSheet:
 
 
 def film_numbers(deployment: Deployment, compare_gpu: Gpu, params: Parameters,
-                 quantised: dict[str, DataType]) -> Numbers:
+                 quantised: DataType | None) -> Numbers:
     """Every number of beats 1-6 and 9, for the film's own deployment."""
     return Numbers(
         prefill=prefill_numbers(deployment, params.prompt_tokens),
@@ -43,8 +43,7 @@ def film_numbers(deployment: Deployment, compare_gpu: Gpu, params: Parameters,
         batch=batch_numbers(deployment, params.batch_size, params.batch_context_tokens),
         long_prompt=long_prompt_numbers(deployment, params.long_prompt_tokens),
         compare=comparison_numbers(deployment, compare_gpu, params),
-        int8=quantised_decode(deployment, quantised["int8"]),
-        int4=quantised_decode(deployment, quantised["int4"]),
+        quantised=quantised_decode(deployment, quantised) if quantised else None,
     )
 
 

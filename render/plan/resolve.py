@@ -55,7 +55,7 @@ def resolve_plan(
 
     spec = compute.spec_sheet(choice.deployment)
     numbers = compute.film_numbers(choice.deployment, choice.compare_gpu, params,
-                                   {lever: catalog.dtype(lever) for lever in ("int8", "int4")})
+                                   quantisation_lever(catalog, choice.dtype))
     measured_numbers = compute.measured_numbers(dataset, measured_gpu, measured_model, measured_dtype)
     pills = tuple(compute.pill(catalog.gpu(gpu_id), choice.dtype) for gpu_id in params.roofline_pills
                   if gpu_id != choice.gpu.id)
@@ -212,6 +212,16 @@ def purpose_of(storyboard: Storyboard, kv_tokens: int) -> str:
     if kv_tokens == params.long_prompt_tokens:
         return f"the {kv_tokens:,}-token long prompt"
     return f"the {kv_tokens:,}-token prompt"
+
+
+QUANTISATION_LEVERS = ("int8", "int4")  # weight-only formats, largest first: the budget card's lever
+
+
+def quantisation_lever(catalog: Catalog, dtype: DataType) -> DataType | None:
+    """The first weight-only format smaller than the film's own (INT8 for BF16, INT4 for FP8 or INT8), or
+    None when the film's weights are already as small as any in the data: then quantising is no lever."""
+    return next((catalog.dtype(lever) for lever in QUANTISATION_LEVERS
+                 if catalog.dtype(lever).bytes_per_weight < dtype.bytes_per_weight), None)
 
 
 def check_fits(catalog: Catalog, deployment: Deployment, kv_tokens: int, purpose: str) -> None:

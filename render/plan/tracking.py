@@ -36,6 +36,12 @@ class Tracked:
         self._reads.add(path)
         return value
 
+    def __bool__(self) -> bool:
+        """A group the plan may leave out (None) is false, as itself: `{% if quantised %}` reads it."""
+        if self._target is None:
+            self._reads.add(self._path)
+        return self._target is not None and bool(self._target)
+
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("the plan is read-only")
 

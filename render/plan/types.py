@@ -8,7 +8,7 @@ read attributes (`plan.numbers.prefill.ops`), so a misspelt name fails at once.
     Plan
       choice        Choice: the GPU, model and data type, the comparison GPU, the measured dataset
       spec          SpecSheet: that GPU running that model (peak, bandwidth, ridge, weight bytes)
-      numbers       Numbers: prefill, decode, batch, long_prompt, compare, int8, int4
+      numbers       Numbers: prefill, decode, batch, long_prompt, compare, quantised
       measured      MeasuredNumbers: the measured dataset, its prompts by role (short, medium, long)
       pills         Pill per GPU the roofline morphs through
       parameters    Parameters: the storyboard's prompt lengths, batch and comparison choices
@@ -241,8 +241,7 @@ class Numbers:
     batch: BatchNumbers
     long_prompt: LongPromptNumbers
     compare: ComparisonNumbers
-    int8: QuantisedDecode
-    int4: QuantisedDecode
+    quantised: QuantisedDecode | None  # the next smaller weight format; None: the weights are the smallest
 
 
 @dataclass(frozen=True)

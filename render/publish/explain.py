@@ -411,23 +411,23 @@ EXPLANATIONS: dict[str, Explanation] = {
         (GPU, COMPARE, MODEL, DTYPE),
     ),
     **{
-        f"numbers.{lever}.{field}": Explanation(
-            f"batch-1 decode with {lever.upper()} weights{what}", formula, inputs, (GPU, MODEL, DTYPE), unit
+        f"numbers.quantised.{field}": Explanation(
+            f"batch-1 decode with the weights in the next smaller format (INT8 for BF16, INT4 for FP8 or INT8)"
+            f"{what}", formula, inputs, (GPU, MODEL, DTYPE), unit
         )
-        for lever in ("int8", "int4")
         for field, what, formula, inputs, unit in (
             (
                 "tokens_per_second",
                 "",
                 "1 ÷ (weights in that format ÷ bandwidth)",
-                (f"numbers.{lever}.weight_bytes", "spec.memory_bandwidth"),
+                ("numbers.quantised.weight_bytes", "spec.memory_bandwidth"),
                 "tokens/s",
             ),
             (
                 "speedup",
                 ", against the film's data type",
                 "its tokens/s ÷ the film's",
-                (f"numbers.{lever}.tokens_per_second", "numbers.decode.tokens_per_second"),
+                ("numbers.quantised.tokens_per_second", "numbers.decode.tokens_per_second"),
                 "",
             ),
             ("weight_bytes", "", "parameters × its bytes per weight", ("spec.parameters",), "bytes"),
