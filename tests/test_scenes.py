@@ -18,7 +18,7 @@ from render.plan.registry import BEAT_IDS, SCENES as REGISTRY
 from render.plan.resolve import resolve_plan
 from render.video import beats
 from render.video.cues import cue_problems, cues_waited_for
-from render.voice.narration import make_narration
+from render.voice.narration import Narrator, make_narration
 
 from conftest import ROOT, run_film
 
@@ -36,7 +36,7 @@ def narrated(tmp_path_factory):
 def other_choice(tmp_path_factory):
     build = tmp_path_factory.mktemp("other")
     plan = resolve_plan(gpu="a100-sxm-80gb", model="llama-3.1-70b", dtype="int8", recordings=build / "none")
-    return make_narration(plan, build, build / "cache")
+    return Narrator(plan, build / "cache").narrate()  # its beats are rendered without their sound
 
 
 def video_info(path: Path) -> dict:
@@ -244,21 +244,26 @@ LINT_CHOICES = [("rtx-4090", 1, "llama-3.2-1b", "int4"), ("b200", 1, "llama-3.1-
                 ("h200-sxm", 8, "deepseek-v3", "fp8")]
 
 
-@pytest.fixture(scope="module")
-def lint_speech(tmp_path_factory):
-    """One speech cache for the lint choices: the sentences they share are synthesised once."""
-    return tmp_path_factory.mktemp("lint-speech")
-
-
-@pytest.mark.parametrize("gpu, gpus, model, dtype", LINT_CHOICES)
-def test_layout_lint_for_choices_that_stress_it(tmp_path_factory, lint_speech, gpu, gpus, model, dtype):
-    """After every animation of every beat: no text over text, no text under 28 px, nothing in the margin.
-    Computed from Manim's bounding boxes, without drawing a frame."""
-    build = tmp_path_factory.mktemp("lint")
-    plan = make_narration(resolve_plan(gpu=gpu, gpus=gpus, model=model, dtype=dtype, recordings=build / "none"),
-                          build, lint_speech).plan
+def lint_choice(choice: tuple[str, int, str, str], speech: Path) -> dict[str, tuple[str, ...]]:
+    """One choice's layout problems by beat, from its timed plan alone (no track is assembled)."""
+    gpu, gpus, model, dtype = choice
+    plan = Narrator(resolve_plan(gpu=gpu, gpus=gpus, model=model, dtype=dtype, recordings=speech / "none"),
+                    speech).narrate().plan
     problems = {beat.id: beats.lint_beat(plan, beat.id) for beat in plan.beats}
-    assert {beat: found for beat, found in problems.items() if found} == {}
+    return {beat: found for beat, found in problems.items() if found}
+
+
+def test_layout_lint_for_choices_that_stress_it(tmp_path):
+    """After every animation of every beat: no text over text, no text under 28 px, nothing in the margin.
+    Computed from Manim's bounding boxes, without drawing a frame. Two choices at a time: the rest of the
+    suite leaves the second core idle. One speech cache: the sentences they share are synthesised once."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        found = dict(zip(LINT_CHOICES, pool.map(lint_choice, LINT_CHOICES, [tmp_path] * len(LINT_CHOICES))))
+    assert {choice: problems for choice, problems in found.items() if problems} == {}
+    assert len(found) == len(LINT_CHOICES)
 
 
 def test_the_pictures_match_the_goldens(narrated, tmp_path):
@@ -320,8 +325,7 @@ def test_a_measured_sweep_replaces_the_roofline_chart_in_the_batching_beat(data_
     data = data_copy("gpus.yaml")
     sweep_dataset(data, cache="cached", reasoning=30)
     build = tmp_path / "build"
-    plan = make_narration(resolve_plan(data_dir=data, measured="swept", recordings=build / "none"), build,
-                          build / "cache").plan
+    plan = Narrator(resolve_plan(data_dir=data, measured="swept", recordings=build / "none"), build / "cache").narrate().plan
     assert {beat: beats.lint_beat(plan, beat) for beat in ("batching", "measured", "cache-rides-along")} == \
         {"batching": (), "measured": (), "cache-rides-along": ()}
     at = plan.beat("batching").duration - 0.3
