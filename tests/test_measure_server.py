@@ -12,6 +12,7 @@ import statistics
 import pytest
 import yaml
 
+from render.errors import FilmError
 from render.tools import bootstrap
 from render.specs.catalog import load_measured
 from render.tools.measure import Endpoint, measure
@@ -82,13 +83,19 @@ def test_a_prompt_beyond_the_context_window_fails_with_the_servers_message(serve
     assert not out.exists()
 
 
+def test_a_prompt_shorter_than_the_template_and_opening_is_refused_naming_the_shortest(server):
+    # Six tokens a word: a 20-token prompt cannot be built; calibration must get down to one character to say so.
+    with pytest.raises(FilmError, match=r"20-token prompt: the shortest prompt this endpoint counts is \d+ tokens"):
+        measure(Endpoint(server.url, "tiny-random-llama"), [20, 200], max_tokens=4, runs=1, say=quiet)
+
+
 def test_aggregate_throughput_rises_with_concurrency_and_the_dataset_loads(tmp_path, llama_server_binary):
     # The wide model's weights outgrow the CPU's caches, so a decode step is bound by reading them and
     # the server's batching of concurrent streams pays, as on a GPU.
     model = write_tiny_model(tmp_path / "wide.gguf", context=1024, shape=WIDE)
     out = tmp_path / "sweep.yaml"
     with LlamaServer(model, context=1024, slots=4) as server:
-        result = run_measure_cli(server.url, out, None, "--prompt-tokens", "80,160", "--max-tokens", "64",
+        result = run_measure_cli(server.url, out, None, "--prompt-tokens", "80,160", "--max-tokens", "128",
                                  "--concurrency", "1,4")
     assert result.returncode == 0, result.stderr
     raw = yaml.safe_load(out.read_text())

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv"
 if str(ROOT) not in sys.path:  # run as a script by the system's python3, before the venv exists
     sys.path.insert(0, str(ROOT))
-from render.files import move, write_atomic  # noqa: E402  (the standard library only)
+from render.files import file_digest, move, write_atomic  # noqa: E402  (the standard library only)
 
 # Debian packages each profile needs, with what shows each one is present. The film
 # profile grows as the renderer arrives (Manim's Cairo, Pango, LaTeX and ffmpeg).
@@ -164,14 +164,6 @@ LLAMA_DIR = ROOT / "build" / "llama-server"
 LLAMA_SERVER = LLAMA_DIR / "bin" / "llama-server"
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def llama_server_stamp() -> str:
     return "\n".join([LLAMA_SDIST, LLAMA_SDIST_SHA256, *LLAMA_CMAKE_FLAGS])
 
@@ -182,7 +174,7 @@ def llama_server_ready() -> bool:
     if not (stamp.is_file() and LLAMA_SERVER.is_file()):
         return False
     recorded = stamp.read_text().rsplit("\n", 1)
-    if len(recorded) != 2 or recorded[0] != llama_server_stamp() or recorded[1] != file_sha256(LLAMA_SERVER):
+    if len(recorded) != 2 or recorded[0] != llama_server_stamp() or recorded[1] != file_digest(LLAMA_SERVER):
         log("the cached llama-server does not match its stamp; rebuilding it")
         return False
     try:
@@ -207,7 +199,7 @@ def ensure_llama_server() -> None:
         archives = list(scratch.glob("*.tar.gz"))
         if result.returncode != 0 or len(archives) != 1:
             raise SetupError(f"pip could not download {LLAMA_SDIST}'s sources (exit {result.returncode})")
-        if file_sha256(archives[0]) != LLAMA_SDIST_SHA256:
+        if file_digest(archives[0]) != LLAMA_SDIST_SHA256:
             raise SetupError(f"{archives[0].name} does not have the pinned SHA-256 {LLAMA_SDIST_SHA256}")
         with tarfile.open(archives[0]) as archive:
             members = [member for member in archive.getmembers() if "/vendor/llama.cpp/" in member.name]
@@ -222,7 +214,7 @@ def ensure_llama_server() -> None:
                 raise SetupError(f"`{' '.join(command[:2])} …` failed building llama-server (exit "
                                  f"{result.returncode}): {result.stderr[-2000:]}")
         move(scratch / "build" / "bin" / "llama-server", LLAMA_SERVER)  # whole, beside it: one rename
-    write_atomic(LLAMA_DIR / "stamp", llama_server_stamp() + "\n" + file_sha256(LLAMA_SERVER))
+    write_atomic(LLAMA_DIR / "stamp", llama_server_stamp() + "\n" + file_digest(LLAMA_SERVER))
 
 
 MINIMUM_PYTHON = (3, 11)  # Manim's own minimum

@@ -58,7 +58,7 @@ FILLER = ("the quick brown fox jumps over a lazy dog while seven wizards quietly
 OPENING_WORDS = ("amber cedar cloud coral delta eagle ember fable flint frost glade grain heron ivory jewel "
                  "lemon lilac maple marsh noble ocean olive onion pearl plume prism quail raven ridge river "
                  "robin sable shore slate spire stone storm sugar thorn tiger topaz tulip umber vapor viola "
-                 "waltz wheat willow").split()
+                 "waltz wheat wharf").split()
 OPENING_LENGTH = 3  # two words no other request of the run begins with, and one more
 MAX_RETRY_AFTER = 30.0   # seconds we are willing to wait on a 429
 MAX_429_RETRIES = 3
@@ -99,7 +99,6 @@ class Run:
     gaps: list[float]
     usage_reported: bool
     started: float = 0.0         # perf_counter at send, for a round's wall time
-    counted_by: str = "stream"   # how prompt_tokens was learnt (COUNTED_BY)
 
     @property
     def tpot(self) -> float | None:
@@ -431,8 +430,10 @@ def calibrate(endpoint: Endpoint, prompts: Prompts, tokens: int) -> Calibrated:
             guess = below[0] + (tokens - below[1]) * (above[0] - below[0]) / (above[1] - below[1])
             chars = min(max(round(guess), below[0] + 1), above[0] - 1)
         else:
-            # At most four times longer or shorter a round: a wild count cannot make the prompt explode.
-            chars = max(1, min(round(chars * tokens / counted), 4 * chars, MAX_PROMPT_CHARS), chars // 4)
+            # At most four times longer or shorter a round: a wild count cannot make the prompt explode;
+            # at least a character: a short filler's proportion can round back to itself.
+            scaled = max(1, min(round(chars * tokens / counted), 4 * chars, MAX_PROMPT_CHARS), chars // 4)
+            chars = scaled if scaled != chars else max(1, chars + (1 if counted < tokens else -1))
     raise FilmError(f"could not build a prompt of {tokens:,} tokens within 1% in {CALIBRATION_ROUNDS} tries "
                     f"(last: {counted:,}); nothing was written")
 
@@ -452,8 +453,11 @@ class Level:
     """One concurrency level of one prompt length: `rounds` rounds of `streams` streams at once."""
 
     streams: int
-    runs: list[Run]
-    rounds: list[list[Run]]
+    rounds: list[list[Run]]      # each round's good runs
+
+    @property
+    def runs(self) -> list[Run]:
+        return [run for runs in self.rounds for run in runs]
 
     @property
     def aggregate_tokens_per_second(self) -> float:
@@ -536,7 +540,7 @@ def measure(endpoint: Endpoint, prompt_tokens: list[int], max_tokens: int, runs:
             raise FilmError(f"{tokens:,}-token prompt: {failure}; nothing was written") from None
         levels, counts = [], []
         for streams in concurrency:
-            level = Level(streams, [], [])
+            level = Level(streams, [])
             failed = []
             for number in range(1, runs + 1):
                 texts = [shared or prompts.make(calibrated.chars) for _ in range(streams)]
@@ -548,7 +552,6 @@ def measure(endpoint: Endpoint, prompt_tokens: list[int], max_tokens: int, runs:
                                for text, run in zip(texts, done) if isinstance(run, Run)]
                 if good:
                     level.rounds.append(good)
-                    level.runs.extend(good)
                 say(round_line(tokens, streams, number, runs, done))
             if len(level.rounds) < needed:
                 raise FilmError(f"{tokens:,}-token prompt{f', {streams} streams at once' if streams > 1 else ''}: "
