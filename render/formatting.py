@@ -61,9 +61,12 @@ def round_down(value: float) -> str:
     return plain(significant_floor(value, 2))
 
 
-def integer(value: float) -> str:
-    """Nearest whole number: 208.6 -> '209', 295.2 -> '295'."""
-    return count(value)
+def integer(value: float, short: bool = False) -> str:
+    """A whole number as a narrator says it: exact below a thousand (208.6 -> '209'), two significant
+    figures from there (2,711 -> '2,700', 12,461 -> '12,000'); on screen always exact ('2,711')."""
+    if short or abs(value) < 1000:
+        return count(value)
+    return plain(significant(value, 2))
 
 
 def number_word(value: float) -> str:
@@ -120,16 +123,19 @@ def bytes_per_token(value: float, short: bool = False) -> str:
 
 
 def teraflops(value: float, short: bool = False) -> str:
-    """Peak FLOP/s in TFLOP/s: '989 teraflops', '165 teraflops', '82.6 teraflops'."""
+    """Peak FLOP/s in TFLOP/s: '989 teraflops', '165 teraflops', '82.6 teraflops'; said to three
+    figures from a thousand ('10,500 teraflops'), shown whole ('10,460 TFLOP/s')."""
     tera = value / 1e12
-    number = count(tera) if tera >= 100 else plain(significant(tera, 3))
+    number = count(tera) if tera >= 100 and (short or tera < 1000) else plain(significant(tera, 3))
     return f"{number} TFLOP/s" if short else f"{number} teraflops"
 
 
 def bandwidth(value: float, short: bool = False) -> str:
-    """Bytes/s, three significant figures: '3.35 terabytes a second', '864 gigabytes a second'."""
+    """Bytes/s, three significant figures: '3.35 terabytes a second', '864 gigabytes a second'; from
+    10 TB/s said to two ('21 terabytes a second'), shown to three ('21.2 TB/s')."""
     if value >= 1e12:
-        number, unit, symbol = plain(significant(value / 1e12, 3)), "terabytes", "TB/s"
+        figures = 3 if short or value < 10e12 else 2
+        number, unit, symbol = plain(significant(value / 1e12, figures)), "terabytes", "TB/s"
     else:
         number, unit, symbol = plain(significant(value / 1e9, 3)), "gigabytes", "GB/s"
     return f"{number} {symbol}" if short else f"{number} {unit} a second"
@@ -168,14 +174,14 @@ def seconds(value: float, short: bool = False) -> str:
 
 
 def tokens_per_second(value: float, short: bool = False) -> str:
-    """'209 tokens a second' ('209 tokens/s'), to the nearest token."""
-    number = integer(value)
+    """'209 tokens a second' ('209 tokens/s'); to the nearest token on screen, as said above a thousand."""
+    number = integer(value, short)
     return f"{number} tokens/s" if short else f"{number} tokens a second"
 
 
 def ops_per_byte(value: float, short: bool = False, unit: bool = True) -> str:
     """Arithmetic intensity: whole numbers from 10 up, else two significant figures."""
-    number = integer(value) if value >= 10 else plain(significant(value, 2))
+    number = integer(value, short) if value >= 10 else plain(significant(value, 2))
     if not unit:
         return number
     if short:

@@ -138,7 +138,7 @@ class Batching(BeatScene):
                       FadeIn(sweep.legend[1]), run_time=0.8)
         else:
             # The closing remark: even as many users as the ridge's value leave decode below the ridge.
-            ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte)}")
+            ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte, short=True)}")
             remark = get_caption(self.beat.captions["remark"], HIGHLIGHT, LABEL_SIZE, width=11.5)
             remark.to_edge(DOWN, buff=0.55)
             many = chart.dot(batch.ridge_value_ops_per_byte, MEMORY, "", DOWN)[0].set_color(HIGHLIGHT)

@@ -157,7 +157,7 @@ class CacheRidesAlong(BeatScene):
                            color=HIGHLIGHT)
         limit_label = get_text(f"ceiling {fmt.tokens_per_second(ceiling, short=True)}", SMALL_SIZE, HIGHLIGHT)
         limit_label.next_to(limit, UP, buff=0.1)
-        share = get_text(f"{fmt.integer(short_rate)} is {fmt.percent(measured.ceiling_fraction, short=True)} "
+        share = get_text(f"{fmt.integer(short_rate, short=True)} is {fmt.percent(measured.ceiling_fraction, short=True)} "
                          f"of the ceiling", SMALL_SIZE, MUTED).next_to(limit_label, UP, buff=0.08)
 
         if self.continues:

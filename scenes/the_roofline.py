@@ -50,7 +50,7 @@ def intensity_label(ops_per_byte: float) -> str:
 
 def gpu_badge(name: str, ridge: float, chart: RooflineChart) -> VGroup:
     """Which GPU the chart shows, at the head of the formula column."""
-    badge = get_pill(f"{name} · ridge {fmt.integer(ridge)}", TEXT)
+    badge = get_pill(f"{name} · ridge {fmt.integer(ridge, short=True)}", TEXT)
     return badge.move_to([FORMULAS_LEFT, chart.axes[1].get_top()[1] + 0.35, 0], aligned_edge=LEFT)
 
 
@@ -60,7 +60,7 @@ def ridge_formula(peak: float, bandwidth: float, ridge: float) -> VGroup:
     symbols[0].set_color(HIGHLIGHT)
     numbers = get_formula("=", rf"\frac{{{tex_text(fmt.teraflops(peak, short=True))}}}"
                                rf"{{{tex_text(fmt.bandwidth(bandwidth, short=True))}}}",
-                          r"\approx", (tex_text(fmt.integer(ridge)), HIGHLIGHT))
+                          r"\approx", (tex_text(fmt.integer(ridge, short=True)), HIGHLIGHT))
     return VGroup(symbols, numbers).arrange(DOWN, aligned_edge=LEFT, buff=0.3)
 
 
@@ -98,7 +98,7 @@ def roofline_ending(scene: BeatScene, title: str) -> RooflineEnding:
     decode = chart.dot(n.decode.ops_per_byte, MEMORY, f"decode\n{intensity_label(n.decode.ops_per_byte)}", UP)
     decode[1].next_to(decode[0], UP, buff=0.3).align_to(decode[0], RIGHT).shift(RIGHT * 0.2)
     prefill = chart.dot(n.prefill.ops_per_byte, COMPUTE, f"prefill\n{intensity_label(n.prefill.ops_per_byte)}", UP)
-    ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte)}")
+    ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte, short=True)}")
     attainable = attainable_formula()
     attainable.move_to([FORMULAS_LEFT, chart.axes[1].get_top()[1] - 0.45, 0], aligned_edge=UL)
     ridge_sum = ridge_formula(spec.peak_flops, spec.memory_bandwidth, spec.ridge_ops_per_byte)
@@ -169,7 +169,7 @@ class Roofline(BeatScene):
             new_sum = ridge_formula(peak, bandwidth, ridge_value).move_to(ridge_sum, aligned_edge=LEFT)
             new_badge = gpu_badge(name, ridge_value, chart)
             morph = chart.morph_to(peak, bandwidth)
-            new_ridge = chart.ridge_marker(f"ridge {fmt.integer(ridge_value)}")
+            new_ridge = chart.ridge_marker(f"ridge {fmt.integer(ridge_value, short=True)}")
             # Lines move; words cross-fade (a morph between two numbers reads as noise).
             self.play(morph, FadeTransform(badge, new_badge), Transform(ridge[0], new_ridge[0]),
                       FadeTransform(ridge[1], new_ridge[1]), FadeTransform(ridge_sum, new_sum), *moves,

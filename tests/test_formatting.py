@@ -16,9 +16,11 @@ from render import formatting as fmt
     (fmt.teraflops, 989e12, "989 teraflops"),
     (fmt.teraflops, 165.2e12, "165 teraflops"),
     (fmt.teraflops, 82.58e12, "82.6 teraflops"),
+    (fmt.teraflops, 10_460e12, "10,500 teraflops"),  # four MI300Xs: three figures said
     (fmt.bandwidth, 3.35e12, "3.35 terabytes a second"),
     (fmt.bandwidth, 2.039e12, "2.04 terabytes a second"),
     (fmt.bandwidth, 0.864e12, "864 gigabytes a second"),
+    (fmt.bandwidth, 21.2e12, "21 terabytes a second"),
     (fmt.gigabytes, 16.06e9, "16 gigabytes"),
     (fmt.gigabytes, 2.144e9, "2.1 gigabytes"),
     (fmt.gigabytes, 141.1e9, "141 gigabytes"),
@@ -35,6 +37,11 @@ from render import formatting as fmt
     (fmt.seconds, 0.3, "0.3 seconds"),
     (fmt.integer, 208.586, "209"),
     (fmt.integer, 295.22, "295"),
+    (fmt.integer, 999.4, "999"),        # exact below a thousand: the transcript's 209, 295, 156
+    (fmt.integer, 2710.6, "2,700"),     # a narrator's two figures above
+    (fmt.integer, 12_461, "12,000"),
+    (fmt.integer, 1_196, "1,200"),
+    (fmt.tokens_per_second, 12_461, "12,000 tokens a second"),
     (fmt.approx, 2032.1, "2,000"),
     (fmt.round_down, 11_775, "11,000"),
     (fmt.round_down, 2081, "2,000"),
@@ -64,10 +71,14 @@ def test_spoken_forms(function, value, expected):
 @pytest.mark.parametrize("function, value, expected", [
     (fmt.teraflops, 989e12, "989 TFLOP/s"),
     (fmt.bandwidth, 3.35e12, "3.35 TB/s"),
+    (fmt.bandwidth, 21.2e12, "21.2 TB/s"),
+    (fmt.teraflops, 10_460e12, "10,460 TFLOP/s"),
     (fmt.milliseconds, 0.004794, "4.8 ms"),
     (fmt.duration, 0.791, "0.8 s"),
     (fmt.tokens_per_second, 208.6, "209 tokens/s"),
     (fmt.tokens_per_second, 11_775.04, "11,775 tokens/s"),
+    (fmt.integer, 2710.6, "2,711"),     # the screen keeps every digit the narration rounds
+    (fmt.ops_per_byte, 1169.4, "1,169 ops/byte"),
     (fmt.gigabytes, 16.06e9, "16 GB"),
     (fmt.large, 3.3169e13, "33T"),
     (fmt.bytes_per_token, 131_072, "128 KiB"),
