@@ -4,8 +4,8 @@ For each beat the narration is split into clauses, each clause is synthesised on
 (cached), trimmed and joined with fixed pauses, so every clause's start and end come from
 the audio itself. A cue inside a clause is timed by synthesising the clause's words up to
 it. Speech starts at the beat's start plus the lead-in and must end a gap before the next
-beat; a beat that is too long is sped up (the engine's own speed control) up to the
-storyboard's maximum tempo, and past that it is an error that names the beat and the overrun.
+beat; a beat that is too long is sped up (the engine's own speed control, measured) by at most
+the storyboard's maximum tempo, and past that it is an error that names the beat and the overrun.
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ log = logging.getLogger("film")
 
 RECORDING_SUFFIXES = (".wav", ".flac")
 FIT_MARGIN = 1.005  # ask the engine for a little more speed than the arithmetic says
-FIT_ROUNDS = 8       # tempo tries after the voice's own pace
-MIN_TEMPO_STEP = 0.005
+FIT_ROUNDS = 8       # speed settings tried after the voice's own pace
+MIN_SPEED_STEP = 0.005
+FIT_CLOSE = 0.99     # a try within 1% of the target length is taken at once
+MAX_ENGINE_SPEED = 2.0  # the fastest setting asked of an engine (its speech shortens less than the setting)
 # Beats are matched in loudness this far under the target, so no peak clips before the
 # track is levelled to the target as a whole.
 MATCHING_HEADROOM_DB = 10.0
@@ -139,30 +141,41 @@ class Narrator:
         return timing, speech
 
     def fit_synthetic(self, beat: Beat, available: float, offsets: list[int]) -> tuple[Speech, float]:
-        """Synthesise at the voice's own pace; if too long, find the tempo by measuring: each try's
-        length aims the next along the line through the last two (the engine's speed, the trimming and
-        the pauses do not shorten speech exactly in proportion), always a little faster than the last,
-        and never giving up before the maximum tempo itself was tried."""
+        """Synthesise at the voice's own pace; if too long, speed it up, by at most `max_tempo`.
+
+        The tempo is the true speed-up, the natural length over the fitted one, as for a recording.
+        The engine's speed setting is not one: hibari's 1.10 shortens a clause by about 3%, its 1.20
+        by 10%. So the setting is found by measuring (each try aims along the line through the two
+        nearest, inside the bracket of too long and too short), and accepted when the speech fits its
+        slot without being sped up past the maximum; should no setting land there, the natural speech
+        is time-stretched (ffmpeg's atempo) by exactly what the slot needs."""
         max_tempo = self.settings.max_tempo
-        target = available / FIT_MARGIN
-        tempo, speech = 1.0, self.synthesise(beat, 1.0, offsets)
-        tried = [(tempo, speech.seconds)]
+        natural = self.synthesise(beat, 1.0, offsets)
+        if natural.seconds <= available:
+            return natural, 1.0
+        shortest = natural.seconds / max_tempo
+        if shortest > available:
+            raise self.overrun(beat, shortest, available, max_tempo)
+        target = max(available / FIT_MARGIN, (shortest + available) / 2)
+        too_slow, too_fast = (1.0, natural.seconds), None    # (speed setting, length) either side
+        fitting: list[Speech] = []                            # tries that fit without passing the maximum
+        speed = min(natural.seconds / target, MAX_ENGINE_SPEED)
         for _ in range(FIT_ROUNDS):
-            if speech.seconds <= available:
-                return speech, tempo
-            if tempo >= max_tempo:
-                break
-            (slower, slower_seconds), (last, last_seconds) = tried[-2:] if len(tried) > 1 else (tried[0], tried[0])
-            if last_seconds < slower_seconds:
-                guess = last + (target - last_seconds) * (last - slower) / (last_seconds - slower_seconds)
+            speech = self.synthesise(beat, speed, offsets)
+            if shortest <= speech.seconds <= available:
+                fitting.append(speech)
+                if speech.seconds >= target * FIT_CLOSE:
+                    break
+            if speech.seconds > available:
+                too_slow = (speed, speech.seconds)
             else:
-                guess = last * last_seconds / target
-            tempo = min(max_tempo, max(guess, last + MIN_TEMPO_STEP))
-            speech = self.synthesise(beat, tempo, offsets)
-            tried.append((tempo, speech.seconds))
-        if speech.seconds <= available:
-            return speech, tempo
-        raise self.overrun(beat, speech.seconds, available, tempo)
+                too_fast = (speed, speech.seconds)
+            speed = next_speed(too_slow, too_fast, target)
+            if speed is None:
+                break
+        # The least sped-up try that fits; else exactly what the slot needs, stretched.
+        speech = max(fitting, key=lambda fit: fit.seconds) if fitting else stretched(natural, natural.seconds / target)
+        return speech, natural.seconds / speech.seconds
 
     def synthesise(self, beat: Beat, tempo: float, offsets: list[int]) -> Speech:
         """The beat's clauses, each trimmed to its speech, joined with the storyboard's pauses."""
@@ -226,6 +239,32 @@ class Narrator:
             f"{settings.gap:g} s gap): {seconds - available:.2f} s over.\n"
             f"Shorten the beat's narration, or raise narration.max_tempo in the storyboard."
         )
+
+
+def next_speed(too_slow: tuple[float, float], too_fast: tuple[float, float] | None, target: float) -> float | None:
+    """The next speed setting to try: along the line through the nearest tries either side of the
+    target length (above the slow one alone when nothing was too fast yet); None when the two are
+    closer than the smallest step."""
+    slow_speed, slow_seconds = too_slow
+    if too_fast is None:
+        if slow_speed >= MAX_ENGINE_SPEED:
+            return None
+        # Proportionally, but never less than a step faster: speech shortens less than the setting.
+        return min(MAX_ENGINE_SPEED, max(slow_speed * slow_seconds / target, slow_speed + 4 * MIN_SPEED_STEP))
+    fast_speed, fast_seconds = too_fast
+    if fast_speed - slow_speed < MIN_SPEED_STEP:
+        return None
+    guess = slow_speed + (slow_seconds - target) * (fast_speed - slow_speed) / (slow_seconds - fast_seconds)
+    inside = slow_speed + MIN_SPEED_STEP / 2 < guess < fast_speed - MIN_SPEED_STEP / 2
+    return guess if inside else (slow_speed + fast_speed) / 2
+
+
+def stretched(speech: Speech, tempo: float) -> Speech:
+    """The same speech faster by `tempo` (pitch kept), its clause and cue times scaled with it."""
+    clip = audio.time_stretch(speech.clip, tempo)
+    scale = audio.seconds_of(clip) / speech.seconds
+    return Speech(clip, [(start * scale, end * scale) for start, end in speech.clause_spans],
+                  {offset: seconds * scale for offset, seconds in speech.offset_times.items()})
 
 
 def clause_index(clause_list: list[tuple[int, str]], offset: int) -> int:
