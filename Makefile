@@ -5,7 +5,7 @@
 #                MATRIX=all|gpus|models [SCHEDULER=tcp://host:8786] [QUALITY=low] (README: Rendering many films)
 #   make review  a page to check the film in a browser: build/…/review/index.html
 #   make test    set up whatever is missing, then run the test suite
-#   make check-choices  every GPU × model × data type narrated: build/check-choices.tsv (about 15 minutes)
+#   make check-choices  every GPU × model × data type × GPU count narrated: build/check-choices.tsv
 # Choices: make plan GPU=a100-sxm-80gb MODEL=llama-3.1-70b DTYPE=int8 [COMPARE_GPU=…] [MEASURED=…]
 #          GPUS=4 (tensor parallelism), KV_DTYPE=fp8 (the KV cache's format), MODEL=path/to/config.json
 #          make narration [GPU=… MODEL=… DTYPE=…] [VOICE=hibari|piper|recorded] [RECORDINGS=dir]
@@ -86,7 +86,7 @@ bench: setup-film
 goldens: setup-film
 	@$(VENV)/bin/python -m render.tools.goldens
 
-# Every GPU x model x data type narrated: which fit in memory, and each one's tightest slot.
+# Every GPU x model x data type x GPU count (GPUS=1,2,4,8) narrated: which fit, and each one's tightest slot.
 check-choices: setup
 	@$(VENV)/bin/python -m render.tools.check_choices $(call arg,GPUS,gpus)
 

@@ -1,36 +1,54 @@
-"""`make check-choices`: every GPU x model x data type in data/, narrated, to show that each choice
-that fits in memory makes a film whose speech fits every slot.
+"""`make check-choices`: every GPU x model x data type x GPU count in data/, narrated, to show that
+each choice that fits in memory makes a film whose speech fits every slot.
 
 For each choice: refused for memory (as it should be), or narrated, with its tightest beat, the
 headroom that beat's speech leaves in its slot and the tempo it needed; a choice whose speech does
 not fit even at the storyboard's maximum tempo is a failure, with its overrun as a negative
 headroom. Writes build/check-choices.tsv (every choice, tightest first) and prints the tightest
-ten; exits 1 when a choice that fits in memory cannot be narrated.
+ten; exits 1 when a choice that fits in memory cannot be narrated. A choice is refused, as it should
+be, when it does not fit in memory or its GPU count does not divide the model's attention heads.
+
+Without synthesising, `speech_load` estimates how tight a choice is (the words and digits of each
+beat's spoken text per second of its slot); `make test` narrates a sample chosen by it: the tightest
+ten, and the ends of every axis.
 
 Synthesis is the cost (about 5 s a choice on two cores, far less with a warm clip cache, which
 every choice shares: build/cache/speech).
 
-    python -m render.tools.check_choices [--gpus N] [--out build/check-choices.tsv]
+    python -m render.tools.check_choices [--gpus 1,2,4,8] [--out build/check-choices.tsv]
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import os
 import re
 import sys
 import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from render.errors import FilmError
 from render.files import BUILD_DIR, DATA_DIR, cache_dir, write_atomic
 from render.plan.resolve import resolve_plan
-from render.specs.catalog import load_catalog
+from render.plan.types import Plan
+from render.specs.pronunciations import spoken_form
+from render.specs.catalog import Catalog, load_catalog
 from render.voice.narration import Narrator
+from render.voice.subtitles import clauses
 
-OVERRUN = re.compile(r"beat '([^']+)' .* does not fit: .* lasts ([\d.]+) s at tempo ([\d.]+).*: ([\d.]+) s over",
+OVERRUN = re.compile(r"beat '([^']+)' .* does not fit: .* lasts ([\d.]+) s at tempo ([\d.]+).*its slot leaves ([\d.]+) s",
                      re.DOTALL)
-MEMORY = ("does not fit on",)  # the roofline's memory refusal (a speech overrun says "does not fit:")
+# The roofline's refusals: memory, and a GPU count that cannot split the heads (a speech overrun
+# says "does not fit:").
+REFUSALS = ("does not fit on", "does not divide")
+GPU_COUNTS = (1, 2, 4, 8)      # tensor parallelism inside one server
+
+
+Choice = tuple[str, str, str, int]   # GPU, model, data type, GPU count
 
 
 @dataclass(frozen=True)
@@ -38,18 +56,35 @@ class ChoiceCheck:
     gpu: str
     model: str
     dtype: str
-    outcome: str                 # "fits", "refused" (memory) or "fails" (speech)
-    beat: str = ""               # the tightest beat
-    headroom: float = 0.0        # seconds its speech leaves in its slot (negative: over)
+    gpus: int
+    outcome: str                 # "fits", "refused" (memory, GPU count) or "fails" (speech)
+    beat: str = ""               # the tightest beat: its speech at the voice's own pace fills most of its slot
+    natural: float = 0.0         # that speech's seconds at the voice's own pace
+    seconds: float = 0.0         # ... as fitted (sped up by `tempo`)
+    available: float = 0.0       # its slot, less the lead-in and the gap
     tempo: float = 1.0
     note: str = ""
 
     @property
     def label(self) -> str:
-        return f"{self.gpu}/{self.model}/{self.dtype}"
+        return f"{self.gpu}/{self.model}/{self.dtype}" + (f"/gpus={self.gpus}" if self.gpus > 1 else "")
+
+    @property
+    def headroom(self) -> float:
+        """Seconds the fitted speech leaves in its slot (negative: over)."""
+        return self.available - self.seconds
+
+    @property
+    def load(self) -> float:
+        """The speech at its own pace over its slot: above 1 it needs tempo; above max_tempo it cannot fit."""
+        return self.natural / self.available if self.available else 0.0
 
     def row(self) -> str:
-        return "\t".join([self.label, self.outcome, self.beat, f"{self.headroom:.2f}", f"{self.tempo:.3f}", self.note])
+        return "\t".join([self.label, self.outcome, self.beat, f"{self.load:.3f}", f"{self.tempo:.3f}",
+                          f"{self.headroom:.2f}", self.note])
+
+
+TABLE_HEADER = "choice\toutcome\ttightest beat\tload (own pace / slot)\ttempo\theadroom (s)\tnote"
 
 
 def check_choice(gpu: str, model: str, dtype: str, gpus: int, cache: Path) -> ChoiceCheck:
@@ -57,56 +92,196 @@ def check_choice(gpu: str, model: str, dtype: str, gpus: int, cache: Path) -> Ch
         plan = resolve_plan(gpu=gpu, model=model, dtype=dtype, gpus=gpus, recordings=cache / "no-recordings")
     except FilmError as error:
         message = str(error).splitlines()[0]
-        outcome = "refused" if any(word in message for word in MEMORY) else "fails"
-        return ChoiceCheck(gpu, model, dtype, outcome, note=message[:200])
+        outcome = "refused" if any(word in message for word in REFUSALS) else "fails"
+        return ChoiceCheck(gpu, model, dtype, gpus, outcome, note=message[:200])
     try:
         timed = Narrator(plan, cache).narrate().plan
     except FilmError as error:
         found = OVERRUN.search(str(error))
         if not found:
-            return ChoiceCheck(gpu, model, dtype, "fails", note=str(error).splitlines()[0][:200])
-        beat, _, tempo, over = found.groups()
-        return ChoiceCheck(gpu, model, dtype, "fails", beat, -float(over), float(tempo), "speech too long")
-    tightest = min(timed.beats, key=lambda beat: beat.timing.latest_end - beat.timing.speech_end)
+            return ChoiceCheck(gpu, model, dtype, gpus, "fails", note=str(error).splitlines()[0][:200])
+        beat, seconds, tempo, available = found.groups()
+        return ChoiceCheck(gpu, model, dtype, gpus, "fails", beat, float(seconds) * float(tempo), float(seconds),
+                           float(available), float(tempo), "speech too long")
+
+    def natural(beat) -> float:
+        return (beat.timing.speech_end - beat.timing.speech_start) * beat.timing.tempo
+
+    tightest = max(timed.beats, key=lambda beat: natural(beat) / (beat.timing.latest_end - beat.timing.speech_start))
     timing = tightest.timing
-    return ChoiceCheck(gpu, model, dtype, "fits", tightest.id, timing.latest_end - timing.speech_end, timing.tempo)
+    return ChoiceCheck(gpu, model, dtype, gpus, "fits", tightest.id, natural(tightest),
+                       timing.speech_end - timing.speech_start, timing.latest_end - timing.speech_start, timing.tempo)
 
 
-def check_choices(gpus: int = 1, cache: Path | None = None, say=print) -> list[ChoiceCheck]:
+def all_choices(catalog: Catalog, gpu_counts: Sequence[int] = GPU_COUNTS) -> list[Choice]:
+    return [(g, m, d, n) for n in gpu_counts for g in catalog.gpus for m in catalog.models for d in catalog.dtypes]
+
+
+# -- a tightness estimate without synthesising ----------------------------------------------------
+
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+SPOKEN_WORDS_PER_SECOND = 3.34   # the default voice's pace over the default film's narration (measured)
+
+
+def number_words(written: str) -> int:
+    """How many words a written number is read as: '2,711' -> 5 (two thousand seven hundred eleven),
+    '12,000' -> 2, '0.37' -> 4 (zero point three seven)."""
+    whole, _, decimals = written.replace(",", "").partition(".")
+    value, words, scale = int(whole or 0), 0, 0
+    while value:
+        value, group = divmod(value, 1000)
+        hundreds, rest = divmod(group, 100)
+        if group:
+            words += (2 if hundreds else 0) + (0 if not rest else 1 if rest < 20 or rest % 10 == 0 else 2)
+            words += 1 if scale else 0    # thousand, million, ...
+        scale += 1
+    words = words or 1                    # zero
+    return words + (1 + len(decimals) if decimals else 0)
+
+
+def spoken_words(text: str) -> int:
+    """The words of a beat's spoken text, each number counted as the words it is read as."""
+    return sum(sum(number_words(n) for n in NUMBER.findall(word)) or 1 for word in text.split())
+
+
+@dataclass(frozen=True)
+class SpeechLoad:
+    beat: str
+    words: int
+    seconds: float        # estimated: its words at the voice's pace, and its pauses
+    available: float      # its slot, less the lead-in and the gap
+
+    @property
+    def load(self) -> float:
+        return self.seconds / self.available
+
+
+def speech_loads(plan: Plan) -> list[SpeechLoad]:
+    """Each beat's estimated speech against its slot."""
+    settings = plan.narration
+    loads = []
+    for beat in plan.beats:
+        pieces = clauses(beat.narration)
+        words = spoken_words(spoken_form(beat.narration, plan.pronunciations))
+        pauses = sum(settings.clause_pause if text.endswith(",") else settings.sentence_pause for _, text in pieces[:-1])
+        available = (beat.end - settings.gap) - (beat.start + settings.lead_in)
+        loads.append(SpeechLoad(beat.id, words, words / SPOKEN_WORDS_PER_SECOND + pauses, available))
+    return loads
+
+
+def speech_load(plan: Plan) -> SpeechLoad:
+    """The beat whose estimated speech fills the most of its slot."""
+    return max(speech_loads(plan), key=lambda load: load.load)
+
+
+def axis_ends(catalog: Catalog, around: Choice, gpu_counts: Sequence[int] = GPU_COUNTS) -> list[Choice]:
+    """Around one choice, each axis's two ends: the slowest and fastest memory, the smallest and
+    largest model, the narrowest and widest weights, the fewest and most GPUs (the choice's own
+    value where it ties with an end)."""
+    gpu, model, dtype, gpus = around
+
+    def ends(entries: dict, own: str, key) -> list[str]:
+        ordered = sorted(entries.values(), key=key)
+        low, high = key(ordered[0]), key(ordered[-1])
+        return [own if key(entries[own]) == end else next(e.id for e in ordered if key(e) == end) for end in (low, high)]
+
+    picks = [(g, model, dtype, gpus) for g in ends(catalog.gpus, gpu, lambda g: g.bandwidth)]
+    picks += [(gpu, m, dtype, gpus) for m in ends(catalog.models, model, lambda m: m.parameters)]
+    picks += [(gpu, model, d, gpus) for d in ends(catalog.dtypes, dtype, lambda d: d.bytes_per_weight)]
+    picks += [(gpu, model, dtype, n) for n in (min(gpu_counts), max(gpu_counts))]
+    return list(dict.fromkeys(picks))
+
+
+def sample_choices(tightest: int = 10, gpu_counts: Sequence[int] = GPU_COUNTS) -> list[tuple[Choice, SpeechLoad | None]]:
+    """A representative few for `make test`: the `tightest` choices by estimated speech load, then the
+    ends of each axis around the storyboard's default (None where a choice is refused)."""
+    catalog = load_catalog(DATA_DIR)
+    loads: dict[Choice, SpeechLoad | None] = {}
+    for choice in all_choices(catalog, gpu_counts):
+        gpu, model, dtype, gpus = choice
+        try:
+            plan = resolve_plan(gpu=gpu, model=model, dtype=dtype, gpus=gpus)
+        except FilmError:
+            loads[choice] = None
+            continue
+        loads[choice] = speech_load(plan)
+    resolved = sorted((choice for choice in loads if loads[choice]), key=lambda choice: -loads[choice].load)
+    default = resolve_plan().choice
+    ends = axis_ends(catalog, (default.gpu.id, default.model.id, default.dtype.id, default.gpus), gpu_counts)
+    picked = list(dict.fromkeys(resolved[:tightest] + ends))
+    return [(choice, loads.get(choice)) for choice in picked]
+
+
+def check_choices(gpu_counts: Sequence[int] = GPU_COUNTS, cache: Path | None = None, jobs: int = 1,
+                  say=print) -> list[ChoiceCheck]:
+    """Every choice checked, `jobs` at a time (separate processes sharing the clip cache, whose
+    entries are written atomically), in the matrix's order."""
     catalog = load_catalog(DATA_DIR)
     cache = cache or cache_dir()
-    choices = [(g, m, d) for g in catalog.gpus for m in catalog.models for d in catalog.dtypes]
-    results = []
+    choices = all_choices(catalog, gpu_counts)
+    results: list[ChoiceCheck] = []
     started = time.perf_counter()
-    for number, (gpu, model, dtype) in enumerate(choices, start=1):
-        result = check_choice(gpu, model, dtype, gpus, cache)
+
+    def report(result: ChoiceCheck) -> None:
         results.append(result)
-        detail = f"{result.beat} {result.headroom:+.2f} s at tempo {result.tempo:.3f}" if result.beat else result.note
-        say(f"[{number}/{len(choices)}] {result.label}: {result.outcome}  {detail}")
+        detail = (f"{result.beat} load {result.load:.3f}, tempo {result.tempo:.3f}, {result.headroom:+.2f} s"
+                  if result.beat else result.note)
+        say(f"[{len(results)}/{len(choices)}] {result.label}: {result.outcome}  {detail}")
+
+    if jobs <= 1:
+        for choice in choices:
+            report(check_choice(*choice, cache))
+    else:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for result in pool.map(check_choice, *zip(*choices), [cache] * len(choices), chunksize=4):
+                report(result)
     say(f"{len(choices)} choices in {time.perf_counter() - started:.0f} s")
     return results
 
 
+def tightness(result: ChoiceCheck) -> tuple:
+    """The fullest slot first; refusals last."""
+    return (result.outcome == "refused", -result.load)
+
+
 def table(results: list[ChoiceCheck]) -> str:
-    ordered = sorted(results, key=lambda result: (result.outcome == "refused", result.headroom))
-    return "\n".join(["choice\toutcome\ttightest beat\theadroom (s)\ttempo\tnote", *(r.row() for r in ordered)]) + "\n"
+    ordered = sorted(results, key=tightness)
+    return "\n".join([TABLE_HEADER, *(r.row() for r in ordered)]) + "\n"
+
+
+def gpu_counts(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give whole numbers of GPUs separated by commas, e.g. 1,2,4,8")
+    if not counts or any(count < 1 for count in counts):
+        raise argparse.ArgumentTypeError(f"{text!r}: each GPU count is at least 1")
+    return counts
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="check-choices", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--gpus", type=int, default=1, help="GPUs per choice (default: 1)")
+    parser.add_argument("--gpus", type=gpu_counts, default=GPU_COUNTS,
+                        help=f"GPU counts to try, comma-separated (default: {','.join(map(str, GPU_COUNTS))})")
     parser.add_argument("--out", type=Path, default=BUILD_DIR / "check-choices.tsv")
     parser.add_argument("--cache", type=Path, default=None, help="the clip cache (default: build/cache)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="choices narrated at once, each in its own process (default: one per core)")
     args = parser.parse_args(argv)
-    results = check_choices(args.gpus, args.cache)
+    try:
+        results = check_choices(args.gpus, args.cache, max(1, args.jobs))
+    except FilmError as error:
+        print(f"check-choices: {error}", file=sys.stderr)
+        return 2
     write_atomic(args.out, table(results))
     narrated = [result for result in results if result.outcome != "refused"]
     failed = [result for result in narrated if result.outcome == "fails"]
-    print(f"{len(results)} choices: {len(results) - len(narrated)} refused for memory, {len(narrated) - len(failed)} "
+    print(f"{len(results)} choices: {len(results) - len(narrated)} refused (memory, GPU count), {len(narrated) - len(failed)} "
           f"make a film, {len(failed)} cannot")
     print("tightest ten:")
-    for result in sorted(narrated, key=lambda result: result.headroom)[:10]:
-        print(f"  {result.label:<40} {result.beat:<18} {result.headroom:+6.2f} s  tempo {result.tempo:.3f}"
+    for result in sorted(narrated, key=tightness)[:10]:
+        print(f"  {result.label:<44} {result.beat:<18} load {result.load:.3f}  tempo {result.tempo:.3f}  "
+              f"{result.headroom:+6.2f} s"
               + (f"  {result.note}" if result.outcome == "fails" else ""))
     print(f"wrote {args.out}")
     return 1 if failed else 0

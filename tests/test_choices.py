@@ -1,0 +1,109 @@
+"""Every choice that fits in memory makes a film: a sample of the GPU × model × data type × GPU count
+matrix narrated with the real voice (`make check-choices` narrates all of it)."""
+
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
+import pytest
+
+from render import formatting as fmt
+from render.plan.resolve import resolve_plan
+from render.tools import check_choices as cc
+from render.voice.speech import get_engine
+
+DEFAULT = ("h100-sxm", "llama-3.1-8b", "bf16", 1)
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return cc.sample_choices()
+
+
+@pytest.fixture(scope="module")
+def checked(sample, tmp_path_factory):
+    """Each sampled choice narrated, two at a time in spawned processes (as `make check-choices` does)."""
+    cache = tmp_path_factory.mktemp("choices-cache")
+    choices = [choice for choice, _ in sample]
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = list(pool.map(cc.check_choice, *zip(*choices), [cache] * len(choices)))
+    return dict(zip(choices, results))
+
+
+def test_the_sample_is_the_tightest_ten_by_estimate_and_the_ends_of_every_axis(sample):
+    choices = [choice for choice, _ in sample]
+    tightest = [load.load for _, load in sample[:10]]
+    assert tightest == sorted(tightest, reverse=True)
+    # Chosen from the whole matrix: every GPU, model and data type at 1, 2, 4 and 8 GPUs.
+    assert len(cc.all_choices(cc.load_catalog(cc.DATA_DIR))) == 7 * 10 * 5 * 4
+    assert all(len(choice) == 4 for choice in choices)
+    ends = {
+        ("l40s", "llama-3.1-8b", "bf16", 1), ("b200", "llama-3.1-8b", "bf16", 1),  # 0.864 and 7.7 TB/s
+        ("h100-sxm", "llama-3.2-1b", "bf16", 1), ("h100-sxm", "deepseek-v3", "bf16", 1),  # 1.2B and 671B
+        ("h100-sxm", "llama-3.1-8b", "int4", 1), DEFAULT,  # half a byte a weight, and two (the default's)
+        ("h100-sxm", "llama-3.1-8b", "bf16", 8),
+    }
+    assert ends <= set(choices[10:]) | set(choices[:10])
+    # A mixture of experts over several GPUs says the most: the estimate puts them among the tightest.
+    assert any(choice[3] > 1 for choice in choices[:10])
+
+
+def test_every_sampled_choice_makes_a_film_or_is_refused_for_memory(sample, checked):
+    max_tempo = resolve_plan().narration.max_tempo
+    for choice, load in sample:
+        result = checked[choice]
+        if load is None:
+            assert result.outcome == "refused", result.note
+            assert "does not fit on" in result.note or "does not divide" in result.note
+            continue
+        assert result.outcome == "fits", f"{result.label}: {result.beat} {result.note}"
+        assert 1.0 <= result.tempo <= max_tempo and result.headroom >= 0, result.row()
+        # The tempo is the true speed-up: the speech at its own pace over the fitted speech.
+        assert result.natural / result.seconds == pytest.approx(result.tempo, rel=1e-6)
+    assert checked[("h100-sxm", "deepseek-v3", "bf16", 1)].outcome == "refused"
+    default = checked[DEFAULT]
+    assert default.tempo == 1.0 and default.load < 1  # the transcript's own film needs no speeding up
+
+
+def test_the_estimate_follows_the_voice(sample, checked):
+    """The words-and-digits estimate of each sampled choice's tightest beat is close to its real speech."""
+    compared = 0
+    for choice, _ in sample:
+        result = checked[choice]
+        if result.outcome != "fits":
+            continue
+        gpu, model, dtype, gpus = choice
+        estimate = {load.beat: load for load in cc.speech_loads(resolve_plan(gpu=gpu, model=model, dtype=dtype,
+                                                                             gpus=gpus))}[result.beat]
+        assert estimate.seconds == pytest.approx(result.natural, rel=0.15), result.label
+        compared += 1
+    assert compared >= 10
+
+
+@pytest.mark.parametrize("written, words", [
+    ("209", 3), ("2,711", 5), ("12,000", 2), ("120,000", 4), ("0.37", 4), ("4.8", 3), ("64", 2), ("1,100", 4),
+])
+def test_numbers_are_counted_as_the_words_they_are_read_as(written, words):
+    assert cc.number_words(written) == words
+
+
+def test_the_engines_speed_setting_is_not_the_speed_up():
+    """Why the tempo is measured: hibari's speed 1.10 shortens a clause by far less than 10%."""
+    engine = get_engine("hibari")
+    text = "so even at 21 terabytes a second four M I three hundred Xs need 0.93 milliseconds a token,"
+    natural, faster = (len(engine.synthesize(text, speed)) for speed in (1.0, 1.10))
+    assert natural / faster < 1.06
+
+
+def test_a_narrator_rounds_what_the_screen_shows_exactly():
+    plan = resolve_plan(gpu="h100-sxm", model="llama-3.2-1b", dtype="fp8")
+    rate = plan.numbers.decode.tokens_per_second
+    assert fmt.tokens_per_second(rate, short=True) == "2,711 tokens/s"  # the decode beat's screen
+    assert "about 2,700 a second" in plan.beat("decode").narration
+    assert plan.beat("batching").narration.endswith("tokens a second instead of 2,700.")
+    four = resolve_plan(gpu="mi300x", model="deepseek-v3", dtype="fp8", gpus=4)
+    decode = four.beat("decode").narration
+    assert "even at 21 terabytes a second four MI300Xs need 2.8 milliseconds a token, 36 percent of it between GPUs" in decode
+    assert fmt.bandwidth(four.spec.total_bandwidth, short=True) == "21.2 TB/s"
+    assert "at four MI300Xs' 10,500 teraflops" in four.beat("prefill").narration
