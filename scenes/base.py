@@ -54,6 +54,7 @@ class BeatView:
 # Text at font size 1 is this many pixels tall (ascender to descender) at 1080p; the brief asks for 28.
 PIXELS_PER_FONT_SIZE = 1.835
 MIN_TEXT_PIXELS = 28
+FRAME_OVERLAP = 0.002  # square units of a text inside a frame before its edge counts as crossed
 
 
 def visible_texts(mobjects) -> list:
@@ -83,6 +84,29 @@ def visible_lines(mobjects) -> list:
 
     return [mobject for top in mobjects for mobject in top.get_family()
             if isinstance(mobject, Line) and not is_invisible(mobject) and mobject.get_stroke_opacity() > 0]
+
+
+def visible_frames(mobjects) -> list:
+    """The outlined boxes text sits in: pills, cards, chip packages, windows."""
+    from manim import RoundedRectangle
+
+    return [mobject for top in mobjects for mobject in top.get_family()
+            if isinstance(mobject, RoundedRectangle) and mobject.get_stroke_opacity() > 0
+            and mobject.get_stroke_width() > 0 and not is_invisible(mobject)]
+
+
+def texts_over_frame_edges(texts: list, mobjects) -> set[str]:
+    """Text partly inside a frame and partly out (a card's number grown a digit): each as a problem.
+    `texts` are (text, bounding box) pairs."""
+    problems = set()
+    for frame in visible_frames(mobjects):
+        frame_box = bounding_box(frame)
+        for text, box in texts:
+            if overlap_area(box, frame_box) > FRAME_OVERLAP and not within(box, frame_box) \
+                    and not within(frame_box, box):
+                problems.add(f"{describe(text)} runs over the edge of a {type(frame).__name__} "
+                             f"(x {frame_box[0]:.2f}..{frame_box[1]:.2f}, y {frame_box[2]:.2f}..{frame_box[3]:.2f})")
+    return problems
 
 
 def parent_map(mobjects) -> dict[int, set[int]]:
@@ -127,6 +151,11 @@ def bounding_box(mobject) -> tuple[float, float, float, float]:
     return points[:, 0].min(), points[:, 0].max(), points[:, 1].min(), points[:, 1].max()
 
 
+def within(inner, outer, tolerance: float = 0.01) -> bool:
+    return inner[0] >= outer[0] - tolerance and inner[1] <= outer[1] + tolerance \
+        and inner[2] >= outer[2] - tolerance and inner[3] <= outer[3] + tolerance
+
+
 def box_area(box) -> float:
     return (box[1] - box[0]) * (box[3] - box[2])
 
@@ -138,7 +167,8 @@ def overlap_area(first, second) -> float:
 
 
 def describe(text) -> str:
-    words = getattr(text, "text", None) or getattr(text, "tex_string", "") or type(text).__name__
+    words = getattr(text, "original_text", None) or getattr(text, "text", None) or getattr(text, "tex_string", "") \
+        or type(text).__name__  # Text keeps its spaces only in original_text
     return f"{type(text).__name__} {words[:40]!r}"
 
 
@@ -254,6 +284,7 @@ class BeatScene(Scene):
                 overlap = overlap_area(first_box, second_box)
                 if overlap > 0.02 and overlap > 0.1 * min(box_area(first_box), box_area(second_box)):
                     self.layout_problems.add(f"{describe(first)} overlaps {describe(second)}")
+        self.layout_problems |= texts_over_frame_edges(texts, self.mobjects)
         # A line (an axis, the slope, the roof, an arrow) through a text it does not label: the text
         # and its own line (a ridge marker, a struck lever) are siblings in one group.
         parents = parent_map(self.mobjects)

@@ -403,7 +403,10 @@ class RooflineChart(LogChart):
         top = self.point(ridge, self.peak)
         line = DashedLine(top, [top[0], self.get_origin()[1], 0], color=HIGHLIGHT, stroke_width=3)
         # At the foot of the line, right of it: points left of the ridge label themselves up and left.
+        # A ridge near the axis's end (FP8 arithmetic on a chart sized for it) is labelled on its left.
         text = get_text(label, LABEL_SIZE, HIGHLIGHT, weight="BOLD").next_to(line.get_end(), UP + RIGHT, buff=0.12)
+        if text.get_right()[0] > self.axes[0].get_right()[0]:
+            text.next_to(line.get_end(), UP + LEFT, buff=0.12)
         return VGroup(line, text)
 
     def dot(self, intensity: float, color: str, label: str, label_direction=UP) -> VGroup:

@@ -28,6 +28,9 @@ FORMULA_WIDTH = 4.4                     # ... and clear of the counters
 DIVISION_WIDTH = 5.8                    # the sum the counters become
 
 
+TITLE_CLEARANCE = 0.15   # the least room between the title block and a label beside it
+
+
 @dataclass
 class Stage:
     """What both beats show: the title, the chip, the weights wall and the bus between them."""
@@ -40,6 +43,18 @@ class Stage:
     @property
     def parts(self) -> list:
         return [self.title, self.chip, self.wall, self.link]
+
+    def above_chips(self, label, end: float | None = None):
+        """`label` just above the chips (its right edge at `end`, if given), slid right of the title's
+        context line where a long one would touch it."""
+        label.next_to(self.chip.package, UP, buff=0.2)
+        if end is not None:
+            label.set_x(end - label.width / 2)
+        title = self.title
+        if label.get_top()[1] > title.get_bottom()[1] - TITLE_CLEARANCE and \
+                label.get_left()[0] < title.get_right()[0] + TITLE_CLEARANCE:
+            label.shift(RIGHT * (title.get_right()[0] + 2 * TITLE_CLEARANCE - label.get_left()[0]))
+        return label
 
 
 def get_stage(scene: BeatScene, title: str) -> Stage:
@@ -148,7 +163,7 @@ def prefill_ending(scene: BeatScene, title: str) -> PrefillEnding:
     work = get_formula(r"\text{operations}", "=", (r"2PN", COMPUTE), "+", (r"2LdN^2", KV_CACHE))
     work.move_to(FORMULA_AT)
     peak = get_pill(f"peak {times_gpus(scene, fmt.teraflops(plan.spec.peak_flops, short=True))}", COMPUTE)
-    peak.next_to(stage.chip.package, UP, buff=0.2)
+    stage.above_chips(peak)
     compute_bound = prefill.compute_seconds >= prefill.memory_seconds
     bound = get_pill("compute-bound" if compute_bound else "memory-bound", COMPUTE if compute_bound else MEMORY)
     bound.next_to(stage.chip, DOWN, buff=0.3)
@@ -246,7 +261,11 @@ def decode_ending(scene: BeatScene, title: str) -> DecodeEnding:
                     SMALL_SIZE, MUTED).next_to(stage.chip, DOWN, buff=0.2)
     bandwidth = get_pill(times_gpus(scene, fmt.bandwidth(plan.spec.memory_bandwidth, short=True)), MEMORY)
     bandwidth.next_to(stage.link, UP, buff=0.15)
-    bandwidth.set_x((stage.chip.package.get_right()[0] + stage.wall.bricks.get_left()[0]) / 2)  # between, not over, them
+    gap_left, gap_right = stage.chip.package.get_right()[0], stage.wall.bricks.get_left()[0]
+    if bandwidth.width <= gap_right - gap_left - 0.1:
+        bandwidth.set_x((gap_left + gap_right) / 2)  # between, not over, them
+    else:  # many chips leave too narrow a gap: above the chips, ending before the wall's label
+        stage.above_chips(bandwidth, end=min(gap_right, stage.wall.label.get_left()[0]) - 0.15)
     bound = get_pill("memory-bound", MEMORY).next_to(idle, DOWN, buff=0.2)
     read = r"\text{weights read}" if plan.spec.experts else r"\text{weight bytes}"
     if plan.spec.gpus == 1:

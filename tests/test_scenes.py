@@ -253,6 +253,27 @@ def lint_choice(choice: tuple[str, int, str, str], speech: Path) -> dict[str, tu
     return {beat: found for beat, found in problems.items() if found}
 
 
+def test_the_lint_finds_text_running_over_a_cards_edge():
+    """The class of fault a preview found: a lever's text grown past its card's right border."""
+    from manim import DOWN, RIGHT
+
+    from scenes.base import bounding_box, texts_over_frame_edges
+    from scenes.helpers import BudgetCard, get_text
+    from scenes.style import MEMORY
+
+    card = BudgetCard("tokens per second", "decode's budget", MEMORY)
+    fitted = card.lever("quantisation", "INT4 weights → 12,461 tokens/s (2×) and then some more words")
+    card.add(fitted)
+    assert texts_over_frame_edges([(text, bounding_box(text)) for text in fitted[1:]], [card]) == set()
+    grown = get_text("INT8 weights → 1,650 tokens/s (0.5×)").next_to(fitted, DOWN).align_to(card.box, RIGHT)
+    grown.shift(RIGHT * 0.5)
+    found = texts_over_frame_edges([(grown, bounding_box(grown))], [card, grown])
+    assert len(found) == 1
+    assert "Text 'INT8 weights → 1,650 tokens/s (0.5×)' runs over the edge of a RoundedRectangle" in found.pop()
+    outside = get_text("a caption under the card").next_to(card.box, DOWN)
+    assert texts_over_frame_edges([(outside, bounding_box(outside))], [card, outside]) == set()
+
+
 def test_layout_lint_for_choices_that_stress_it(tmp_path):
     """After every animation of every beat: no text over text, no text under 28 px, nothing in the margin.
     Computed from Manim's bounding boxes, without drawing a frame. Two choices at a time: the rest of the
