@@ -105,6 +105,7 @@ def long_prompt_numbers(deployment: Deployment, tokens: int) -> LongPromptNumber
         tokens=tokens, ops=timing.step.operations, seconds=timing.seconds, attention_fraction=attention,
         attention_seconds=arithmetic * attention, linear_seconds=arithmetic * (1 - attention),
         kv_bytes=rl.kv_cache_bytes(model, dtype, tokens), communication_seconds=timing.communication_seconds,
+        attention_share=arithmetic * attention / timing.seconds,
     )
 
 

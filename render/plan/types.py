@@ -188,11 +188,12 @@ class LongPromptNumbers:
     tokens: int
     ops: float
     seconds: float
-    attention_fraction: float
+    attention_fraction: float     # of its operations
     attention_seconds: float
     linear_seconds: float
     kv_bytes: float
     communication_seconds: float
+    attention_share: float        # of the whole wait, all-reduces included (what "X of that" says)
 
 
 @dataclass(frozen=True)

@@ -277,6 +277,12 @@ EXPLANATIONS: dict[str, Explanation] = {
         ("numbers.long_prompt.tokens", "choice.model.layers", "spec.active_parameters"),
         (MODEL, STORYBOARD),
     ),
+    "numbers.long_prompt.attention_share": Explanation(
+        "attention's share of the long prompt's whole wait (its all-reduces included)",
+        "attention time ÷ prefill time",
+        ("numbers.long_prompt.attention_seconds", "numbers.long_prompt.seconds"),
+        (GPU, MODEL, DTYPE, STORYBOARD),
+    ),
     "numbers.compare.framing.flops_ratio": Explanation(
         "peak arithmetic, one GPU against the other",
         "peak ÷ other peak",
