@@ -1,21 +1,22 @@
 """`make check-choices`: every GPU x model x data type x GPU count in data/, narrated, to show that
 each choice that fits in memory makes a film whose speech fits every slot.
 
-For each choice: refused for memory (as it should be), or narrated, with its tightest beat, the
-headroom that beat's speech leaves in its slot and the tempo it needed; a choice whose speech does
-not fit even at the storyboard's maximum tempo is a failure, with its overrun as a negative
-headroom. Writes build/check-choices.tsv (every choice, tightest first) and prints the tightest
-ten; exits 1 when a choice that fits in memory cannot be narrated. A choice is refused, as it should
-be, when it does not fit in memory or its GPU count does not divide the model's attention heads.
+For each choice: refused (it does not fit in memory, or its GPU count does not divide the model's
+attention heads), or narrated, with its tightest beat, that beat's load (its speech at the voice's
+own pace over its slot), the tempo it was sped up by and the headroom left; a choice whose speech
+does not fit even at the storyboard's maximum tempo is a failure. Writes build/check-choices.tsv
+(every choice, fullest slot first) and prints the ten fullest; exits 1 when a choice that is not
+refused cannot be narrated (or, with --layout, has a layout problem).
 
-Without synthesising, `speech_load` estimates how tight a choice is (the words and digits of each
-beat's spoken text per second of its slot); `make test` narrates a sample chosen by it: the tightest
-ten, and the ends of every axis.
+Without synthesising, `speech_loads` estimates how full each slot is (the words of each beat's
+spoken text, numbers counted as the words they are read as, at the voice's pace, plus its pauses);
+`make test` narrates a sample chosen by it (--sample): the ten fullest, and the ends of every axis.
 
-Synthesis is the cost (about 5 s a choice on two cores, far less with a warm clip cache, which
-every choice shares: build/cache/speech).
+Synthesis is the cost (a few seconds a choice, far less with a warm clip cache, which every
+choice shares: build/cache/speech), spread over --jobs processes.
 
-    python -m render.tools.check_choices [--gpus 1,2,4,8] [--out build/check-choices.tsv]
+    python -m render.tools.check_choices [--gpus 1,2,4,8] [--sample] [--layout] [--jobs N]
+                                         [--out build/check-choices.tsv]
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from render.plan.resolve import resolve_plan
 from render.plan.types import Plan
 from render.specs.pronunciations import spoken_form
 from render.specs.catalog import Catalog, load_catalog
+from render.video.beats import lint_beat
 from render.voice.narration import Narrator
 from render.voice.subtitles import clauses
 
@@ -87,7 +89,9 @@ class ChoiceCheck:
 TABLE_HEADER = "choice\toutcome\ttightest beat\tload (own pace / slot)\ttempo\theadroom (s)\tnote"
 
 
-def check_choice(gpu: str, model: str, dtype: str, gpus: int, cache: Path) -> ChoiceCheck:
+def check_choice(gpu: str, model: str, dtype: str, gpus: int, cache: Path, layout: bool = False) -> ChoiceCheck:
+    """One choice resolved and narrated; with `layout`, every beat's layout linted too (text over
+    text or over a frame's edge, text too small, drawing outside the safe area: about 40 s a choice)."""
     try:
         plan = resolve_plan(gpu=gpu, model=model, dtype=dtype, gpus=gpus, recordings=cache / "no-recordings")
     except FilmError as error:
@@ -109,8 +113,11 @@ def check_choice(gpu: str, model: str, dtype: str, gpus: int, cache: Path) -> Ch
 
     tightest = max(timed.beats, key=lambda beat: natural(beat) / (beat.timing.latest_end - beat.timing.speech_start))
     timing = tightest.timing
-    return ChoiceCheck(gpu, model, dtype, gpus, "fits", tightest.id, natural(tightest),
-                       timing.speech_end - timing.speech_start, timing.latest_end - timing.speech_start, timing.tempo)
+    problems = [f"{beat.id}: {problem}" for beat in timed.beats for problem in lint_beat(timed, beat.id)] \
+        if layout else []
+    return ChoiceCheck(gpu, model, dtype, gpus, "fails" if problems else "fits", tightest.id, natural(tightest),
+                       timing.speech_end - timing.speech_start, timing.latest_end - timing.speech_start, timing.tempo,
+                       "; ".join(problems))
 
 
 def all_choices(catalog: Catalog, gpu_counts: Sequence[int] = GPU_COUNTS) -> list[Choice]:
@@ -213,12 +220,13 @@ def sample_choices(tightest: int = 10, gpu_counts: Sequence[int] = GPU_COUNTS) -
 
 
 def check_choices(gpu_counts: Sequence[int] = GPU_COUNTS, cache: Path | None = None, jobs: int = 1,
-                  say=print) -> list[ChoiceCheck]:
-    """Every choice checked, `jobs` at a time (separate processes sharing the clip cache, whose
-    entries are written atomically), in the matrix's order."""
+                  say=print, sample: bool = False, layout: bool = False) -> list[ChoiceCheck]:
+    """Every choice (or `make test`'s sample) checked, `jobs` at a time (separate processes sharing the
+    clip cache, whose entries are written atomically), in order."""
     catalog = load_catalog(DATA_DIR)
     cache = cache or cache_dir()
-    choices = all_choices(catalog, gpu_counts)
+    choices = [choice for choice, _ in sample_choices(gpu_counts=gpu_counts)] if sample \
+        else all_choices(catalog, gpu_counts)
     results: list[ChoiceCheck] = []
     started = time.perf_counter()
 
@@ -230,10 +238,11 @@ def check_choices(gpu_counts: Sequence[int] = GPU_COUNTS, cache: Path | None = N
 
     if jobs <= 1:
         for choice in choices:
-            report(check_choice(*choice, cache))
+            report(check_choice(*choice, cache, layout))
     else:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for result in pool.map(check_choice, *zip(*choices), [cache] * len(choices), chunksize=4):
+            for result in pool.map(check_choice, *zip(*choices), [cache] * len(choices), [layout] * len(choices),
+                                   chunksize=1 if layout else 4):
                 report(result)
     say(f"{len(choices)} choices in {time.perf_counter() - started:.0f} s")
     return results
@@ -265,11 +274,15 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"GPU counts to try, comma-separated (default: {','.join(map(str, GPU_COUNTS))})")
     parser.add_argument("--out", type=Path, default=BUILD_DIR / "check-choices.tsv")
     parser.add_argument("--cache", type=Path, default=None, help="the clip cache (default: build/cache)")
+    parser.add_argument("--sample", action="store_true",
+                        help="only the sample make test narrates: the tightest ten by estimate and each axis's ends")
+    parser.add_argument("--layout", action="store_true",
+                        help="also lint every beat's layout (about 40 s a choice: with --sample, or for hours)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="choices narrated at once, each in its own process (default: one per core)")
     args = parser.parse_args(argv)
     try:
-        results = check_choices(args.gpus, args.cache, max(1, args.jobs))
+        results = check_choices(args.gpus, args.cache, max(1, args.jobs), sample=args.sample, layout=args.layout)
     except FilmError as error:
         print(f"check-choices: {error}", file=sys.stderr)
         return 2
@@ -278,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     failed = [result for result in narrated if result.outcome == "fails"]
     print(f"{len(results)} choices: {len(results) - len(narrated)} refused (memory, GPU count), {len(narrated) - len(failed)} "
           f"make a film, {len(failed)} cannot")
+    for result in failed:
+        if result.beat and result.note != "speech too long":
+            print(f"  {result.label}: {result.note}")
     print("tightest ten:")
     for result in sorted(narrated, key=tightness)[:10]:
         print(f"  {result.label:<44} {result.beat:<18} load {result.load:.3f}  tempo {result.tempo:.3f}  "
