@@ -211,6 +211,12 @@ def check_narration(plan) -> None:
         assert " expert" in batch, where
     else:
         assert f"rereads all {fmt.gigabytes(spec.weight_bytes)} of weights" in decode, where
+    # "X of that in attention": of the whole wait, the all-reduces included; on one GPU, of its operations.
+    long_prompt = numbers.long_prompt
+    assert long_prompt.attention_share == pytest.approx(long_prompt.attention_seconds / long_prompt.seconds)
+    if gpus == 1:
+        assert long_prompt.attention_share == pytest.approx(long_prompt.attention_fraction)
+    assert f"{fmt.fraction(long_prompt.attention_share)} of that in attention" in plan.beat("wasted-money").narration
     # Time between GPUs as a share of the step (or of prefill): "most of it", "18 percent of it", "a third of it".
     for narration, share in ((decode, numbers.decode.communication_fraction),
                              (prefill, numbers.prefill.communication_fraction)):
