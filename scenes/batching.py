@@ -10,7 +10,7 @@ from manim import (DOWN, LEFT, RIGHT, UP, Create, Dot, FadeIn, FadeOut, FadeTran
 from render import formatting as fmt
 from scenes.base import BeatScene
 from scenes.helpers import (Counter, LogChart, RooflineChart, WeightsWall, get_caption, get_formula, get_text, get_title,
-                            power_label, powers_of_ten, tex_text)
+                            inside_safe_area, power_label, powers_of_ten, tex_text)
 from scenes.measured_timings import get_provenance
 from scenes.sluice_and_tap import wall_label
 from scenes.the_roofline import axis_ranges, roofline_ending
@@ -71,6 +71,7 @@ class Batching(BeatScene):
         wall = WeightsWall(wall_label(self), width=WALL_WIDTH, height=WALL_HEIGHT, rows=8, cols=7, shares=spec.gpus,
                            experts=spec.experts)
         wall.move_to(LEFT * 3.5 + UP * 0.9)
+        inside_safe_area(wall.label)
         x_range, y_range = axis_ranges(plan)
         chart = RooflineChart(spec.peak_flops, spec.memory_bandwidth, x_range, y_range, width=5.0, height=3.2)
         chart.move_to(RIGHT * 3.0 + UP * 0.6)
@@ -100,6 +101,11 @@ class Batching(BeatScene):
                              start=decode.tokens_per_second, color=HIGHLIGHT)
         counters = VGroup(step, throughput).arrange(RIGHT, buff=0.8).next_to(users_label, DOWN, buff=0.35)
         counters.set_x(VGroup(wall.bricks, stacks).get_x())
+        # Inside the safe area at the values they end on (a six-digit rate is wide) and start from.
+        for values in ((batch.step_seconds, batch.tokens_per_second), (decode.step_seconds, decode.tokens_per_second)):
+            step.showing(values[0])
+            throughput.showing(values[1])
+            inside_safe_area(counters)
         # What one step reads: the weights once, and every sequence's own cache.
         weights = r"W_\text{read}" if spec.experts else "W"  # a mixture of experts reads the experts its batch wakes
         per_step = get_formula(r"\text{bytes per step}", "=", (weights, MEMORY), "+", (r"B\,C\,k", KV_CACHE))
@@ -122,6 +128,9 @@ class Batching(BeatScene):
         batched = chart.dot(batch.ops_per_byte, MEMORY,
                             f"batch {fmt.count(batch.size)}\n{fmt.ops_per_byte(batch.ops_per_byte, short=True)}",
                             UP + LEFT)
+        clash = chart.axes[1].get_x() + 0.2 - batched[1].get_left()[0]
+        if clash > 0:  # a point near the left: its label slides right, off the axis (above the slope still)
+            batched[1].shift(RIGHT * clash)
         self.at("step", step.count_to(batch.step_seconds), point[0].animate.move_to(batched[0].get_center()),
                 FadeOut(point[1]), run_time=1.4)
         self.play(FadeIn(batched[1]), run_time=0.3)

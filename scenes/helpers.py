@@ -22,7 +22,7 @@ from manim import (DOWN, LEFT, PI, RIGHT, UL, UP, Animation, AnimationGroup, Das
                    always_redraw, interpolate_color, ManimColor, there_and_back)
 
 from scenes.style import (BACKGROUND, BODY_SIZE, COMPUTE, FONT, FORMULA_SIZE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY,
-                          MUTED, NUMBER_SIZE, PANEL, SAFE_LEFT, SAFE_TOP, SMALL_SIZE, TEXT, TITLE_SIZE)
+                          MUTED, NUMBER_SIZE, PANEL, SAFE_LEFT, SAFE_RIGHT, SAFE_TOP, SMALL_SIZE, TEXT, TITLE_SIZE)
 
 # -- text ----------------------------------------------------------------------------------------
 
@@ -54,6 +54,28 @@ def get_title(beat_title: str, context: str = "") -> VGroup:
     if context:
         group.add(get_text(context, SMALL_SIZE, MUTED).next_to(title, DOWN, aligned_edge=LEFT, buff=0.12))
     return group.to_corner(UL, buff=0).move_to([SAFE_LEFT, SAFE_TOP, 0], aligned_edge=UL)
+
+
+def slide_clear_of(mobject, obstacle, margin: float = 0.2):
+    """Slide `mobject` right, past `obstacle`, where the two would touch: a label placed for the default
+    film beside a title whose context line grows with a long choice ("8× B200 · DeepSeek-V3 · BF16")."""
+    touches = (mobject.get_top()[1] > obstacle.get_bottom()[1] - margin
+               and mobject.get_bottom()[1] < obstacle.get_top()[1] + margin
+               and mobject.get_left()[0] < obstacle.get_right()[0] + margin
+               and mobject.get_right()[0] > obstacle.get_left()[0] - margin)
+    if touches:
+        mobject.shift(RIGHT * (obstacle.get_right()[0] + margin - mobject.get_left()[0]))
+    return mobject
+
+
+def inside_safe_area(mobject):
+    """Shift `mobject` sideways back inside the safe area, where text grown with the numbers (a
+    four-digit size, a six-digit rate) pushed its edge out."""
+    if mobject.get_right()[0] > SAFE_RIGHT:
+        mobject.shift(LEFT * (mobject.get_right()[0] - SAFE_RIGHT))
+    elif mobject.get_left()[0] < SAFE_LEFT:
+        mobject.shift(RIGHT * (SAFE_LEFT - mobject.get_left()[0]))
+    return mobject
 
 
 def get_caption(text: str, color: str = TEXT, size: float = BODY_SIZE, width: float = 11.0) -> Text:
@@ -282,13 +304,17 @@ class Counter(VGroup):
         """How wide the value will be once it shows `value`."""
         return get_text(self.formatter(value), self.size, self.color, weight="BOLD").width
 
-    def settled(self, value: float) -> "Counter":
-        """Already showing `value`, as it is when its beat hands over to the next."""
+    def showing(self, value: float) -> "Counter":
+        """Its value set (without animating) to `value`: to lay it out at the width it will have."""
         self.tracker.set_value(value)
-        self.shown.set_value(1)
-        self.caption.set_opacity(1)
         self.value.update()
         return self
+
+    def settled(self, value: float) -> "Counter":
+        """Already showing `value`, as it is when its beat hands over to the next."""
+        self.shown.set_value(1)
+        self.caption.set_opacity(1)
+        return self.showing(value)
 
 
 class Bar(VGroup):

@@ -15,7 +15,8 @@ from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Arrow, FadeIn, FadeOut
 
 from render import formatting as fmt
 from scenes.base import BeatScene
-from scenes.helpers import Chip, Counter, WeightsWall, get_formula, get_pill, get_text, get_title, tex_text
+from scenes.helpers import (Chip, Counter, WeightsWall, get_formula, get_pill, get_text, get_title, inside_safe_area,
+                            slide_clear_of, tex_text)
 from scenes.base import AMBIENT_SECONDS as AMBIENT
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
@@ -26,9 +27,6 @@ COUNTERS_AT = RIGHT * 3.3 + DOWN * 2.55
 FORMULA_AT = LEFT * 1.9 + DOWN * 2.95  # the beat's formula, under the chip ...
 FORMULA_WIDTH = 4.4                     # ... and clear of the counters
 DIVISION_WIDTH = 5.8                    # the sum the counters become
-
-
-TITLE_CLEARANCE = 0.15   # the least room between the title block and a label beside it
 
 
 @dataclass
@@ -50,11 +48,7 @@ class Stage:
         label.next_to(self.chip.package, UP, buff=0.2)
         if end is not None:
             label.set_x(end - label.width / 2)
-        title = self.title
-        if label.get_top()[1] > title.get_bottom()[1] - TITLE_CLEARANCE and \
-                label.get_left()[0] < title.get_right()[0] + TITLE_CLEARANCE:
-            label.shift(RIGHT * (title.get_right()[0] + 2 * TITLE_CLEARANCE - label.get_left()[0]))
-        return label
+        return slide_clear_of(label, self.title)
 
 
 def get_stage(scene: BeatScene, title: str) -> Stage:
@@ -66,6 +60,7 @@ def get_stage(scene: BeatScene, title: str) -> Stage:
     chip = Chip(spec.sm_count, chip_label, count=gpus)
     chip.move_to(CHIP_AT)
     wall = WeightsWall(wall_label(scene), shares=gpus, experts=spec.experts).move_to(WALL_AT)
+    inside_safe_area(wall.label)  # "1,342 GB of weights · 256 experts" is wider than the wall
     link = Arrow(wall.bricks.get_left(), chip.package.get_right(), buff=0.15, color=MEMORY, stroke_width=5)
     return Stage(get_title(title, plan.choice.label), chip, wall, link)
 

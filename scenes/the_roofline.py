@@ -17,7 +17,8 @@ from manim import (DOWN, LEFT, RIGHT, UL, UP, Create, FadeIn, FadeOut, GrowFromE
 
 from render import formatting as fmt
 from scenes.base import BeatScene
-from scenes.helpers import Bar, RooflineChart, blend, get_formula, get_pill, get_text, get_title, tex_text
+from scenes.helpers import (Bar, RooflineChart, blend, get_formula, get_pill, get_text, get_title, slide_clear_of,
+                            tex_text)
 from scenes.sluice_and_tap import decode_ending
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
@@ -143,7 +144,7 @@ class Roofline(BeatScene):
         self.at("prefill", FadeIn(ending.prefill, scale=1.4), run_time=0.7)
         on_roof = plan.numbers.prefill.ops_per_byte >= spec.ridge_ops_per_byte
         roof_label = get_pill("compute-bound" if on_roof else "still memory-bound", COMPUTE if on_roof else MEMORY)
-        roof_label.next_to(ending.prefill[1], UP, buff=0.15)
+        slide_clear_of(roof_label.next_to(ending.prefill[1], UP, buff=0.15), ending.title)
         where = chart.roof if on_roof else chart.slope  # the narration says which it sits on
         self.at("roof", Indicate(where, color=HIGHLIGHT, scale_factor=1.0), FadeIn(roof_label),
                 Write(ending.attainable), run_time=0.9)
