@@ -222,7 +222,10 @@ def test_ctrl_c_stops_a_local_matrix_and_keeps_what_was_finished(cluster):
                             "h100-sxm/llama-3.1-8b/bf16 b200/llama-3.2-1b/bf16", "--quality", "tiny",
                             "--jobs", "1", "--build", str(cluster.build)],
                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           start_new_session=True)
+                           start_new_session=True,
+                           # As from a terminal, whatever this suite inherited (a shell's background job
+                           # ignores SIGINT, and Python keeps an ignored SIGINT ignored).
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     watchdog = threading.Timer(300, lambda: os.killpg(run.pid, signal.SIGKILL))
     watchdog.start()
     lines = []
