@@ -14,6 +14,19 @@ class FilmError(Exception):
         return FilmError(prefix + str(self))
 
 
+class DoesNotFit(FilmError):
+    """A deployment its GPUs cannot hold: too little memory, or a GPU count that cannot split the
+    model's heads. The film refuses it, rightly; nothing the storyboard or the voice could change."""
+
+
+class SpeechOverrun(FilmError):
+    """A beat's speech that does not fit its slot even at the storyboard's maximum tempo."""
+
+    def __init__(self, message: str, beat: str, seconds: float, tempo: float, available: float):
+        super().__init__(message)
+        self.beat, self.seconds, self.tempo, self.available = beat, seconds, tempo, available
+
+
 def close_matches(word: str, known: Iterable[str], limit: int = 3) -> list[str]:
     """Known names that look like `word`: spelling neighbours first, then substrings."""
     known = list(known)

@@ -10,7 +10,7 @@ from manim import (DOWN, LEFT, RIGHT, UP, Create, Dot, FadeIn, FadeOut, FadeTran
 from render import formatting as fmt
 from scenes.base import BeatScene
 from scenes.helpers import (Counter, LogChart, RooflineChart, WeightsWall, get_caption, get_formula, get_text, get_title,
-                            inside_safe_area, power_label, powers_of_ten, tex_text)
+                            inside_safe_area, power_label, powers_of_ten, slide_clear_of, tex_text)
 from scenes.measured_timings import get_provenance
 from scenes.sluice_and_tap import wall_label
 from scenes.the_roofline import axis_ranges, roofline_ending
@@ -128,9 +128,7 @@ class Batching(BeatScene):
         batched = chart.dot(batch.ops_per_byte, MEMORY,
                             f"batch {fmt.count(batch.size)}\n{fmt.ops_per_byte(batch.ops_per_byte, short=True)}",
                             UP + LEFT)
-        clash = chart.axes[1].get_x() + 0.2 - batched[1].get_left()[0]
-        if clash > 0:  # a point near the left: its label slides right, off the axis (above the slope still)
-            batched[1].shift(RIGHT * clash)
+        slide_clear_of(batched[1], chart.axes[1])  # a point near the left: off the axis, above the slope still
         self.at("step", step.count_to(batch.step_seconds), point[0].animate.move_to(batched[0].get_center()),
                 FadeOut(point[1]), run_time=1.4)
         self.play(FadeIn(batched[1]), run_time=0.3)

@@ -249,11 +249,9 @@ class WastedMoney(BeatScene):
             f"attention {fmt.duration(long_prompt.attention_seconds, short=True)} "
             f"({fmt.percent(long_prompt.attention_share, short=True)})", SMALL_SIZE, KV_CACHE)
         attention_label.next_to(attention, DOWN, buff=0.2).align_to(attention, RIGHT)
-        # Under a thin attention segment (the all-reduces after it take much of the bar) its label would
-        # run into the linear layers' one: it moves right, past it.
-        clash = linear_label.get_right()[0] + 0.3 - attention_label.get_left()[0]
-        if clash > 0:
-            attention_label.shift(RIGHT * clash)
+        # Under a thin attention segment (the all-reduces after it take much of the bar) it moves right,
+        # past the linear layers' label.
+        slide_clear_of(attention_label, linear_label, margin=0.3)
         talking_label = VGroup()
         if long_prompt.communication_seconds:
             talking_label = get_text(f"between GPUs {fmt.duration(long_prompt.communication_seconds, short=True)}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from render.errors import FilmError
+from render.errors import DoesNotFit, FilmError
 from render.files import DATA_DIR, PROJECT_ROOT, STORYBOARD_PATH
 from render.formatting import with_article
 from render.plan import numbers as compute
@@ -228,7 +228,7 @@ def check_fits(catalog: Catalog, deployment: Deployment, kv_tokens: int, purpose
     """The roofline's fit check, plus the choices that would fit, so the user knows the fix."""
     try:
         rl.check_fits(deployment, kv_tokens, purpose)
-    except FilmError as error:
+    except DoesNotFit as error:
         fixes, nowhere = [], ""
         smallest = rl.smallest_gpu_count(deployment, kv_tokens)
         if smallest is not None:
@@ -244,4 +244,4 @@ def check_fits(catalog: Catalog, deployment: Deployment, kv_tokens: int, purpose
         if same_count:
             fixes.append(f"a GPU with more memory (GPU={' or '.join(same_count)})")
         fixes.append("a smaller model")
-        raise FilmError(f"{error}{nowhere}\nTry {'; or '.join(fixes)}.") from None
+        raise DoesNotFit(f"{error}{nowhere}\nTry {'; or '.join(fixes)}.") from None

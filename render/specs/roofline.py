@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from render.errors import FilmError
+from render.errors import DoesNotFit, FilmError
 from render.specs.architecture import count_parameters
 from render.specs.types import DataType, Deployment, Gpu, Model
 
@@ -282,7 +282,7 @@ def check_gpu_count(deployment: Deployment) -> None:
         raise FilmError(f"GPUS={gpus}: a deployment needs at least one GPU")
     if heads % gpus:
         divisors = [t for t in range(1, LARGEST_GPU_COUNT + 1) if heads % t == 0]
-        raise FilmError(f"GPUS={gpus} does not divide {deployment.model.name}'s {heads} attention heads, so tensor "
+        raise DoesNotFit(f"GPUS={gpus} does not divide {deployment.model.name}'s {heads} attention heads, so tensor "
                         f"parallelism cannot split them evenly; use GPUS={' or '.join(map(str, divisors))}")
 
 
@@ -297,7 +297,7 @@ def check_fits(deployment: Deployment, kv_tokens: float, purpose: str = "") -> N
     for_what = f" for {purpose}" if purpose else ""
     on = f"one {gpu.name}" if gpus == 1 else f"{gpus} × {gpu.name}"
     each = "" if gpus == 1 else " per GPU"
-    raise FilmError(
+    raise DoesNotFit(
         f"{model.name} in {dtype.name} does not fit on {on}: it needs "
         f"{needed / 1e9:.1f} GB{each} ({weight_bytes(model, dtype) / gpus / 1e9:.1f} GB of weights + "
         f"{kv / 1e9:.1f} GB of KV cache{for_what}), and the GPU has "

@@ -32,7 +32,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from render.errors import FilmError
+from render.errors import DoesNotFit, FilmError, SpeechOverrun
 from render.files import BUILD_DIR, DATA_DIR, cache_dir, write_atomic
 from render.plan.resolve import resolve_plan
 from render.plan.types import Plan
@@ -42,11 +42,6 @@ from render.video.beats import lint_beat
 from render.voice.narration import Narrator
 from render.voice.subtitles import clauses
 
-OVERRUN = re.compile(r"beat '([^']+)' .* does not fit: .* lasts ([\d.]+) s at tempo ([\d.]+).*its slot leaves ([\d.]+) s",
-                     re.DOTALL)
-# The roofline's refusals: memory, and a GPU count that cannot split the heads (a speech overrun
-# says "does not fit:").
-REFUSALS = ("does not fit on", "does not divide")
 GPU_COUNTS = (1, 2, 4, 8)      # tensor parallelism inside one server
 
 
@@ -94,19 +89,16 @@ def check_choice(gpu: str, model: str, dtype: str, gpus: int, cache: Path, layou
     text or over a frame's edge, text too small, drawing outside the safe area: about 40 s a choice)."""
     try:
         plan = resolve_plan(gpu=gpu, model=model, dtype=dtype, gpus=gpus, recordings=cache / "no-recordings")
-    except FilmError as error:
-        message = str(error).splitlines()[0]
-        outcome = "refused" if any(word in message for word in REFUSALS) else "fails"
-        return ChoiceCheck(gpu, model, dtype, gpus, outcome, note=message[:200])
+    except FilmError as error:  # refused, as it should be, only when its GPUs cannot hold it
+        outcome = "refused" if isinstance(error, DoesNotFit) else "fails"
+        return ChoiceCheck(gpu, model, dtype, gpus, outcome, note=str(error).splitlines()[0][:200])
     try:
         timed = Narrator(plan, cache).narrate().plan
+    except SpeechOverrun as overrun:
+        return ChoiceCheck(gpu, model, dtype, gpus, "fails", overrun.beat, overrun.seconds * overrun.tempo,
+                           overrun.seconds, overrun.available, overrun.tempo, "speech too long")
     except FilmError as error:
-        found = OVERRUN.search(str(error))
-        if not found:
-            return ChoiceCheck(gpu, model, dtype, gpus, "fails", note=str(error).splitlines()[0][:200])
-        beat, seconds, tempo, available = found.groups()
-        return ChoiceCheck(gpu, model, dtype, gpus, "fails", beat, float(seconds) * float(tempo), float(seconds),
-                           float(available), float(tempo), "speech too long")
+        return ChoiceCheck(gpu, model, dtype, gpus, "fails", note=str(error).splitlines()[0][:200])
 
     def natural(beat) -> float:
         return (beat.timing.speech_end - beat.timing.speech_start) * beat.timing.tempo

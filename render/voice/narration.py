@@ -19,7 +19,7 @@ from pathlib import Path
 from pydub import AudioSegment
 
 from render import media
-from render.errors import FilmError
+from render.errors import FilmError, SpeechOverrun
 from render.files import record_made, up_to_date, write_atomic
 from render.formatting import timestamp
 from render.plan.types import RECORDED, Beat, BeatTiming, Plan, TimedClause
@@ -229,15 +229,16 @@ class Narrator:
         return align_to_reference(clip, reference), tempo
 
     def overrun(self, beat: Beat, seconds: float, available: float, tempo: float,
-                recording: Path | None = None) -> FilmError:
+                recording: Path | None = None) -> SpeechOverrun:
         settings = self.settings
         what = f"its recording ({recording})" if recording else "its speech"
-        return FilmError(
+        return SpeechOverrun(
             f"beat {beat.id!r} ({beat.location}) does not fit: {what} lasts {seconds:.2f} s at tempo "
             f"{tempo:.2f} (the most allowed is {settings.max_tempo:.2f}), but its slot leaves "
             f"{available:.2f} s ({beat.duration:g} s less the {settings.lead_in:g} s lead-in and the "
             f"{settings.gap:g} s gap): {seconds - available:.2f} s over.\n"
-            f"Shorten the beat's narration, or raise narration.max_tempo in the storyboard."
+            f"Shorten the beat's narration, or raise narration.max_tempo in the storyboard.",
+            beat.id, seconds, tempo, available,
         )
 
 
