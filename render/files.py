@@ -11,6 +11,7 @@ import hashlib
 import logging
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -51,6 +52,46 @@ def write_atomic(path: Path, content: str | bytes) -> Path:
             stream.flush()
             os.fsync(stream.fileno())
     return Path(path)
+
+
+def file_kind(path: Path) -> str | None:
+    """What is at `path` (links followed) when it is not a regular file: 'a folder', 'a FIFO', 'a device',
+    'a socket'; None for a regular file or nothing at all."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
+
+
+def read_capped(path: Path, limit: int, what: str, where: str | None = None) -> bytes:
+    """A regular file's bytes, at most `limit` of them: a FIFO, a device (/dev/zero) or a file far larger
+    than its kind ever is gets one message instead of a hang or a read that never ends.
+    FileNotFoundError passes through (callers say what was expected there)."""
+    from render.errors import FilmError
+
+    where = where or str(path)
+    kind = file_kind(path)
+    if kind is not None:
+        raise FilmError(f"{where}: is {kind}, not a file; give the path of {what}")
+    # O_NONBLOCK: should a FIFO replace the file after the check, opening it does not wait for a writer.
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            raise FilmError(f"{where}: is not a regular file; give the path of {what}")
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise FilmError(f"{where}: is over {limit / 2**20:g} MiB, far larger than {what} ever is; "
+                        f"is it the right file?")
+    return data
 
 
 def file_digest(path: Path) -> str:

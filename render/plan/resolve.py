@@ -6,6 +6,7 @@ film is a pure function of (storyboard, data, GPU, model, data type, measured da
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,8 +21,11 @@ from render.plan.types import Beat, Choice, NarrationSettings, Plan, parse_voice
 from render.specs import roofline as rl
 from render.specs.catalog import Catalog, load_catalog
 from render.specs.pronunciations import load_pronunciations
-from render.specs.hf_config import model_from_file
+from render.specs.hf_config import model_from_file, own_identity
 from render.specs.types import DataType, Deployment, Gpu, Model, kv_cache_in
+from render.specs.yamlio import display_path
+
+log = logging.getLogger("film")
 
 
 def resolve_plan(
@@ -168,7 +172,10 @@ MAX_GPUS = 64
 def model_of(catalog: Catalog, model: str) -> Model:
     """A catalog id, or the path of a Hugging Face config.json (read, never downloaded)."""
     if model.endswith(".json") or "/" in model or Path(model).is_dir():
-        return model_from_file(Path(model))
+        the_model, why = own_identity(model_from_file(Path(model)), catalog.models, display_path(Path(model)))
+        if why:
+            log.info("%s", why)
+        return the_model
     return catalog.model(model)
 
 

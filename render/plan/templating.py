@@ -6,15 +6,17 @@ functions, so a number reads the same in the narration, the subtitles and on scr
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import re
 from collections.abc import Mapping
 
 import jinja2
-from jinja2 import meta
+from jinja2 import meta, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.visitor import NodeTransformer
 
 from render import formatting
 from render.errors import FilmError, close_matches
@@ -72,38 +74,189 @@ def value_names(owner: object) -> list[str]:
 JINJA_FILTERS = ("abs", "round", "int", "float", "default", "lower", "upper", "capitalize", "title", "trim",
                  "length", "min", "max", "first", "last")
 MAX_OUTPUT = 2_000       # characters of one filled narration or caption (the longest beat has ~350)
-MAX_REPEAT = 1_000       # the most "text" * n may repeat
 MAX_EXPONENT = 100
+# A filling's whole budget, which chains and nested loops share rather than each operator having its own:
+MAX_STEPS = 100_000      # loop turns, operations, attribute reads and filter calls (a narration takes ~100)
+MAX_VALUE = 10_000       # characters of text or items of a list, in any value a template builds
+MAX_WRITTEN = 20_000     # characters written anywhere, blocks captured by {% set %} included
+MAX_INT_BITS = 1_024     # a whole number's size (10**300 is 997 bits)
+
+
+@dataclasses.dataclass
+class Budget:
+    steps: int = 0
+    written: int = 0
+
+
+BUDGET: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("template_budget", default=None)
+
+
+def spend(steps: int = 1) -> None:
+    budget = BUDGET.get()
+    if budget is None:
+        raise SecurityError("filling a template outside fill()")
+    budget.steps += steps
+    if budget.steps > MAX_STEPS:
+        raise SecurityError(f"more than {MAX_STEPS:,} steps (loop turns, operations and filters); a narration "
+                            f"takes a few hundred")
+
+
+def checked(value):
+    """A value a template built, refused when it is larger than any sentence needs."""
+    if isinstance(value, (str, list, tuple, dict)) and len(value) > MAX_VALUE:
+        what = "text" if isinstance(value, str) else "a collection"
+        unit = "characters" if isinstance(value, str) else "items"
+        raise SecurityError(f"building {what} of {len(value):,} {unit} (at most {MAX_VALUE:,})")
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
+        raise SecurityError(f"a whole number of {value.bit_length():,} bits (at most {MAX_INT_BITS:,})")
+    return value
+
+
+def size_of(value) -> int:
+    return len(value) if isinstance(value, (str, list, tuple)) else 0
+
+
+def bits(value) -> int:
+    return value.bit_length() if isinstance(value, int) else 0
+
+
+def refuse_before(operator: str, left, right) -> None:
+    """What an operation would build, judged before it is built: `"x" * 10**6` is never made."""
+    sequences = (str, list, tuple)
+    if operator == "*":
+        count, sequence = (right, left) if isinstance(left, sequences) else (left, right)
+        if isinstance(sequence, sequences) and isinstance(count, int):
+            checked(sequence)
+            if len(sequence) * max(count, 0) > MAX_VALUE:
+                what = "text" if isinstance(sequence, str) else "a list"
+                raise SecurityError(f"repeating {what} {count:,} times into {len(sequence) * count:,} "
+                                    f"{'characters' if isinstance(sequence, str) else 'items'} "
+                                    f"(at most {MAX_VALUE:,} in any value)")
+        elif bits(left) + bits(right) > MAX_INT_BITS + 1:
+            raise SecurityError(f"a product of whole numbers over {MAX_INT_BITS:,} bits")
+    elif operator == "**":
+        if isinstance(right, (int, float)) and not isinstance(right, bool) and abs(right) > MAX_EXPONENT:
+            raise SecurityError(f"a power above {MAX_EXPONENT}")
+        if isinstance(left, int) and isinstance(right, int) and right > 0 and bits(left) * right > MAX_INT_BITS + right:
+            raise SecurityError(f"a power whose result is over {MAX_INT_BITS:,} bits")
+    elif operator == "+" and size_of(left) + size_of(right) > MAX_VALUE:
+        raise SecurityError(f"joining values into {size_of(left) + size_of(right):,} characters or items "
+                            f"(at most {MAX_VALUE:,})")
+    elif operator == "%" and isinstance(left, str):
+        raise SecurityError("%-formatting text (use the formatter's filters)")
+
+
+@jinja2.pass_context
+def budgeted_loop(context, iterable):
+    """A for loop's items, each turn paid for from the filling's budget."""
+    for item in iterable:
+        spend()
+        yield item
+
+
+@jinja2.pass_context
+def budgeted_concat(context, parts):
+    """`a ~ b ~ c`, refused before the joined text is built when it would be too large."""
+    texts = [str(part) for part in parts]
+    spend(len(texts))
+    length = sum(map(len, texts))
+    if length > MAX_VALUE:
+        raise SecurityError(f"joining text of {length:,} characters (at most {MAX_VALUE:,} in any value)")
+    return "".join(texts)
+
+
+@jinja2.pass_context
+def budgeted_output(context, value):
+    """What a template writes (to its result or to a captured block), counted against the budget."""
+    text = str(value)
+    budget = BUDGET.get()
+    spend()
+    budget.written += len(text)
+    if budget.written > MAX_WRITTEN:
+        raise SecurityError(f"writing more than {MAX_WRITTEN:,} characters (a narration is at most "
+                            f"{MAX_OUTPUT:,})")
+    return text
+
+
+INTERNAL_FILTERS = {"_loop": budgeted_loop, "_concat": budgeted_concat, "_output": budgeted_output}
+
+
+class Budgeted(NodeTransformer):
+    """Rewrites a parsed template so that every loop turn, `~` join and write goes through the budget
+    (Jinja's sandbox intercepts operators, but not loops, joins or output)."""
+
+    @staticmethod
+    def filtered(node, name: str):
+        return nodes.Filter(node, name, [], [], None, None, lineno=node.lineno)
+
+    def visit_For(self, node):
+        node = self.generic_visit(node)
+        node.iter = self.filtered(node.iter, "_loop")
+        return node
+
+    def visit_Concat(self, node):
+        node = self.generic_visit(node)
+        return self.filtered(nodes.List(node.nodes, lineno=node.lineno), "_concat")
+
+    def visit_Output(self, node):
+        node = self.generic_visit(node)
+        node.nodes = [self.filtered(nodes.Const(child.data, lineno=child.lineno) if isinstance(child, nodes.TemplateData)
+                                    else child, "_output") for child in node.nodes]
+        return node
+
+
+def paid(function):
+    """A filter that costs a step and whose result is size-checked."""
+
+    @functools.wraps(function)
+    def filtered(*args, **kwargs):
+        spend()
+        return checked(function(*args, **kwargs))
+
+    return filtered
 
 
 class Sandbox(ImmutableSandboxedEnvironment):
     """Jinja's immutable sandbox, with nothing that can spend unbounded time or memory: no globals
-    (range, lipsum, cycler, ...), no method calls, bounded repetition and powers."""
+    (range, lipsum, cycler, ...), no method calls, and one budget of steps and sizes per filling
+    (render/plan/templating.py's MAX_*) that every loop, operator, join and write draws on."""
 
-    intercepted_binops = frozenset(["*", "**", "%"])
+    intercepted_binops = frozenset(["+", "-", "*", "/", "//", "%", "**"])
+    intercepted_unops = frozenset(["+", "-"])
+
+    def _parse(self, source, name, filename):
+        return Budgeted().visit(super()._parse(source, name, filename))
 
     def call_binop(self, context, operator, left, right):
-        sequences = (str, list, tuple)
-        if operator == "*" and (isinstance(left, sequences) and isinstance(right, int) and right > MAX_REPEAT
-                                or isinstance(right, sequences) and isinstance(left, int) and left > MAX_REPEAT):
-            raise SecurityError(f"repeating text more than {MAX_REPEAT:,} times")
-        if operator == "**" and isinstance(right, (int, float)) and abs(right) > MAX_EXPONENT:
-            raise SecurityError(f"a power above {MAX_EXPONENT}")
-        if operator == "%" and isinstance(left, str):
-            raise SecurityError("%-formatting text (use the formatter's filters)")
-        return super().call_binop(context, operator, left, right)
+        spend()
+        refuse_before(operator, left, right)
+        return checked(super().call_binop(context, operator, left, right))
+
+    def call_unop(self, context, operator, arg):
+        spend()
+        return super().call_unop(context, operator, arg)
+
+    def getattr(self, obj, attribute):
+        spend()
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj, argument):
+        spend()
+        return checked(super().getitem(obj, argument))
 
     def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - Jinja's own signature
         if not isinstance(__obj, jinja2.runtime.Macro):
             raise SecurityError(f"calling {getattr(__obj, '__name__', type(__obj).__name__)}(); "
                                 f"a template uses the plan's values and filters only")
+        spend()
         return super().call(__context, __obj, *args, **kwargs)
 
 
 def environment() -> ImmutableSandboxedEnvironment:
     env = Sandbox(undefined=PlanUndefined, autoescape=False, keep_trailing_newline=False)
     env.globals.clear()
-    env.filters = {name: env.filters[name] for name in JINJA_FILTERS} | FILTERS
+    env.filters = {name: paid(function) for name, function in
+                   ({name: env.filters[name] for name in JINJA_FILTERS} | FILTERS).items()} | INTERNAL_FILTERS
     return env
 
 
@@ -141,6 +294,7 @@ def fill(source: str, context: Mapping[str, object], where: str, what: str) -> s
             f"{where}: {what} names {name!r}, which the plan does not have{did_you_mean}\n"
             f"Values a template can use: {', '.join(sorted(context))}"
         )
+    token = BUDGET.set(Budget())
     try:
         text = template.render(**context)
     except jinja2.UndefinedError as error:
@@ -152,6 +306,8 @@ def fill(source: str, context: Mapping[str, object], where: str, what: str) -> s
     except (RecursionError, MemoryError):
         raise FilmError(f"{where}: {what}: the template never finishes (it calls itself, or builds text without "
                         f"end); keep narration templates to values, filters and if/else") from None
+    finally:
+        BUDGET.reset(token)
     if len(text) > MAX_OUTPUT:
         raise FilmError(f"{where}: {what}: fills to {len(text):,} characters; a beat's narration or caption is a "
                         f"sentence or two (at most {MAX_OUTPUT:,})")

@@ -248,13 +248,21 @@ CONCURRENCY_BOUNDS = {
 
 def check_range(mapping: YamlMap, key: str, label: str, bounds: tuple[float, float, str]) -> None:
     """A number must be finite and within its physical bounds; the message says which and why."""
-    low, high, unit = bounds
     value = mapping.get(key)
+    problem = out_of_range(value, bounds)
+    if problem:
+        raise FilmError(f"{mapping.where(key)}: {label}: {key!r} is {value!r}; {problem}")
+
+
+def out_of_range(value, bounds: tuple[float, float, str]) -> str | None:
+    """'it must be between 64 and 1,000,000 values' for a number outside its bounds; None within them
+    (or for what is not a number: the type checks say that)."""
+    low, high, unit = bounds
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-        return
-    if not math.isfinite(value) or not low <= value <= high:
-        raise FilmError(f"{mapping.where(key)}: {label}: {key!r} is {value!r}; it must be between "
-                        f"{bound_text(low)} and {bound_text(high)} {unit}")
+        return None
+    if math.isfinite(value) and low <= value <= high:
+        return None
+    return f"it must be between {bound_text(low)} and {bound_text(high)} {unit}"
 
 
 def bound_text(value: float) -> str:

@@ -10,6 +10,7 @@ total, where one exists, belongs in the entry instead, and the catalog checks th
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import re
@@ -17,7 +18,9 @@ from pathlib import Path
 
 from render.errors import FilmError
 from render.specs.architecture import count_parameters
+from render.specs.catalog import BOUNDS, PARAMETER_TOLERANCE, out_of_range
 from render.specs.types import Model
+from render.files import read_capped
 from render.specs.yamlio import display_path
 
 SUPPORTED = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe", "deepseek_v3")
@@ -32,18 +35,32 @@ REQUIRED_BY_TYPE = {
 MODEL_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}")
 
 
+MAX_CONFIG_BYTES = 1 << 20  # a config.json is a few kilobytes; DeepSeek-V3's, among the largest, is 1.7 kB
+MAX_CONFIG_DEPTH = 32       # configs nest three or four levels (rope_scaling, quantization_config)
+
+
 def load_config(path: Path) -> dict:
     path = Path(path)
     where = display_path(path)
     if path.is_dir():
         path = path / "config.json"
+        where = display_path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = read_capped(path, MAX_CONFIG_BYTES, "a Hugging Face config.json", where)
     except FileNotFoundError:
         raise FilmError(f"{where}: no such file; give the path of a Hugging Face config.json on disk "
                         f"(nothing is downloaded)") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise FilmError(f"{where}: cannot read it ({error})") from None
+    except OSError as error:
+        raise FilmError(f"{where}: cannot read it ({error.strerror or error})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise FilmError(f"{where}: not UTF-8 text (byte 0x{raw[error.start]:02x} at {error.start:,}); a config.json "
+                        f"is UTF-8 JSON") from None
+    depth = nesting_depth(text)
+    if depth > MAX_CONFIG_DEPTH:
+        raise FilmError(f"{where}: nested {depth:,} levels deep; a model's config.json nests a few (at most "
+                        f"{MAX_CONFIG_DEPTH} are read)")
     try:
         config = json.loads(text)
     except json.JSONDecodeError as error:
@@ -51,6 +68,38 @@ def load_config(path: Path) -> dict:
     if not isinstance(config, dict):
         raise FilmError(f"{where}: expected a JSON object (a model's config.json), got {type(config).__name__}")
     return config
+
+
+JSON_SYNTAX = re.compile(r'[\[\]{}"\\]')
+
+
+def nesting_depth(text: str) -> int:
+    """How deep a JSON text's arrays and objects nest, found in one pass before parsing (the parser
+    recurses, and a text nested 100,000 deep would exhaust its stack)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    last = -2
+    for match in JSON_SYNTAX.finditer(text):
+        char, position = match.group(), match.start()
+        if escaped and position == last + 1:  # the character after a backslash is taken literally
+            escaped = False
+            last = position
+            continue
+        escaped = False
+        if in_string:
+            if char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+        last = position
+    return deepest
 
 
 def model_from_config(config: dict, where: str, model_id: str | None = None, name: str | None = None) -> Model:
@@ -77,6 +126,13 @@ def model_from_config(config: dict, where: str, model_id: str | None = None, nam
             raise FilmError(f"{where}: {key} is {value!r}; it must be true or false")
         return value
 
+    def text(key: str) -> str | None:
+        value = config.get(key)
+        if value is not None and not isinstance(value, str):
+            raise FilmError(f"{where}: {key} is {str(value)[:60]!r}; it must be text")
+        return value
+
+    text("_name_or_path")
     if flag("mlp_bias", False):
         raise FilmError(f"{where}: mlp_bias is true; MLP biases are not supported")
     layers, hidden, heads = whole("num_hidden_layers"), whole("hidden_size"), whole("num_attention_heads")
@@ -95,6 +151,10 @@ def model_from_config(config: dict, where: str, model_id: str | None = None, nam
     elif model_type == "qwen3_moe":
         step = whole("decoder_sparse_step", 1)
         dense_only = config.get("mlp_only_layers") or []
+        if not isinstance(dense_only, list) or not all(isinstance(layer, int) and not isinstance(layer, bool)
+                                                       for layer in dense_only):
+            raise FilmError(f"{where}: mlp_only_layers is {str(dense_only)[:60]!r}; it must be a list of layer "
+                            f"numbers, e.g. [0, 1]")
         dense = sum(1 for layer in range(layers) if layer in dense_only or (layer + 1) % step)
         fields.update(experts=whole("num_experts"), experts_per_token=whole("num_experts_per_tok"),
                       expert_ffn_size=whole("moe_intermediate_size"), dense_layers=dense)
@@ -105,7 +165,7 @@ def model_from_config(config: dict, where: str, model_id: str | None = None, nam
         fields.update(
             experts=whole("n_routed_experts"), experts_per_token=whole("num_experts_per_tok"),
             expert_ffn_size=whole("moe_intermediate_size"), shared_experts=whole("n_shared_experts", 0, low=0),
-            dense_layers=dense, router_bias=config.get("topk_method") == "noaux_tc",
+            dense_layers=dense, router_bias=text("topk_method") == "noaux_tc",
             q_lora_rank=whole("q_lora_rank", 0, low=0), kv_lora_rank=whole("kv_lora_rank"),
             qk_rope_head_dim=rope, head_dim=whole("qk_nope_head_dim") + rope, v_head_dim=whole("v_head_dim"),
             kv_heads=heads,  # latent attention caches one shared latent, not per-head keys and values
@@ -117,14 +177,42 @@ def model_from_config(config: dict, where: str, model_id: str | None = None, nam
         raise FilmError(f"{where}: num_experts_per_tok ({fields['experts_per_token']}) must be from 1 to the "
                         f"number of experts ({fields['experts']})")
 
+    check_model_bounds(fields, where, model_type)
     the_id = model_id or default_id(config, where)
     if not MODEL_ID.fullmatch(the_id):
         raise FilmError(f"model id {the_id!r}: use lower-case letters, digits, '.', '_' and '-' (e.g. qwen3-8b)")
     the_name = name or default_name(the_id)
     draft = Model(id=the_id, name=the_name, spoken_name=the_name, parameters=1, source=where, **fields)
     total = count_parameters(draft).total
+    problem = out_of_range(total, BOUNDS["model"]["parameters"])
+    if problem:
+        raise FilmError(f"{where}: its architecture has {total:,} parameters; {problem}: is it a real model's config?")
     return Model(**{**draft.__dict__, "parameters": total,
                     "source": f"{where} (imported; {total:,} parameters counted from the architecture)"})
+
+
+# The config's key for each Model field, for messages that name what the user can find in the file.
+CONFIG_KEYS = {"layers": "num_hidden_layers", "attention_heads": "num_attention_heads",
+               "kv_heads": "num_key_value_heads", "ffn_size": "intermediate_size",
+               "expert_ffn_size": "moe_intermediate_size", "experts_per_token": "num_experts_per_tok",
+               "shared_experts": "n_shared_experts", "head_dim": "head_dim (or qk_nope_head_dim + qk_rope_head_dim)"}
+EXPERT_KEYS = {"mixtral": "num_local_experts", "qwen3_moe": "num_experts", "deepseek_v3": "n_routed_experts"}
+
+
+def check_model_bounds(fields: dict, where: str, model_type: str) -> None:
+    """The catalog's ranges (render/specs/catalog.py), applied to a config exactly as to a catalog entry."""
+    for name, bounds in BOUNDS["model"].items():
+        if name not in fields:
+            continue
+        problem = out_of_range(fields[name], bounds)
+        if problem:
+            key = EXPERT_KEYS[model_type] if name == "experts" else CONFIG_KEYS.get(name, name)
+            raise FilmError(f"{where}: {key} is {fields[name]!r}; {problem}")
+    if fields.get("dense_layers", 0) >= fields["layers"]:
+        raise FilmError(f"{where}: every one of its {fields['layers']} layers is dense (mlp_only_layers, "
+                        f"decoder_sparse_step or first_k_dense_replace); a mixture of experts needs an expert layer")
+    if fields.get("kv_lora_rank") and not 0 < fields["qk_rope_head_dim"] < fields["head_dim"]:
+        raise FilmError(f"{where}: qk_rope_head_dim must be above 0 and below qk_nope_head_dim + qk_rope_head_dim")
 
 
 def default_id(config: dict, where: str) -> str:
@@ -149,6 +237,35 @@ def default_name(model_id: str) -> str:
 
 def model_from_file(path: Path, model_id: str | None = None, name: str | None = None) -> Model:
     return model_from_config(load_config(path), display_path(Path(path)), model_id, name)
+
+
+FAMILY_NAMES = {"llama": "Llama", "mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "mixtral": "Mixtral",
+                "qwen3_moe": "Qwen3 MoE", "deepseek_v3": "DeepSeek-V3"}
+
+
+def own_identity(model: Model, catalog_models: dict[str, Model], where: str) -> tuple[Model, str | None]:
+    """A model read from a config path, as the film knows it: the catalog's entry when it is that model
+    (the catalog's id and the same shape), else an id of its own that its contents decide, so that it
+    never takes a catalog model's id, name or build folder, and two different configs never share one.
+    Returns the model and, when its id or name was not the config's, why (for a message)."""
+    same = catalog_models.get(model.id)
+    if same is not None and same.shape == model.shape and \
+            abs(same.parameters - model.parameters) <= PARAMETER_TOLERANCE * same.parameters:
+        return same, f"{where} is the catalog's {same.id} (the same architecture); using its entry"
+    digest = hashlib.sha256(repr((model.shape, model.parameters)).encode()).hexdigest()[:8]
+    taken = model.id in catalog_models or model.name.lower() in {m.name.lower() for m in catalog_models.values()}
+    if not taken:
+        return dataclasses.replace(model, id=f"{model.id[:71]}-{digest}"), None
+    # It claims a catalog model's name with another architecture: it is named for what it is instead.
+    size = f"{model.parameters / 1e9:.3g}B"
+    name = f"{FAMILY_NAMES[model.architecture]} {size}"
+    model_id = re.sub(r"[^a-z0-9._-]+", "-", f"{model.architecture}-{size}".lower()) + f"-{digest}"
+    claimed = catalog_models.get(model.id)
+    differs = (f"{model.parameters:,} parameters against its {claimed.parameters:,}" if claimed
+               else "another architecture")
+    why = (f"{where} is named {model.id!r} like the catalog's {model.name}, but it is not that "
+           f"model ({differs}); it is {model_id!r} ({name}) here")
+    return dataclasses.replace(model, id=model_id, name=name, spoken_name=name), why
 
 
 PLAIN_SCALAR = re.compile(r"[A-Za-z][A-Za-z0-9 ._()/-]*[A-Za-z0-9)]")

@@ -66,6 +66,13 @@ class Model:
     v_head_dim: int = 0
 
     @property
+    def shape(self) -> tuple:
+        """Everything that makes the roofline's numbers, without the names: two models of one shape are
+        the same model to every formula (a config of the catalog's model has the catalog entry's shape)."""
+        naming = ("id", "name", "spoken_name", "parameters", "source")
+        return tuple((key, value) for key, value in self.__dict__.items() if key not in naming)
+
+    @property
     def is_moe(self) -> bool:
         return self.experts > 0
 

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from render.errors import FilmError, close_matches
+from render.files import read_capped
 
 
 class Node:
@@ -79,7 +80,9 @@ def load_yaml(path: Path) -> Any:
         if size > MAX_YAML_BYTES:
             raise FilmError(f"{display_path(path)}: {size / 2**20:.1f} MiB is far too large for a data file "
                             f"(at most {MAX_YAML_BYTES // 2**20} MiB); is it the right file?")
-        raw = path.read_bytes()
+        if path.is_dir():
+            raise IsADirectoryError(path)
+        raw = read_capped(path, MAX_YAML_BYTES, "a YAML data file", display_path(path))
     except FileNotFoundError:
         raise FilmError(f"{display_path(path)}: file not found") from None
     except IsADirectoryError:

@@ -1,0 +1,175 @@
+"""Hostile input, second pass (issue 24): configs that claim another model or never end, templates
+that try to starve the sandbox. Each ends in one message within a bound measured here, and no choice
+takes another's film."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from render.errors import FilmError
+from render.files import output_dir
+from render.plan.resolve import resolve_plan
+from render.plan.templating import fill
+
+from conftest import FIXTURES, ROOT
+
+CONFIGS = FIXTURES / "hf"
+
+
+def config_file(folder: Path, source: str = "qwen3-8b", **changes) -> Path:
+    config = json.loads((CONFIGS / f"{source}.json").read_text())
+    config.update(changes)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def plan_refusal(*args: str, timeout: float = 30) -> tuple[str, float]:
+    """`film plan` run as a user runs it, killed if it outlives `timeout`: its message and its seconds."""
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "render.cli", "plan", *args], cwd=ROOT, capture_output=True,
+                            text=True, timeout=timeout)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    return result.stderr, time.monotonic() - started
+
+
+# -- 1. a config never takes another model's id, name or folder --------------------------------------
+
+
+def test_a_config_claiming_the_default_model_gets_its_own_id_and_folder(tmp_path):
+    claimed = config_file(tmp_path / "a", _name_or_path="meta-llama/Llama-3.1-8B")  # Qwen3 8B's architecture
+    plan = resolve_plan(model=str(claimed))
+    default = resolve_plan()
+    assert not plan.choice.is_default
+    assert plan.choice.model.id != "llama-3.1-8b" and plan.choice.model.name != "Llama 3.1 8B"
+    assert plan.choice.model.parameters == 8_190_735_360  # counted from the config, not the catalog's 8.03 billion
+    assert "Llama 3.1 8B" not in plan.beats[1].narration
+    build = tmp_path / "build"
+    assert output_dir(plan.choice.name, plan.choice.is_default, build) not in \
+        (build, output_dir(default.choice.name, False, build))
+
+    # Two configs in folders of the same name (no _name_or_path) share neither an id nor a folder.
+    first = config_file(tmp_path / "x" / "my-model", _name_or_path=None)
+    second = config_file(tmp_path / "y" / "my-model", _name_or_path=None, num_hidden_layers=40)
+    ids = {resolve_plan(model=str(path)).choice.model.id for path in (first, second)}
+    assert len(ids) == 2 and all(model_id.startswith("my-model-") for model_id in ids)
+
+
+def test_a_config_of_the_catalogs_own_model_is_that_entry(tmp_path):
+    same = config_file(tmp_path / "qwen", _name_or_path="Qwen/Qwen3-8B")
+    plan = resolve_plan(model=str(same))
+    assert plan.choice.model == resolve_plan(model="qwen3-8b").choice.model
+
+
+def test_the_command_line_says_which_id_a_claiming_config_gets(tmp_path):
+    claimed = config_file(tmp_path / "a", _name_or_path="meta-llama/Llama-3.1-8B")
+    result = subprocess.run([sys.executable, "-m", "render.cli", "plan", "--model", str(claimed)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "is named 'llama-3.1-8b' like the catalog's Llama 3.1 8B, but it is not that model (8,190,735,360 " \
+           "parameters against its 8,030,261,248); it is 'qwen3-8.19b-" in result.stderr
+
+
+# -- 5, 10, 12. config files: regular, capped, shallow, typed, in range ------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_config_that_is_a_fifo_or_a_device_is_refused_at_once(tmp_path):
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    message, seconds = plan_refusal("--model", str(fifo))
+    assert "is a FIFO (named pipe), not a file; give the path of a Hugging Face config.json" in message
+    assert seconds < 15
+    zero = tmp_path / "zero" / "config.json"
+    zero.parent.mkdir()
+    zero.symlink_to("/dev/zero")
+    message, seconds = plan_refusal("--model", str(zero))
+    assert "is a device, not a file" in message and seconds < 15
+
+
+def test_a_huge_or_deeply_nested_config_is_refused_without_reading_it_all(tmp_path):
+    huge = tmp_path / "huge" / "config.json"
+    huge.parent.mkdir()
+    with open(huge, "wb") as handle:
+        handle.truncate(100 * 2**20)  # 100 MB (sparse)
+    message, _ = plan_refusal("--model", str(huge))
+    assert "is over 1 MiB, far larger than a Hugging Face config.json ever is" in message
+    deep = tmp_path / "deep" / "config.json"
+    deep.parent.mkdir()
+    deep.write_text('{"model_type": "llama", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    message, _ = plan_refusal("--model", str(deep))
+    assert "nested 100,001 levels deep; a model's config.json nests a few" in message
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"hidden_size": 8, "num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": 8},
+     "hidden_size is 8; it must be between 64 and 1,000,000 values"),
+    ({"num_hidden_layers": 5000}, "num_hidden_layers is 5000; it must be between 1 and 1,000 layers"),
+    ({"vocab_size": 10}, "vocab_size is 10; it must be between 100 and 10,000,000 tokens"),
+    ({"_name_or_path": 7}, "_name_or_path is '7'; it must be text"),
+])
+def test_a_config_meets_the_catalogs_ranges(tmp_path, changes, message):
+    path = config_file(tmp_path / "m", **changes)
+    with pytest.raises(FilmError, match=message):
+        resolve_plan(model=str(path))
+
+
+def test_a_config_too_small_to_be_a_model_is_refused(tmp_path):
+    tiny = config_file(tmp_path / "t", hidden_size=64, num_attention_heads=1, num_key_value_heads=1, head_dim=64,
+                       intermediate_size=64, vocab_size=100, num_hidden_layers=1)
+    with pytest.raises(FilmError, match=r"its architecture has \d[\d,]* parameters; it must be between 1,000,000"):
+        resolve_plan(model=str(tiny))
+
+
+def test_mlp_only_layers_must_be_a_list_of_layers(tmp_path):
+    path = config_file(tmp_path / "moe", "qwen3-30b-a3b", mlp_only_layers=5)
+    message, _ = plan_refusal("--model", str(path))
+    assert "mlp_only_layers is '5'; it must be a list of layer numbers" in message
+
+
+# -- 3. the template sandbox's one budget -------------------------------------------------------------
+
+
+LOOP = '{% for a in "x"*1000 %}'
+STARVING = {
+    "four nested loops": LOOP * 4 + "{% endfor %}" * 4,
+    "three nested loops": LOOP * 3 + "{% endfor %}" * 3,
+    "a chain of powers": "{{ (((10**100)**100)**100)**50 > 1 }}",
+    "a chain of repeats": '{{ ("x"*1000*1000*1000)|length }}',
+    "a list repeated": "{{ ([1]*1000*1000*100)|length }}",
+    "doubling by set": '{% set a = "x"*1000 %}' + "{% set a = a ~ a %}" * 11 + "{{ a|length }}",
+    "a captured block": '{% set a %}' + LOOP + '{% for b in "x"*100 %}{{ "y"*1000 }}{% endfor %}{% endfor %}'
+                        '{% endset %}{{ a|length }}',
+    "literal text in loops": LOOP + LOOP + ("z" * 900) + "{% endfor %}{% endfor %}",
+}
+
+
+@pytest.mark.parametrize("name", STARVING)
+def test_templates_cannot_starve_the_sandbox(name):
+    tracemalloc.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(FilmError, match="the template sandbox refuses"):
+            fill(STARVING[name], {}, "script/storyboard.yaml:40", "beat 'prefill' narration")
+        seconds = time.monotonic() - started
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert seconds < 2, f"{name}: {seconds:.1f} s"
+    assert peak < 50 * 2**20, f"{name}: {peak / 2**20:.0f} MiB"
+
+
+def test_the_budget_leaves_ordinary_templates_alone():
+    text = fill('{% for x in [1, 2] %}{{ x }}{% endfor %} {{ 2 ** 10 }} {{ "a" ~ "b" }} {{ (10**100) > 1 }}',
+                {}, "here", "a test")
+    assert text == "12 1024 ab True"
