@@ -25,7 +25,7 @@ from render.formatting import timestamp as format_timestamp
 from render.plan.resolve import resolve_choice, resolve_plan
 from render.plan.storyboard import load_storyboard
 from render.specs import roofline as rl
-from render.specs.catalog import load_catalog
+from render.specs.catalog import DATASET_NAME, load_catalog
 from render.publish.kit import write_kit
 from render.specs.yamlio import display_path
 
@@ -389,8 +389,9 @@ def run_measure(args: argparse.Namespace) -> int:
         raise FilmError(f"--prompt-tokens {args.prompt_tokens!r}: {error}") from None
     if lengths != sorted(set(lengths)) or len(lengths) < 2:
         raise FilmError(f"--prompt-tokens {args.prompt_tokens!r}: give at least two increasing lengths")
-    if args.out.suffix != ".yaml":
-        raise FilmError(f"--out {args.out}: the dataset must be a .yaml file (its name is its id)")
+    if args.out.suffix != ".yaml" or not DATASET_NAME.fullmatch(args.out.stem):
+        raise FilmError(f"--out {args.out}: the dataset must be a .yaml file whose name is its id: letters, digits, "
+                        f"'.', '_' and '-', e.g. data/measured/my-endpoint.yaml")
     choice = resolve_choice(load_catalog(DATA_DIR), load_storyboard(), args.compared_gpu, args.as_model,
                             args.precision)
     model, precision, gpu = choice.model.id, choice.dtype.id, choice.gpu.id
@@ -427,7 +428,7 @@ def run_measure(args: argparse.Namespace) -> int:
                       f"{level['decode_tokens_per_second']:.1f}" if level["decode_tokens_per_second"] else "-",
                       f"{level['ttft_seconds'] * 1000:.1f} ms") for p in prompts for level in p["concurrency"]]))
     print(f"prompts: {measurement.prompt_cache}; prompt tokens: {data['prompt_tokens_counted_by']}")
-    print(f"wrote {display_path(args.out)}; use it with make film MEASURED={args.out.stem}")
+    print(f"wrote {display_path(args.out)}; {measure.use_hint(args.out)}")
     return 0
 
 

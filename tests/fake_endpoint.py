@@ -99,6 +99,14 @@ class FakeEndpoint:
                 if endpoint.mode == "llama-error":
                     self.send('error: {"code": 500, "message": "slot unavailable", "type": "server_error"}')
                     return
+                if endpoint.mode == "burst":  # every chunk in one write: no GPU decodes this fast
+                    chunks = [json.dumps({"model": "served/model", "choices": [{"delta": {"content": f"t{i} "}}]})
+                              for i in range(count)]
+                    self.wfile.write("".join(f"data: {chunk}\n\n" for chunk in chunks).encode())
+                    self.send("data: " + json.dumps({"choices": [], "usage": {"prompt_tokens": prompt_tokens,
+                                                                              "completion_tokens": count}}))
+                    self.send("data: [DONE]")
+                    return
                 for index in range(count):
                     if index or endpoint.reasoning:
                         time.sleep(endpoint.token_delay)

@@ -173,3 +173,166 @@ def test_the_budget_leaves_ordinary_templates_alone():
     text = fill('{% for x in [1, 2] %}{{ x }}{% endfor %} {{ 2 ** 10 }} {{ "a" ~ "b" }} {{ (10**100) > 1 }}',
                 {}, "here", "a test")
     assert text == "12 1024 ab True"
+
+
+# -- 2, 6, 11, 12, 13. film measure against hostile servers (loopback only) ------------------------
+
+
+class ScriptedServer:
+    """A loopback server that answers every connection with `script`: (bytes, seconds to wait after them)
+    pairs, a byte at a time when `trickle` is set, to test what a careless or hostile server can do."""
+
+    def __init__(self, script: list[tuple[bytes, float]], trickle: float = 0.0):
+        import socket
+        import threading
+
+        self.script, self.trickle, self.stopped = script, trickle, threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}/v1"
+
+    def serve(self) -> None:
+        import socket
+
+        while not self.stopped.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except socket.timeout:
+                continue
+            with connection:
+                connection.settimeout(0.5)
+                try:
+                    connection.recv(65536)  # the request
+                    for data, pause in self.script:
+                        pieces = [data[i:i + 1] for i in range(len(data))] if self.trickle else [data]
+                        for piece in pieces:
+                            if self.stopped.is_set():
+                                return
+                            connection.sendall(piece)
+                            time.sleep(self.trickle)
+                        time.sleep(pause)
+                except OSError:
+                    continue
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopped.set()
+        self.thread.join(5)
+        self.listener.close()
+
+
+STREAM_HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+CHUNK = b'data: {"choices": [{"delta": {"content": "tok "}}]}\n\n'
+
+
+@pytest.mark.parametrize("name, script, trickle", [
+    ("a trickled stream", [(STREAM_HEADERS, 0), (CHUNK * 400, 0)], 0.01),
+    ("trickled headers", [(b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 2000 + b"\r\n\r\n", 0)], 0.02),
+    ("a slow answer", [(b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n" + b"{" + b" " * 499, 0)], 0.05),
+])
+def test_the_timeout_bounds_a_trickle_from_connect_to_last_byte(name, script, trickle):
+    from render.tools.measure import Endpoint, measure
+
+    with ScriptedServer(script, trickle) as server:
+        started = time.monotonic()
+        with pytest.raises(FilmError, match=r"(took longer than|no answer within) 2 s \(--timeout\)"):
+            measure(Endpoint(server.url, "m", timeout=2), [30, 60], max_tokens=8, runs=1, say=lambda line: None)
+        assert time.monotonic() - started < 6, name  # two seconds for the one request, and a margin
+
+
+def test_a_gzip_answer_and_a_broken_url_get_one_message():
+    import gzip
+
+    from render.tools.measure import Endpoint, measure
+
+    body = gzip.compress(b'{"usage": {"prompt_tokens": 5}}')
+    answer = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    with ScriptedServer([(answer, 0)]) as server:
+        with pytest.raises(FilmError, match="its body is gzip-encoded, though film measure asks for none"):
+            measure(Endpoint(server.url, "m", timeout=5), [30, 60], max_tokens=8, runs=1, say=lambda line: None)
+    unmarked = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body  # gzip, and not said so
+    with ScriptedServer([(unmarked, 0)]) as server:
+        with pytest.raises(FilmError, match=r"malformed answer: not JSON \(b'\\x1f\\x8b"):
+            measure(Endpoint(server.url, "m", timeout=5), [30, 60], max_tokens=8, runs=1, say=lambda line: None)
+    with pytest.raises(FilmError, match=r"--base-url 'http://\[::1/v1' is not a URL \(Invalid IPv6 URL\)"):
+        Endpoint("http://[::1/v1", "m")
+
+
+def test_retry_after_may_be_an_http_date():
+    import email.utils
+
+    from render.tools.measure import retry_after
+
+    assert retry_after(email.utils.formatdate(time.time() + 20, usegmt=True)) == pytest.approx(20, abs=1.5)
+    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0  # a date gone by: now
+    assert retry_after("2.5") == 2.5 and retry_after("soon") == 1.0
+
+
+SECRET = "sk-SE5ecret-0123456789abcdef"
+
+
+def test_redaction_takes_the_whole_key_and_only_the_key():
+    from render.tools.measure import Endpoint, Redactor, server_message
+
+    redact = Redactor(SECRET)
+    assert redact(f"Bearer {SECRET}") == "Bearer ***"
+    escaped = "".join(f"\\u{ord(char):04x}" for char in SECRET)
+    assert redact(f'{{"error": "bad key {escaped}"}}') == '{"error": "bad key ***"}'
+    assert redact(f"key={SECRET.replace('-', '%2D')}&x=1") == "key=***&x=1"
+    assert redact(f"x{SECRET}y 127.0.0.1:8400") == f"x{SECRET}y 127.0.0.1:8400"  # not a whole token: not it
+    cut = server_message("x" * 285 + " " + SECRET, redact)
+    assert cut.endswith(" ***") and "sk-S" not in cut  # taken out before the message is cut to length
+    for short in ("1", "abc1234"):
+        with pytest.raises(FilmError, match=f"the API key is {len(short)} characters long; a key shorter than 8"):
+            Endpoint("http://127.0.0.1:9/v1", "m", api_key=short)
+    with pytest.raises(FilmError, match="the API key is also the model's name"):
+        Endpoint("http://127.0.0.1:9/v1", SECRET, api_key=SECRET)
+
+
+def test_a_server_echoing_the_key_damages_no_field_and_leaks_no_part_of_it(tmp_path):
+    import yaml
+
+    from fake_endpoint import FakeEndpoint
+
+    out = tmp_path / "rig.yaml"
+    env = {**os.environ, "RIG_KEY": SECRET}
+    with FakeEndpoint(mode="echo-model", first_delay=0.02, token_delay=0.002, tokens=8) as server:
+        result = subprocess.run([sys.executable, "-m", "render.cli", "measure", "--base-url", server.url, "--model",
+                                 "m", "--prompt-tokens", "34,200", "--runs", "1", "--max-tokens", "8", "--api-key-env",
+                                 "RIG_KEY", "--label", "rig 1", "--out", str(out)], cwd=ROOT, capture_output=True,
+                                text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    text = out.read_text() + result.stdout + result.stderr
+    assert SECRET[:6] not in text
+    raw = yaml.safe_load(out.read_text())
+    port = server.url.split(":")[2].split("/")[0]
+    assert raw["route"] == f"direct to 127.0.0.1:{port} (rig 1)" and raw["endpoint_host"] == f"127.0.0.1:{port}"
+    assert raw["model_reported"] == "served/model for Bearer ***" and raw["id"] == "rig"
+
+
+def test_measure_writes_only_datasets_the_film_reads_and_suggests_only_commands_that_work(tmp_path):
+    from fake_endpoint import FakeEndpoint
+
+    def run(out: Path, **server) -> subprocess.CompletedProcess:
+        with FakeEndpoint(first_delay=0.01, **server) as fake:
+            return subprocess.run([sys.executable, "-m", "render.cli", "measure", "--base-url", fake.url, "--model",
+                                   "m", "--prompt-tokens", "34,200", "--runs", "1", "--max-tokens", "200",
+                                   "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+    burst = run(tmp_path / "burst.yaml", mode="burst", tokens=200)
+    assert burst.returncode == 1 and "Traceback" not in burst.stderr
+    assert "came out at" in burst.stderr and "outside what the film reads as a measurement" in burst.stderr
+    assert "between 0.01 and 100,000 tokens/s" in burst.stderr and not (tmp_path / "burst.yaml").exists()
+
+    refused = run(tmp_path / "my rig.yaml", tokens=4)
+    assert refused.returncode == 1 and "whose name is its id: letters, digits" in refused.stderr
+    made = run(tmp_path / "it's-mine.yaml".replace("'", ""), tokens=4)
+    assert made.returncode == 0, made.stderr
+    assert f"mv {tmp_path / 'its-mine.yaml'} data/measured/ && make film MEASURED=its-mine" in made.stdout

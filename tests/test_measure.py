@@ -142,7 +142,9 @@ def test_the_written_dataset_loads_into_the_plan_and_changes_the_measured_beats(
     with FakeEndpoint(first_delay=0.45, token_delay=0.01, tokens=12) as server:
         result = run_measure_cli(server.url, out)
     assert result.returncode == 0, result.stderr
-    assert "use it with make film MEASURED=rig" in result.stdout
+    # Written outside the project's data/measured/ (a copy here): the hint says how to film it from there.
+    assert f"to film it, move it into data/measured/: mv {out} data/measured/ && make film MEASURED=rig" \
+        in result.stdout
     dataset = load_measured(out)
     assert dataset.provider == "test rig" and dataset.compared_gpu_is_assumption
     raw = yaml.safe_load(out.read_text())

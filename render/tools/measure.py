@@ -28,14 +28,19 @@ environment variable and never printed or written.
 from __future__ import annotations
 
 import datetime
+import email.utils
 import http.client
+import io
 import json
 import logging
 import math
 import os
 import random
+import re
 import socket
+import shlex
 import statistics
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -46,8 +51,11 @@ from pathlib import Path
 import yaml
 
 from render import __version__
-from render.files import write_atomic
+from render.files import DATA_DIR, write_atomic
 from render.errors import FilmError
+from render.specs.catalog import CONCURRENCY_BOUNDS, MEASURED_BOUNDS, load_measured, out_of_range
+from render.specs.yamlio import display_path
+from render.text import clean_text
 
 log = logging.getLogger("film")
 
@@ -111,22 +119,62 @@ class Run:
         return self.started + self.total
 
 
-def server_message(body: bytes | str) -> str:
-    """The server's own words from an error body: OpenAI's {"error": {"message": …}}, or whatever it sent."""
+def server_message(body: bytes | str, redact=lambda text: text) -> str:
+    """The server's own words from an error body: OpenAI's {"error": {"message": …}}, or whatever it sent.
+    The secret is taken out of the whole text before it is cut to length, so no part of it survives."""
     text = body.decode(errors="replace") if isinstance(body, bytes) else body
     text = text.strip()
+
+    def words(found: str) -> str:
+        return redact(" ".join(found.split()))[:300]
+
     try:
         document = json.loads(text)
-    except json.JSONDecodeError:
-        return " ".join(text.split())[:300]
+    except (ValueError, RecursionError):
+        return words(text)
     error = document.get("error", document) if isinstance(document, dict) else document
     if isinstance(error, dict):
         for key in ("message", "detail", "msg"):
             if isinstance(error.get(key), str):
-                return " ".join(error[key].split())[:300]
+                return words(error[key])
     if isinstance(error, str):
-        return " ".join(error.split())[:300]
-    return " ".join(text.split())[:300]
+        return words(error)
+    return words(text)
+
+
+MIN_KEY_LENGTH = 8  # a shorter "key" is ordinary text: hiding it would damage numbers, routes and names
+
+
+class Redactor:
+    """Replaces a secret wherever it stands as a whole token in text that leaves the program, written plainly
+    or escaped (JSON's \\u0073, URL's %73, HTML's &#115;, a JSON-escaped slash), never inside a longer word,
+    an identifier or a number."""
+
+    def __init__(self, secret: str | None):
+        self.secret = secret
+        self.pattern = None
+        if secret:
+            pieces = []
+            for char in secret:
+                code = ord(char)
+                forms = [re.escape(char), hex_escape("\\\\u", code, 4), hex_escape("%", code, 2),
+                         hex_escape("\\\\x", code, 2), f"&#{code};", hex_escape("&#x", code, 0) + ";"]
+                if char == "/":
+                    forms.append(r"\\/")
+                pieces.append("(?:" + "|".join(forms) + ")")
+            self.pattern = re.compile(r"(?<![A-Za-z0-9])" + "".join(pieces) + r"(?![A-Za-z0-9])")
+
+    def __call__(self, text: str) -> str:
+        return self.pattern.sub(REDACTED, text) if self.pattern else text
+
+
+def hex_escape(prefix: str, code: int, width: int) -> str:
+    """A regular expression for `code` in hex after `prefix`, either case, zero-padded to `width` (0: any)."""
+    digits = f"{code:0{width}x}" if width else f"{code:x}"
+    if width and len(digits) > width:
+        return "(?!)"  # cannot be written this way
+    padding = "0*" if not width else ""
+    return prefix + padding + "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in digits)
 
 
 @dataclass
@@ -140,7 +188,21 @@ class Endpoint:
     reported_model: str | None = None
 
     def __post_init__(self):
-        parsed = urllib.parse.urlparse(self.base_url.rstrip("/"))
+        try:
+            parsed = urllib.parse.urlparse(self.base_url.rstrip("/"))
+            parsed.hostname  # noqa: B018 - parsed lazily: a broken IPv6 address raises here
+        except ValueError as error:
+            raise FilmError(f"--base-url {self.base_url!r} is not a URL ({error}), e.g. http://localhost:8000/v1") \
+                from None
+        if self.api_key is not None:
+            if len(self.api_key) < MIN_KEY_LENGTH:
+                raise FilmError(f"the API key is {len(self.api_key)} characters long; a key shorter than "
+                                f"{MIN_KEY_LENGTH} cannot be told apart from ordinary text to keep it secret. Give "
+                                f"the real key, or no --api-key-env for an endpoint that needs none")
+            if self.api_key == self.model or self.api_key in self.base_url:
+                raise FilmError("the API key is also the model's name or part of the base URL, which are printed "
+                                "and written; it cannot be both public and kept secret. Give the real key")
+        self.redact = Redactor(self.api_key)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise FilmError(f"--base-url {self.base_url!r} is not an http(s) URL, e.g. http://localhost:8000/v1")
         try:
@@ -156,9 +218,9 @@ class Endpoint:
         self.path = (parsed.path or "") + "/chat/completions"
         self._lock = threading.Lock()  # concurrent streams share the request count
 
-    def redact(self, text: str) -> str:
-        """Text that leaves the program with the API key (however a server echoes it) replaced by ***."""
-        return text.replace(self.api_key, REDACTED) if self.api_key else text
+    def clip(self, text: str, limit: int) -> str:
+        """At most `limit` characters of what a server sent, the key taken out first."""
+        return self.redact(text)[:limit]
 
     def failed(self, message: str) -> RunFailed:
         return RunFailed(self.redact(message))
@@ -206,48 +268,58 @@ class Endpoint:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream" if stream else "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        connection_type = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
-        connection = connection_type(self.host, self.port, timeout=self.timeout)
         started = time.perf_counter()
-        deadline = started + self.timeout  # --timeout bounds the whole request, not each read
+        # --timeout bounds the whole request, not each read: a server that trickles (a byte every so often, in
+        # its headers, its body or its stream) would reset a per-read timeout forever.
+        deadline = started + self.timeout
+        connection = (BoundedHTTPS if self.scheme == "https" else BoundedHTTP)(self.host, self.port,
+                                                                               timeout=self.timeout)
+        connection.deadline = deadline
+        answered = False
         try:
             connection.request("POST", self.path, body=json.dumps(request).encode(), headers=headers)
             response = connection.getresponse()
+            answered = True
             if response.status == 429:
                 raise RateLimited(retry_after(response.getheader("Retry-After")))
             if response.status != 200:
-                detail = server_message(response.read(4000))
+                detail = server_message(response.read(4000), self.redact)
                 raise self.failed(f"HTTP {response.status} {response.reason}" + (f": {detail}" if detail else ""))
             if not stream:
                 return self._read_answer(response)
-            return self._read_stream(response, connection, started, deadline)
+            return self._read_stream(response, started)
         except (ConnectionRefusedError, socket.gaierror) as error:
             raise self.failed(f"cannot connect to {self.host}:{self.port or ''} ({error.strerror or error})") from None
         except (socket.timeout, TimeoutError):
-            raise self.failed(f"no answer within {self.timeout:g} s (--timeout)") from None
+            raise self.failed(f"the answer took longer than {self.timeout:g} s (--timeout)" if answered
+                              else f"no answer within {self.timeout:g} s (--timeout)") from None
         except (http.client.HTTPException, OSError) as error:
-            raise self.failed(f"the connection failed: {type(error).__name__}") from None
+            raise self.failed(f"the connection failed: {type(error).__name__}") from error
         finally:
             connection.close()
 
     def _read_answer(self, response) -> int | None:
         body = response.read(MAX_LINE_BYTES + 1)
+        encoding = response.getheader("Content-Encoding")
+        if encoding and encoding.lower() != "identity":
+            raise self.failed(f"malformed answer: its body is {self.clip(encoding, 20)}-encoded, though film "
+                              f"measure asks for none (no Accept-Encoding)")
         try:
             answer = json.loads(body)
-        except json.JSONDecodeError:
-            raise self.failed(f"malformed answer: not JSON ({body[:40]!r})") from None
+        except (ValueError, RecursionError):  # not JSON, not UTF-8 (a gzip body), or nested past reason
+            raise self.failed(f"malformed answer: not JSON ({self.clip(repr(body), 48)})") from None
         if not isinstance(answer, dict):
             raise self.failed("malformed answer: not a JSON object")
         if "error" in answer:
-            raise self.failed(f"the endpoint reported an error: {server_message(json.dumps(answer))}")
+            raise self.failed(f"the endpoint reported an error: {server_message(json.dumps(answer), self.redact)}")
         self.note_model(answer)
         return self.token_count(answer.get("usage"), "prompt_tokens")
 
     def note_model(self, event: dict) -> None:
         if isinstance(event.get("model"), str):
-            self.reported_model = self.redact(event["model"][:200])
+            self.reported_model = clean_text(self.clip(event["model"], 200))
 
-    def _read_stream(self, response, connection, started: float, deadline: float) -> Run:
+    def _read_stream(self, response, started: float) -> Run:
         first = first_content = None
         chunk_times: list[float] = []
         reasoning_chunks = 0
@@ -255,11 +327,6 @@ class Endpoint:
         done = False
         event_name = None
         while True:
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                raise self.failed(f"the answer took longer than {self.timeout:g} s (--timeout)")
-            if connection.sock is not None:
-                connection.sock.settimeout(remaining)
             raw = response.readline(MAX_LINE_BYTES + 1)
             if not raw:
                 break
@@ -275,23 +342,23 @@ class Endpoint:
                 event_name = line[6:].strip()
                 continue
             if line.startswith("error:"):  # llama.cpp's server: `error: {json}` when a request fails mid-stream
-                raise self.failed(f"the endpoint reported an error mid-stream: {server_message(line[6:])}")
+                raise self.failed(f"the endpoint reported an error mid-stream: {server_message(line[6:], self.redact)}")
             if not line.startswith("data:"):
-                raise self.failed(f"malformed stream: a line that is not an SSE data line ({line[:40]!r})")
+                raise self.failed(f"malformed stream: a line that is not an SSE data line ({self.clip(repr(line), 48)})")
             data = line[5:].strip()
             if event_name == "error":
-                raise self.failed(f"the endpoint reported an error mid-stream: {server_message(data)}")
+                raise self.failed(f"the endpoint reported an error mid-stream: {server_message(data, self.redact)}")
             if data == "[DONE]":
                 done = True
                 break
             try:
                 event = json.loads(data)
             except json.JSONDecodeError:
-                raise self.failed(f"malformed stream: a chunk that is not JSON ({data[:40]!r})") from None
+                raise self.failed(f"malformed stream: a chunk that is not JSON ({self.clip(repr(data), 48)})") from None
             if not isinstance(event, dict):
-                raise self.failed(f"malformed stream: a chunk that is not a JSON object ({data[:40]!r})")
+                raise self.failed(f"malformed stream: a chunk that is not a JSON object ({self.clip(repr(data), 48)})")
             if "error" in event:
-                raise self.failed(f"the endpoint reported an error mid-stream: {server_message(data)}")
+                raise self.failed(f"the endpoint reported an error mid-stream: {server_message(data, self.redact)}")
             self.note_model(event)
             if event.get("usage"):
                 usage = event["usage"]
@@ -331,9 +398,68 @@ class Endpoint:
             return None
         value = usage[name]
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
-            raise self.failed(f"the endpoint's usage says {name} is {str(value)[:40]}, which is not a token "
+            raise self.failed(f"the endpoint's usage says {name} is {self.clip(str(value), 40)}, which is not a token "
                               f"count (0 to {MAX_TOKEN_COUNT:,})")
         return value
+
+
+class DeadlineSocket:
+    """A connected socket whose every read and write may take only what is left of its request's time: the
+    deadline holds however the server spreads its bytes (http.client reads through `makefile`, so that is
+    built on this object too)."""
+
+    def __init__(self, sock: socket.socket, deadline: float):
+        self._sock, self._deadline = sock, deadline
+
+    def _arm(self) -> None:
+        remaining = self._deadline - time.perf_counter()
+        if remaining <= 0:
+            raise TimeoutError("the request's time is up")
+        self._sock.settimeout(remaining)
+
+    def recv_into(self, buffer, nbytes: int = 0, flags: int = 0) -> int:
+        self._arm()
+        return self._sock.recv_into(buffer, nbytes, flags)
+
+    def recv(self, size: int, flags: int = 0) -> bytes:
+        self._arm()
+        return self._sock.recv(size, flags)
+
+    def sendall(self, data, flags: int = 0) -> None:
+        self._arm()
+        self._sock.sendall(data, flags)
+
+    def makefile(self, mode: str = "rb", buffering: int | None = None, **_) -> io.BufferedReader:
+        # As socket.makefile does: the file holds a reference, so closing the connection while its response
+        # is still being read (HTTP/1.0) leaves the descriptor open until the file is closed too.
+        self._sock._io_refs += 1
+        return io.BufferedReader(socket.SocketIO(self, "rb"), buffering or io.DEFAULT_BUFFER_SIZE)
+
+    def _decref_socketios(self) -> None:
+        self._sock._decref_socketios()
+
+    def __getattr__(self, name: str):
+        return getattr(self._sock, name)
+
+
+class Bounded:
+    """An HTTP(S) connection whose socket keeps to `deadline` (time.perf_counter's clock)."""
+
+    deadline = math.inf
+
+    def connect(self) -> None:
+        super().connect()
+        if time.perf_counter() >= self.deadline:
+            raise TimeoutError("the request's time is up")
+        self.sock = DeadlineSocket(self.sock, self.deadline)
+
+
+class BoundedHTTP(Bounded, http.client.HTTPConnection):
+    pass
+
+
+class BoundedHTTPS(Bounded, http.client.HTTPSConnection):
+    pass
 
 
 class RateLimited(Exception):
@@ -346,10 +472,21 @@ class Truncated(Exception):
 
 
 def retry_after(header: str | None) -> float:
-    try:
-        return max(0.0, float(header)) if header is not None else 1.0
-    except ValueError:
+    """Retry-After as seconds from now: a number of seconds, or an HTTP date (RFC 9110); 1 s if it says neither."""
+    if header is None:
         return 1.0
+    try:
+        seconds = float(header)
+        return max(0.0, seconds) if math.isfinite(seconds) else 1.0
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError, IndexError):
+        return 1.0
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
 
 
 class Prompts:
@@ -613,7 +750,7 @@ def planned_requests(lengths: int, runs: int, concurrency: tuple[int, ...]) -> i
 
 
 def redacted(endpoint: Endpoint, value):
-    """Every string in a nested structure with the API key replaced."""
+    """Every string in a nested structure with the API key taken out."""
     if isinstance(value, str):
         return endpoint.redact(value)
     if isinstance(value, dict):
@@ -623,14 +760,21 @@ def redacted(endpoint: Endpoint, value):
     return value
 
 
+# Fields film measure itself decides (a dataset id, catalog ids, the host it was given): never redacted,
+# so a key can never damage them. Everything else is text that came from the server or the user.
+OWN_FIELDS = ("id", "precision", "model", "compared_gpu", "endpoint_host", "tool_version", "definitions")
+
+
 def dataset(name: str, endpoint: Endpoint, measurement: Measurement, label: str | None, provider: str | None,
             precision: str, model: str, compared_gpu: str, runs: int) -> dict:
     host = endpoint.host + (f":{endpoint.port}" if endpoint.port else "")
+    label, provider = (clean_text(text, 200) if text else None for text in (label, provider))
     prompts = "cold prompts (each opens with words no other request shares)" \
         if measurement.prompt_cache == "cold" else "cached prompts (--warm-prefix: each length's prompt sent once first)"
-    return redacted(endpoint, {
+    reported = endpoint.reported_model or clean_text(endpoint.model, 200)
+    data = {
         "id": name,
-        "route": f"direct to {host}" + (f" ({label})" if label else ""),
+        "route": f"direct to {host}" + (f" ({endpoint.redact(label)})" if label else ""),
         "provider": provider or label or host,
         "precision": precision,
         "model": model,
@@ -639,9 +783,9 @@ def dataset(name: str, endpoint: Endpoint, measurement: Measurement, label: str 
         "measured_on": datetime.date.today().isoformat(),
         "label": label or host,
         "source": f"film measure {__version__}: {runs} streamed runs per prompt against {host}, "
-                  f"model {endpoint.reported_model or endpoint.model!r}, {prompts}",
+                  f"model {reported!r}, {prompts}",
         "endpoint_host": host,
-        "model_reported": endpoint.reported_model or endpoint.model,
+        "model_reported": reported,
         "runs": runs,
         "tool_version": __version__,
         "prompt_cache": measurement.prompt_cache,
@@ -649,12 +793,49 @@ def dataset(name: str, endpoint: Endpoint, measurement: Measurement, label: str 
         "prompt_tokens_estimated": measurement.counted_by == "estimate",
         "definitions": DEFINITIONS,
         "prompts": measurement.prompts,
-    })
+    }
+    return {key: value if key in OWN_FIELDS or key == "route" else redacted(endpoint, value)
+            for key, value in data.items()}
+
+
+def check_readable(data: dict) -> None:
+    """What `measure` found, against the bounds the film reads a dataset with (render/specs/catalog.py): a
+    server that sends every token at once, or answers before it was asked, gives figures no GPU makes."""
+    for prompt in data["prompts"]:
+        where = f"{prompt['prompt_tokens']:,}-token prompt"
+        for entry, what in [(prompt, where), *((level, f"{where}, {level['streams']} streams at once")
+                                               for level in prompt.get("concurrency") or [])]:
+            for key, bounds in (CONCURRENCY_BOUNDS if entry is not prompt else MEASURED_BOUNDS).items():
+                problem = out_of_range(entry.get(key), bounds)
+                if problem:
+                    raise FilmError(f"{what}: the endpoint's {key.replace('_', ' ')} came out at {entry[key]:,}, "
+                                    f"outside what the film reads as a measurement ({problem}); did the server "
+                                    f"send every token at once, or time something else? Nothing was written")
 
 
 def write_dataset(path: Path, data: dict) -> None:
+    """Written atomically, and only once the very file has loaded as the film loads a dataset."""
+    check_readable(data)
     header = "# Measured with `film measure`; see README (Measuring your own endpoint).\n"
-    write_atomic(path, header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    with tempfile.TemporaryDirectory(prefix=".measure-check-", dir=Path(path).parent) as folder:
+        check = Path(folder) / Path(path).name
+        check.write_text(text, encoding="utf-8")
+        try:
+            load_measured(check)
+        except FilmError as error:
+            raise FilmError(f"the dataset for {path} would not load in the film ({str(error).split(': ', 1)[-1]}); "
+                            f"nothing was written") from None
+    write_atomic(path, text)
+
+
+def use_hint(path: Path) -> str:
+    """The command that films a dataset just written (quoted), or how to make it one."""
+    name = path.stem
+    if Path(path).resolve().parent == (DATA_DIR / "measured").resolve():
+        return f"use it with make film MEASURED={shlex.quote(name)}"
+    return (f"to film it, move it into {display_path(DATA_DIR / 'measured')}/: mv {shlex.quote(str(path))} "
+            f"{shlex.quote(display_path(DATA_DIR / 'measured'))}/ && make film MEASURED={shlex.quote(name)}")
 
 
 def api_key_from(variable: str | None) -> str | None:

@@ -1,0 +1,49 @@
+"""Free text from users, configs and servers (a model's name, a label, what an endpoint reports), made
+safe where it enters and escaped for each format it reaches.
+
+Where it enters, `clean_text` takes out control characters (newlines, ESC sequences, NULs) and limits
+the length, so a name can never add a line to a file or move a terminal's cursor. Where it leaves,
+each format's own escape: WebVTT and SRT cue text (players render cue markup), the description
+(YouTube refuses angle brackets), and terminals.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+NAME_LENGTH = 80  # a model's or GPU's name on screen, in titles and in file names
+
+# C0 and C1 controls, DEL, and the Unicode format characters that reorder or hide text (bidi overrides,
+# zero-width joiners and the like).
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+ESCAPE_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+
+
+def control_characters(text: str) -> list[str]:
+    """The control characters in `text`, as they would be written in Python ('\\n', '\\x1b')."""
+    return sorted({repr(char)[1:-1] for char in CONTROL.findall(text)})
+
+
+def clean_text(text: str, limit: int | None = None) -> str:
+    """One line of plain text: escape sequences and control characters gone (a line break or tab becomes a
+    space), whitespace collapsed, at most `limit` characters."""
+    text = ESCAPE_SEQUENCE.sub("", unicodedata.normalize("NFC", str(text)))
+    text = " ".join(CONTROL.sub(" ", text).split())
+    return text[:limit].rstrip() if limit is not None and len(text) > limit else text
+
+
+def cue_text_vtt(text: str) -> str:
+    """WebVTT cue text: '&', '<' and '>' as character references, so no name becomes markup (or '-->')."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def cue_text_srt(text: str) -> str:
+    """SRT has no escapes and players render its <i>, <b> and <font> tags: angle brackets become the
+    single guillemets that look like them, and braces (ASS-style {\\an8} overrides) their fullwidth forms."""
+    return text.translate(str.maketrans({"<": "‹", ">": "›", "{": "｛", "}": "｝"}))
+
+
+def description_text(text: str) -> str:
+    """A line of the description: YouTube refuses '<' and '>' in one, so they become guillemets."""
+    return clean_text(text).translate(str.maketrans({"<": "‹", ">": "›"}))
