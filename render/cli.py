@@ -14,6 +14,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ from render.specs import roofline as rl
 from render.specs.catalog import DATASET_NAME, load_catalog
 from render.publish.kit import write_kit
 from render.specs.yamlio import display_path
+from render.text import NAME_LENGTH, clean_text, control_characters
 
 log = logging.getLogger("film")
 
@@ -42,6 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FilmError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `film list models | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as error:  # a read-only folder, a full disk, a vanished file: earlier outputs stay as they were
         where = f"{display_path(error.filename)}: " if error.filename else ""
         print(f"error: {where}{error.strerror or error}; nothing was replaced. Check that the build folder can be "
@@ -550,6 +555,12 @@ def run_model_import(args: argparse.Namespace) -> int:
     from render.specs.hf_config import model_entry_yaml, model_from_file
     from render.specs.types import Model
 
+    if args.name is not None:
+        found = control_characters(args.name)
+        if found or not args.name.strip() or len(args.name) > NAME_LENGTH:
+            raise FilmError(f"--name: a name is one line of plain text, 1 to {NAME_LENGTH} characters"
+                            + (f"; this one holds control characters ({', '.join(found)})" if found else
+                               f"; this one is {len(args.name):,} characters long" if args.name.strip() else ""))
     model = model_from_file(args.config, args.id, args.name)
     entry = model_entry_yaml(model)
     if args.print:
@@ -616,11 +627,12 @@ def run_list(args: argparse.Namespace) -> int:
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Columns padded to fit; the last column (the source) is left to run on."""
+    rows = [[clean_text(str(cell)) for cell in row] for row in rows]  # nothing a terminal would obey
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header) - 1)]
     lines = []
     for row in [header, *rows]:
         cells = [str(cell).ljust(width) for cell, width in zip(row, widths)]
-        lines.append("  ".join([*cells, " ".join(str(row[-1]).split())]))
+        lines.append("  ".join([*cells, clean_text(str(row[-1]))]))
     return "\n".join(lines)
 
 

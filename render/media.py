@@ -7,7 +7,10 @@ Both the voice stage (decoding, time-stretching and levelling audio) and the vid
 
 from __future__ import annotations
 
+import ctypes
 import shutil
+import signal
+import subprocess
 from pathlib import Path
 
 import ffmpeg
@@ -63,14 +66,35 @@ def decode_problems(path: Path) -> list[str]:
 
 def run(stream, what: str, input_bytes: bytes | None = None) -> tuple[bytes, bytes]:
     """Run an ffmpeg-python graph; return (stdout, stderr). A failure says what was being done
-    and ffmpeg's last lines, never a traceback."""
-    require()
+    and ffmpeg's last lines, never a traceback. ffmpeg dies with the process that started it, however
+    that process dies (kill -9 included), instead of writing on as an orphan."""
+    args = stream.global_args(*QUIET).overwrite_output().compile(cmd=require())
+    process = subprocess.Popen(args, stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=die_with_parent)
     try:
-        return (stream.global_args(*QUIET).overwrite_output()
-                .run(input=input_bytes, capture_stdout=True, capture_stderr=True))
-    except ffmpeg.Error as error:
-        tail = (error.stderr or b"").decode(errors="replace").strip().splitlines()[-3:]
-        raise FilmError(f"{what} failed (ffmpeg): {' / '.join(tail)}") from None
+        out, err = process.communicate(input_bytes)
+    except BaseException:  # Ctrl-C while it runs: it does not outlive the wait
+        process.kill()
+        process.wait()
+        raise
+    if process.returncode:
+        tail = err.decode(errors="replace").strip().splitlines()[-3:]
+        raise FilmError(f"{what} failed (ffmpeg): {' / '.join(tail)}")
+    return out, err
+
+
+try:  # looked up once here: a child between fork and exec should only make the call
+    _PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux
+    _PRCTL = None
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a child process (a render worker, ffmpeg): have Linux kill it when its parent dies, even by
+    SIGKILL, so no orphan keeps rendering or writing files. A no-op where the kernel cannot."""
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def probe(path: Path, **options) -> dict:

@@ -44,6 +44,6 @@ def cue_text_srt(text: str) -> str:
     return text.translate(str.maketrans({"<": "‹", ">": "›", "{": "｛", "}": "｝"}))
 
 
-def description_text(text: str) -> str:
+def description_line(text: str) -> str:
     """A line of the description: YouTube refuses '<' and '>' in one, so they become guillemets."""
     return clean_text(text).translate(str.maketrans({"<": "‹", ">": "›"}))

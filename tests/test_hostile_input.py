@@ -336,3 +336,118 @@ def test_measure_writes_only_datasets_the_film_reads_and_suggests_only_commands_
     made = run(tmp_path / "it's-mine.yaml".replace("'", ""), tokens=4)
     assert made.returncode == 0, made.stderr
     assert f"mv {tmp_path / 'its-mine.yaml'} data/measured/ && make film MEASURED=its-mine" in made.stdout
+
+
+# -- 4. a scheduler that accepts and says nothing, or speaks something else ---------------------------
+
+
+class Listener:
+    """A loopback TCP server that accepts connections and, per `reply`, says nothing or sends bytes."""
+
+    def __init__(self, reply: bytes = b""):
+        import socket
+        import threading
+
+        self.reply, self.stopped = reply, threading.Event()
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.server.settimeout(0.2)
+        self.held: list = []
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+
+    def serve(self) -> None:
+        import socket
+
+        while not self.stopped.is_set():
+            try:
+                connection, _ = self.server.accept()
+            except socket.timeout:
+                continue
+            self.held.append(connection)  # kept open, so the client waits on it
+            if self.reply:
+                connection.sendall(self.reply)
+
+    @property
+    def address(self) -> str:
+        return f"tcp://127.0.0.1:{self.server.getsockname()[1]}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopped.set()
+        self.thread.join(5)
+        for connection in self.held:
+            connection.close()
+        self.server.close()
+
+
+@pytest.mark.parametrize("reply, says", [
+    (b"", "no Dask scheduler answered within 10 s (something accepted the connection but said nothing)"),
+    (b"\xff" * 64 + b"HTTP/1.1 200 OK\r\n\r\n" * 8, "what answered there is not a Dask scheduler"),
+])
+def test_a_scheduler_that_hangs_or_speaks_garbage_ends_in_one_message_naming_it(reply, says):
+    with Listener(reply) as listener:
+        address, started = listener.address, time.monotonic()
+        result = subprocess.run([sys.executable, "-m", "render.cli", "films", "--variants",
+                                 "h100-sxm/llama-3.1-8b/bf16", "--quality", "tiny", "--scheduler", address],
+                                cwd=ROOT, capture_output=True, text=True, timeout=60)
+        seconds = time.monotonic() - started
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"SCHEDULER={address}: {says}" in result.stderr and "out of memory" not in result.stderr
+    assert seconds < 25  # the connect timeout (10 s) and the time to start, not a hang
+
+
+# -- 7. names and free text: clean where they enter, escaped where they leave -------------------------
+
+
+@pytest.mark.parametrize("name, says", [
+    ("Evil\n0:00 Fake chapter", "holds control characters (\\n)"),
+    ("Evil\x1b[2J", "holds control characters (\\x1b)"),
+    ("x" * 100_000, "this one is 100,000 characters long"),
+])
+def test_model_import_refuses_names_that_are_not_one_line_of_text(tmp_path, name, says):
+    models = tmp_path / "models.yaml"
+    models.write_text((ROOT / "data" / "models.yaml").read_text())
+    result = subprocess.run([sys.executable, "-m", "render.cli", "model", "import", str(CONFIGS / "qwen3-8b.json"),
+                             "--id", "evil", "--name", name, "--models", str(models)], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 1 and "--name: a name is one line of plain text, 1 to 80 characters" in result.stderr
+    assert says in result.stderr and models.read_text() == (ROOT / "data" / "models.yaml").read_text()
+
+
+def test_the_catalog_refuses_control_characters_in_its_text(data_copy):
+    data = data_copy("models.yaml", "name: Llama 3.1 8B\n", 'name: "Llama\\e[31m 3.1 8B"\n')
+    with pytest.raises(FilmError, match=r"models.yaml:\d+: model 'llama-3.1-8b': 'name' holds control characters "
+                                        r"\(\\x1b\); write it as plain text"):
+        resolve_plan(data_dir=data)
+
+
+def test_markup_in_a_name_is_escaped_in_subtitles_the_description_and_tags(data_copy):
+    from render.plan.types import Subtitle
+    from render.publish.kit import description_text
+    from render.video.film import ffmetadata
+    from render.voice.subtitles import to_srt, to_vtt
+
+    hostile = "Evil<script>alert(1)</script>-->"
+    cue = Subtitle(0.25, 2.0, (f"{hostile} reads all", "the weights & more"))
+    vtt, srt = to_vtt([cue]), to_srt([cue])
+    assert "<script>" not in vtt and "&lt;script&gt;alert(1)&lt;/script&gt;--&gt; reads all" in vtt
+    assert "&amp; more" in vtt and vtt.count("-->") == 1  # only the timing line's arrow
+    assert "<" not in srt and "‹script›alert(1)‹/script›--› reads all" in srt and srt.count("-->") == 1
+
+    data = data_copy("models.yaml", "name: Llama 3.1 8B\n", f'name: "{hostile}"\n')
+    plan = resolve_plan(data_dir=data)
+    description = description_text(plan)
+    assert "<" not in description and ">" not in description and "Evil‹script›" in description
+    chapter_lines = [line for line in description.splitlines() if line[:1].isdigit()]
+    assert len(chapter_lines) == len(plan.beats)
+    tags = ffmetadata(plan)
+    assert "\x1b" not in tags and len(tags.splitlines()) == 7 + 5 * len(plan.beats)
+
+
+def test_terminal_tables_carry_no_escape_sequences():
+    from render.cli import table
+
+    printed = table(("id", "name", "source"), [("x", "Evil\x1b[2J\x1b]0;owned\x07name", "a\nb\x1b[1m")])
+    assert "\x1b" not in printed and "\x07" not in printed and "Evilname" in printed and "a b" in printed

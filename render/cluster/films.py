@@ -401,6 +401,7 @@ def dask_client(scheduler: str | None, workers: int | None) -> Iterator[tuple[ob
         if not SCHEDULER_ADDRESS.fullmatch(scheduler):
             raise FilmError(f"SCHEDULER={scheduler}: give the Dask scheduler's address as tcp://HOST:PORT "
                             f"(dask scheduler prints it; its port is 8786 unless told otherwise)")
+        probe_scheduler(scheduler)
         try:
             client = Client(scheduler, timeout=f"{CONNECT_SECONDS}s")
         except (OSError, TimeoutError) as error:
@@ -424,6 +425,35 @@ def dask_client(scheduler: str | None, workers: int | None) -> Iterator[tuple[ob
                                silence_logs=logging.ERROR)
     with cluster, Client(cluster) as client:
         yield client, f"a local Dask cluster of {count} worker{'s' if count > 1 else ''}"
+
+
+def probe_scheduler(scheduler: str) -> None:
+    """Dask's own handshake with the scheduler, bounded as a whole: a server that accepts the connection and
+    says nothing (which Client's connect timeout does not cover), or that speaks something else, gets one
+    message naming the address within CONNECT_SECONDS."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def handshake() -> None:
+        comm = await connect(scheduler, timeout=CONNECT_SECONDS)
+        await comm.close()
+
+    def unanswered(why: str) -> FilmError:
+        return FilmError(f"SCHEDULER={scheduler}: no Dask scheduler answered within {CONNECT_SECONDS} s ({why}); start "
+                         f"one there with `dask scheduler`, or leave SCHEDULER unset to render on a cluster on this "
+                         f"machine")
+
+    try:  # Dask's connect gives up on a refusing address after its timeout; the handshake has none of its own
+        asyncio.run(asyncio.wait_for(handshake(), CONNECT_SECONDS + 1))
+    except (TimeoutError, asyncio.TimeoutError):
+        raise unanswered("something accepted the connection but said nothing") from None
+    except OSError as error:
+        raise unanswered(f"nothing accepted the connection: {type(error).__name__}") from None
+    except (Exception, MemoryError) as error:  # noqa: BLE001 - whatever a stranger's bytes make Dask's decoder do
+        raise FilmError(f"SCHEDULER={scheduler}: what answered there is not a Dask scheduler (its reply broke Dask's "
+                        f"handshake: {type(error).__name__}); check the address and port (8786 unless told "
+                        f"otherwise)") from None
 
 
 @contextmanager

@@ -22,6 +22,7 @@ from PIL import Image, ImageDraw, ImageFont
 from render import formatting as fmt
 from render.errors import FilmError
 from render.files import write_atomic
+from render.text import clean_text, description_line
 from render.plan.types import Plan
 
 THUMBNAIL_SIZE = (1280, 720)
@@ -73,18 +74,14 @@ def chapters(plan: Plan) -> list[str]:
 def sources(plan: Plan) -> list[str]:
     choice, measured = plan.choice, plan.measured
     found = [f"The film this follows: {plan.source}",
-             f"{choice.gpu.name}: {one_line(choice.gpu.source)}"]
+             f"{choice.gpu.name}: {clean_text(choice.gpu.source)}"]
     if choice.gpus > 1:
-        found.append(f"{choice.gpu.name} interconnect: {one_line(choice.gpu.interconnect_source)}")
-    found += [f"{choice.compare_gpu.name}: {one_line(choice.compare_gpu.source)}",
-              f"{choice.model.name}: {one_line(choice.model.source)}",
-              f"{choice.dtype.name}: {one_line(choice.dtype.source)}",
-              f"Measured timings ({measured.dataset.provider}): {one_line(measured.dataset.source)}"]
+        found.append(f"{choice.gpu.name} interconnect: {clean_text(choice.gpu.interconnect_source)}")
+    found += [f"{choice.compare_gpu.name}: {clean_text(choice.compare_gpu.source)}",
+              f"{choice.model.name}: {clean_text(choice.model.source)}",
+              f"{choice.dtype.name}: {clean_text(choice.dtype.source)}",
+              f"Measured timings ({measured.dataset.provider}): {clean_text(measured.dataset.source)}"]
     return found
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def description_text(plan: Plan) -> str:
@@ -94,7 +91,8 @@ def description_text(plan: Plan) -> str:
              "Sources", *[f"- {line}" for line in sources(plan)]]
     if plan.notes:
         parts += ["", "Notes", *[f"- {note}" for note in plan.notes]]
-    return "\n".join(parts) + "\n"
+    # Each part one line, whatever a name or a source holds: nothing can add a chapter line.
+    return "\n".join(map(description_line, parts)) + "\n"
 
 
 def transcript_text(plan: Plan) -> str:
@@ -102,7 +100,7 @@ def transcript_text(plan: Plan) -> str:
     for beat in plan.beats:
         start = beat.timing.speech_start if beat.timing else beat.start
         parts += [f"[{clock(start)}] {beat.title}", beat.narration, ""]
-    return "\n".join(parts)
+    return "\n".join(map(clean_text, parts))
 
 
 def font_file(bold: bool) -> str | None:

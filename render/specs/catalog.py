@@ -13,6 +13,7 @@ from render.errors import FilmError, unknown_name_error
 from render.files import DATA_DIR
 from render.specs.architecture import count_parameters
 from render.specs.types import DataType, Gpu, Model
+from render.text import NAME_LENGTH, control_characters
 from render.specs.yamlio import YamlList, YamlMap, check_fields, display_path, load_yaml
 
 NUMBER = (int, float)
@@ -198,6 +199,7 @@ def load_entries(path: Path, top_key: str, kind: str, fields: dict, make: type[T
         if entry["id"] in seen:
             raise FilmError(f"{entry.where('id')}: {label} is defined twice (first at line {seen[entry['id']]})")
         seen[entry["id"]] = entry.key_lines["id"]
+        check_text(entry, label)
         check_entry(entry, kind, label)
         given = {key: entry[key] for key in optional or {} if entry.get(key) is not None}
         made = make(**{key: entry[key] for key in fields}, **given)
@@ -270,6 +272,25 @@ def bound_text(value: float) -> str:
     return f"{value:,.0f}" if 1 <= value < 1e9 and value == int(value) else f"{value:g}"
 
 
+NAME_FIELDS = ("name", "short_name", "spoken_name", "provider", "label")
+
+
+def check_text(entry: YamlMap, label: str) -> None:
+    """Text that reaches the screen, subtitles, the description, MP4 tags and terminals: plain text. A name is
+    one line of at most NAME_LENGTH characters; no field holds a control character (an ESC sequence, a NUL),
+    though a folded source may break lines."""
+    for key, value in entry.items():
+        if not isinstance(value, str):
+            continue
+        found = control_characters(value.replace("\n", "").replace("\t", "") if key not in NAME_FIELDS else value)
+        if found:
+            raise FilmError(f"{entry.where(key)}: {label}: {key!r} holds control characters ({', '.join(found)}); "
+                            f"write it as plain text")
+        if key in NAME_FIELDS and len(value) > NAME_LENGTH:
+            raise FilmError(f"{entry.where(key)}: {label}: {key!r} is {len(value):,} characters long; a name is at "
+                            f"most {NAME_LENGTH}")
+
+
 def check_entry(entry: YamlMap, kind: str, label: str) -> None:
     """Value checks beyond types: what would make the roofline meaningless."""
     for key, bounds in BOUNDS[kind].items():
@@ -331,6 +352,7 @@ def load_measured(path: Path) -> MeasuredDataset:
     document = load_yaml(path)
     label = f"measured dataset {path.stem!r}"
     check_fields(document, label, MEASURED_FIELDS, MEASURED_OPTIONAL)
+    check_text(document, label)
     if document["id"] != path.stem:
         raise FilmError(
             f"{document.where('id')}: {label}: id {document['id']!r} should match the file name {path.stem!r}"

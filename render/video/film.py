@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ from render import media
 from render.errors import FilmError
 from render.files import BUILD_DIR, atomic_path, cache_dir, output_dir, record_made, up_to_date, write_atomic
 from render.plan.types import Plan
+from render.text import clean_text
 from render.video import beats
 from render.video.cache import CACHE_FORMAT, BeatCache
 from render.video.cues import check_cues
@@ -91,6 +93,7 @@ def output_lock(folder: Path):
     handle.truncate()
     handle.write(f"pid {os.getpid()}")
     handle.flush()
+    remove_stale_temporaries(folder)
     try:
         yield
     finally:
@@ -98,15 +101,12 @@ def output_lock(folder: Path):
         handle.close()
 
 
-def die_with_parent(parent: int) -> None:
-    """In a worker or the progress manager: have Linux kill this process when the run's main
-    process dies, even by SIGKILL, so no orphan keeps rendering (or holding files) after it."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass  # not Linux: workers end when their pipes close instead
+def start_worker(parent: int) -> None:
+    """In a render worker or the progress manager: it dies with the run's main process (even on SIGKILL),
+    and it ignores Ctrl-C, which the main process handles for the whole run (it stops the workers itself,
+    keeping every beat they finished)."""
+    media.die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if os.getppid() != parent:  # the main process died before we could ask
         os._exit(1)
 
@@ -117,6 +117,17 @@ def remove_stale_scratch(folder: Path) -> None:
         pid = scratch.name.rsplit("-", 1)[-1]
         if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+# What only the run holding a folder's lock writes there (the film and its poster): a temporary one left
+# behind was a killed run's, since the lock is ours now.
+LOCKED_TEMPORARIES = (".film.*.tmp.mp4", ".poster.*.tmp.png")
+
+
+def remove_stale_temporaries(folder: Path) -> None:
+    for pattern in LOCKED_TEMPORARIES:
+        for stale in folder.glob(pattern):
+            stale.unlink(missing_ok=True)
 
 
 def process_alive(pid: int) -> bool:
@@ -207,21 +218,19 @@ def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_
     scratch = cache.folder / f".rendering-{os.getpid()}"
     scratch.mkdir(parents=True, exist_ok=True)
     manager = SyncManager()
-    manager.start(die_with_parent, (os.getpid(),))
+    manager.start(start_worker, (os.getpid(),))
     try:
-        with manager, ProcessPoolExecutor(max_workers=min(jobs, len(to_render)), initializer=die_with_parent,
-                                          initargs=(os.getpid(),)) as pool:
+        with manager, ProcessPoolExecutor(max_workers=min(jobs, len(to_render)), initializer=start_worker,
+                                          initargs=(os.getpid(),)) as pool, ctrl_c_noted() as interrupted:
             progress = manager.Queue()
             futures = {pool.submit(render_beat_job, str(timed_plan_path), beat_id, q.name,
                                    str(scratch / f"{beat_id}.mp4"), progress): beat_id for beat_id in to_render}
             states: dict[str, str] = {}
             last_report = 0.0
             pending = set(futures)
-            while pending:
-                done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
-                while not progress.empty():
-                    beat_id, frames, total = progress.get()
-                    states[beat_id] = f"{beat_id} {100 * frames // max(total, 1)}%"
+
+            def keep(done) -> None:
+                """Store each finished beat in the cache (a render that failed stops the run, named)."""
                 for future in done:
                     beat_id = futures[future]
                     try:
@@ -234,12 +243,57 @@ def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_
                     made.rendered[beat_id] = render
                     states.pop(beat_id, None)
                     say(f"  done {beat_id} in {render.seconds:.1f} s ({len(made.videos)}/{len(plan.beats)})")
+
+            while pending and not interrupted.is_set():
+                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                while not progress.empty():
+                    beat_id, frames, total = progress.get()
+                    states[beat_id] = f"{beat_id} {100 * frames // max(total, 1)}%"
+                keep(done)
                 if states and time.monotonic() - last_report > 10:
                     say("  rendering: " + ", ".join(states.values()))
                     last_report = time.monotonic()
+            if interrupted.is_set():
+                stop_rendering(pool, pending, keep)
+                say(f"interrupted: {len(made.rendered)} beats rendered in this run are kept in the cache"
+                    + (f" ({', '.join(made.rendered)}); the next run reuses them" if made.rendered else ""))
+                raise KeyboardInterrupt
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return made
+
+
+# After Ctrl-C, how long beats about to finish may take to do so (and be kept) before the rest are stopped.
+STOP_GRACE_SECONDS = 0.8
+
+
+def stop_rendering(pool: ProcessPoolExecutor, pending: set, keep) -> None:
+    """Ctrl-C: start nothing more, keep what finishes within a moment, and stop the workers still drawing
+    (their beats were not finished; the cache has every one that was)."""
+    for future in pending:
+        future.cancel()  # not started: never will be
+    running = {future for future in pending if not future.cancelled()}
+    if running:
+        done, _ = wait(running, timeout=STOP_GRACE_SECONDS)
+        keep({future for future in done if not future.cancelled() and future.exception() is None})
+    for process in list(getattr(pool, "_processes", {}).values()):  # the executor's own workers
+        process.kill()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextmanager
+def ctrl_c_noted():
+    """While beats render, Ctrl-C (SIGINT) is noted rather than raised wherever the main process happens to be
+    (in the middle of storing a finished beat, say), so the loop stops at a point of its choosing."""
+    noted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield noted
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.set())
+    try:
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def assemble(plan: Plan, videos: list[Path], narration: Path, out_path: Path) -> None:
@@ -278,7 +332,7 @@ def film_key(plan: Plan, videos: list[Path], narration: Path) -> str:
 
 def ffmetadata(plan: Plan) -> str:
     def escape(text: str) -> str:
-        return "".join("\\" + char if char in "=;#\\\n" else char for char in str(text))
+        return "".join("\\" + char if char in "=;#\\" else char for char in clean_text(text))
 
     gpu, model, dtype = plan.choice.gpu.name, plan.choice.model.name, plan.choice.dtype.name
     lines = [";FFMETADATA1", f"title={escape(plan.title)}",

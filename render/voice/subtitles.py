@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from render.plan.types import Subtitle
+from render.text import clean_text, cue_text_srt, cue_text_vtt
 
 MAX_LINE = 42
 MAX_LINES = 2
@@ -125,12 +126,14 @@ def timestamp(seconds: float, separator: str) -> str:
 
 
 def to_srt(cues: list[Subtitle]) -> str:
-    blocks = [f"{number}\n{timestamp(cue.start, ',')} --> {timestamp(cue.end, ',')}\n" + "\n".join(cue.lines)
-              for number, cue in enumerate(cues, 1)]
+    blocks = [f"{number}\n{timestamp(cue.start, ',')} --> {timestamp(cue.end, ',')}\n"
+              + "\n".join(cue_text_srt(clean_text(line)) for line in cue.lines) for number, cue in enumerate(cues, 1)]
     return "\n\n".join(blocks) + "\n"
 
 
 def to_vtt(cues: list[Subtitle], title: str = "") -> str:
+    title = clean_text(title).replace("-->", "->")
     header = f"WEBVTT{(' - ' + title) if title else ''}\n"
-    blocks = [f"{timestamp(cue.start, '.')} --> {timestamp(cue.end, '.')}\n" + "\n".join(cue.lines) for cue in cues]
+    blocks = [f"{timestamp(cue.start, '.')} --> {timestamp(cue.end, '.')}\n"
+              + "\n".join(cue_text_vtt(clean_text(line)) for line in cue.lines) for cue in cues]
     return header + "\n" + "\n\n".join(blocks) + "\n"
