@@ -83,6 +83,11 @@ def quantity(value: float, noun: str) -> str:
     return f"{word} {noun}" if word == "one" else f"{word} {noun}s"
 
 
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """A count in a program's message, in digits: '1 beat', '2 beats', '1 process', '3 processes'."""
+    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"
+
+
 def large(value: float, short: bool = False) -> str:
     """Big counts in words: 3.32e13 -> '33 trillion' ('33T'), 1.41e11 -> '141 billion'."""
     for scale, word, symbol in LARGE_SCALES:

@@ -5,6 +5,7 @@ takes another's film."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -451,3 +452,177 @@ def test_terminal_tables_carry_no_escape_sequences():
 
     printed = table(("id", "name", "source"), [("x", "Evil\x1b[2J\x1b]0;owned\x07name", "a\nb\x1b[1m")])
     assert "\x1b" not in printed and "\x07" not in printed and "Evilname" in printed and "a b" in printed
+
+
+# -- 8, 9. Ctrl-C and kill -9: fast, nothing orphaned, nothing finished lost --------------------------
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def start_film(build: Path, *extra: str) -> subprocess.Popen:
+    """`film film` in a process group of its own, with SIGINT at its default as from a terminal."""
+    import signal
+
+    return subprocess.Popen([sys.executable, "-m", "render.cli", "film", "--build", str(build), "--recordings",
+                             str(build / "none"), *extra], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+@pytest.fixture
+def voiced_build(tmp_path, default_tiny_film) -> Path:
+    """A build folder whose speech is cached (from the suite's tiny film), so a film starts rendering at once."""
+    import shutil
+
+    build = tmp_path / "build"
+    shutil.copytree(default_tiny_film.build / "cache" / "speech", build / "cache" / "speech")
+    (build / "none").mkdir()
+    return build
+
+
+def test_ctrl_c_stops_within_two_seconds_and_the_rerun_reuses_every_finished_beat(voiced_build):
+    import re
+    import signal
+
+    run = start_film(voiced_build, "--quality", "low", "--jobs", "2")
+    lines, finished = [], []
+    deadline = time.monotonic() + 400
+    try:
+        for line in run.stdout:
+            lines.append(line)
+            match = re.match(r"\s+done (\S+) in", line)
+            if match:
+                finished.append(match.group(1))
+                break
+            assert time.monotonic() < deadline, "no beat finished"
+        os.killpg(run.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
+        interrupted = time.monotonic()
+        code = run.wait(timeout=30)
+        seconds = time.monotonic() - interrupted
+        output = "".join(lines) + run.stdout.read()
+    finally:
+        if group_alive(run.pid):
+            os.killpg(run.pid, signal.SIGKILL)
+    assert code == 130 and "Traceback" not in output, output
+    assert seconds < 2.5, f"Ctrl-C took {seconds:.1f} s"
+    kept = re.search(r"interrupted: \d+ beats rendered in this run are kept in the cache \(([^)]*)\)", output)
+    assert kept and set(finished) <= set(kept.group(1).split(", ")), output
+    for _ in range(20):
+        if not group_alive(run.pid):
+            break
+        time.sleep(0.1)
+    assert not group_alive(run.pid), "a process of the interrupted run is still alive"
+    assert not list((voiced_build / "cache" / "beats").glob(".rendering-*"))
+
+    rerun = start_film(voiced_build, "--quality", "low", "--jobs", "1")
+    try:
+        first = next(line for line in rerun.stdout if line.startswith("beats: "))
+    finally:
+        os.killpg(rerun.pid, signal.SIGKILL)
+        rerun.wait()
+    cached = re.match(r"beats: \d+ cached \(([^)]*)\)", first)
+    assert cached and set(kept.group(1).split(", ")) <= set(cached.group(1).split(", ")), first
+
+
+def test_kill_9_during_the_mux_leaves_no_ffmpeg_and_the_next_run_cleans_up(voiced_build):
+    import signal
+
+    first = start_film(voiced_build, "--quality", "tiny", "--jobs", "2")
+    assert first.wait(timeout=600) == 0, first.stdout.read()
+    film = voiced_build / "preview" / "film.mp4"
+    film.unlink()  # the next run re-muxes from cached beats only
+    (voiced_build / "preview" / ".film.mp4.key").unlink()
+    run = start_film(voiced_build, "--quality", "tiny", "--jobs", "2")
+    deadline = time.monotonic() + 120
+    muxing = []
+    while time.monotonic() < deadline and not muxing:
+        muxing = [pid for pid in children_of(run.pid) if "ffmpeg" in command_of(pid) and "concat" in command_of(pid)]
+        time.sleep(0.02)
+    assert muxing, "never saw the mux's ffmpeg"
+    os.kill(run.pid, signal.SIGKILL)
+    run.wait()
+    for _ in range(50):
+        if not any(process_exists(pid) for pid in muxing):
+            break
+        time.sleep(0.1)
+    assert not any(process_exists(pid) for pid in muxing), "ffmpeg outlived the run that started it"
+    assert list((voiced_build / "preview").glob(".film.*.tmp.mp4")), "the killed mux left no temporary film"
+    again = start_film(voiced_build, "--quality", "tiny", "--jobs", "2")
+    assert again.wait(timeout=300) == 0
+    assert not list((voiced_build / "preview").glob(".film.*.tmp.mp4")) and film.exists()
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def command_of(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def process_exists(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+# -- 13. the small ones ----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_recording_that_is_a_fifo_or_a_device_is_refused_not_skipped(tmp_path):
+    from render.voice.narration import make_narration
+
+    recordings = tmp_path / "recordings"
+    recordings.mkdir()
+    os.mkfifo(recordings / "prefill.wav")
+    (recordings / "decode.flac").symlink_to("/dev/zero")
+    plan = resolve_plan(recordings=recordings)
+    started = time.monotonic()
+    with pytest.raises(FilmError, match=r"prefill\.wav: is a FIFO \(named pipe\), not a recording"):
+        make_narration(plan, tmp_path / "out", tmp_path / "cache")
+    (recordings / "prefill.wav").unlink()
+    with pytest.raises(FilmError, match=r"decode\.flac: is a device, not a recording"):
+        make_narration(plan, tmp_path / "out", tmp_path / "cache")
+    assert time.monotonic() - started < 120
+
+
+@pytest.mark.parametrize("variants, says", [
+    ("h100-sxm/llama-3.1-8b/bf16/kv=fp8/kv=fp8", "kv= is given twice; give each option once"),
+    ("h100-sxm/llama-3.1-8b/bf16/gpus=²", "gpus=² is not a whole number of GPUs"),
+])
+def test_variant_options_get_the_right_message(variants, says):
+    from render.cluster.variants import parse_variants
+
+    with pytest.raises(FilmError, match=re.escape(says)):
+        parse_variants(variants)
+
+
+def test_counts_in_messages_agree_with_their_nouns():
+    from render.cluster.films import FilmRow, FilmsResult
+    from render.formatting import counted
+
+    assert (counted(1, "beat"), counted(2, "beat"), counted(1, "process", "processes"),
+            counted(3, "process", "processes")) == ("1 beat", "2 beats", "1 process", "3 processes")
+    nothing_rendered = FilmsResult([], [FilmRow("f", None, "x", 0, 0, 9)], {"f": "x"}, 9, 1.0, "here", [])
+    assert "each render served" not in nothing_rendered.table() and nothing_rendered.reuse_ratio == 0

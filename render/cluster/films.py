@@ -32,6 +32,7 @@ from pathlib import Path
 
 from render import media
 from render.errors import FilmError
+from render.formatting import counted
 from render.files import BUILD_DIR, cache_dir
 from render.plan.types import Plan
 from render.video import beats
@@ -141,8 +142,8 @@ class FilmsResult:
 
     @property
     def reuse_ratio(self) -> float:
-        """Beats the films needed per beat rendered."""
-        return self.requested / max(self.rendered, 1)
+        """Beats the films needed per beat rendered (0 when nothing was rendered)."""
+        return self.requested / self.rendered if self.rendered else 0.0
 
     def table(self) -> str:
         """The summary: a line per film, then the totals."""
@@ -154,8 +155,9 @@ class FilmsResult:
         lines.append(f"films made: {len(self.films)} of {len(self.rows)}" + (f" ({len(self.failed)} failed)" if self.failed
                                                                                else "")
                      + f"; beats: {self.requested} needed, {self.rendered} rendered, {self.shared} shared between "
-                     f"films, {self.from_cache} from the cache (each render served {self.reuse_ratio:.2f} beats); "
-                     f"{self.seconds:.1f} s on {self.workers}")
+                     f"films, {self.from_cache} from the cache"
+                     + (f" (each render served {self.reuse_ratio:.2f} beats)" if self.rendered else "")
+                     + f"; {self.seconds:.1f} s on {self.workers}")
         return "\n".join(lines)
 
 
@@ -188,7 +190,7 @@ class FilmMatrix:
         for beat in job.timed.beats:
             self.need(job, beat.id, first_look=True)
         waiting = sorted(job.waiting, key=[beat.id for beat in job.timed.beats].index)
-        self.say(f"  {job.name}: narrated; {len(job.made.reused)} beats cached"
+        self.say(f"  {job.name}: narrated; {counted(len(job.made.reused), 'beat')} cached"
                  + (f", {len(waiting)} to render ({', '.join(waiting)})" if waiting else ""))
         self.finish_if_ready(job)
 
@@ -230,7 +232,7 @@ class FilmMatrix:
         finally:
             job.lock.close()
         made = sum(1 for other in self.jobs if other.result)
-        self.say(f"  film {made}/{self.total_films}: {job.result.film} ({len(job.made.rendered)} beats rendered, "
+        self.say(f"  film {made}/{self.total_films}: {job.result.film} ({counted(len(job.made.rendered), 'beat')} rendered, "
                  f"{len(job.shared)} shared, {len(job.made.reused) - len(job.shared)} from the cache)")
 
     def fail(self, job: FilmJob, why: str) -> None:

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -49,12 +50,14 @@ def parse_variants(text: str) -> list[Variant]:
         options = {}
         for option in fields[3:]:
             name, equals, value = option.partition("=")
-            if name not in ("gpus", "kv") or not equals or not value or name in options:
+            if name in options:
+                raise FilmError(f"VARIANTS: {word!r}: {name}= is given twice; give each option once")
+            if name not in ("gpus", "kv") or not equals or not value:
                 raise FilmError(f"VARIANTS: {word!r}: {option!r} is not gpus=N or kv=DTYPE; {FORMAT}")
             options[name] = value
         gpus = None
         if "gpus" in options:
-            if not options["gpus"].isdigit():
+            if not re.fullmatch(r"[0-9]{1,4}", options["gpus"]):  # ASCII digits: '²' is a digit to isdigit()
                 raise FilmError(f"VARIANTS: {word!r}: gpus={options['gpus']} is not a whole number of GPUs")
             gpus = int(options["gpus"])
         variants.append(Variant(fields[0], fields[1], fields[2], gpus, options.get("kv")))

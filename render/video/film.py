@@ -29,6 +29,7 @@ import ffmpeg
 
 from render import media
 from render.errors import FilmError
+from render.formatting import counted
 from render.files import BUILD_DIR, atomic_path, cache_dir, output_dir, record_made, up_to_date, write_atomic
 from render.plan.types import Plan
 from render.text import clean_text
@@ -210,8 +211,9 @@ def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_
             to_render.append(beat.id)
     reused = made.reused
     say(f"beats: {len(reused)} cached" + (f" ({', '.join(reused)})" if reused else "")
-        + (f"; rendering {len(to_render)} at {q.name} ({q.width}x{q.height}, {q.fps} fps) on {min(jobs, len(to_render))} "
-           f"processes: {', '.join(to_render)}" if to_render else "; nothing to render"))
+        + (f"; rendering {len(to_render)} at {q.name} ({q.width}x{q.height}, {q.fps} fps) on "
+           f"{counted(min(jobs, len(to_render)), 'process', 'processes')}: {', '.join(to_render)}"
+           if to_render else "; nothing to render"))
     if not to_render:
         return made
     remove_stale_scratch(cache.folder)
@@ -255,7 +257,8 @@ def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_
                     last_report = time.monotonic()
             if interrupted.is_set():
                 stop_rendering(pool, pending, keep)
-                say(f"interrupted: {len(made.rendered)} beats rendered in this run are kept in the cache"
+                say(f"interrupted: {counted(len(made.rendered), 'beat')} rendered in this run "
+                    f"{'is' if len(made.rendered) == 1 else 'are'} kept in the cache"
                     + (f" ({', '.join(made.rendered)}); the next run reuses them" if made.rendered else ""))
                 raise KeyboardInterrupt
     finally:

@@ -20,7 +20,7 @@ from pydub import AudioSegment
 
 from render import media
 from render.errors import FilmError, SpeechOverrun
-from render.files import record_made, up_to_date, write_atomic
+from render.files import file_kind, record_made, up_to_date, write_atomic
 from render.formatting import timestamp
 from render.plan.types import RECORDED, Beat, BeatTiming, Plan, TimedClause
 from render.specs.pronunciations import spoken_form
@@ -39,6 +39,7 @@ MAX_ENGINE_SPEED = 2.0  # the fastest setting asked of an engine (its speech sho
 # Beats are matched in loudness this far under the target, so no peak clips before the
 # track is levelled to the target as a whole.
 MATCHING_HEADROOM_DB = 10.0
+MAX_RECORDING_BYTES = 256 * 2**20  # a beat is a minute at most: even 24-bit 96 kHz stereo is under 40 MiB
 
 
 @dataclass
@@ -86,7 +87,14 @@ class Narrator:
     def recording_for(self, beat: Beat) -> Path | None:
         for suffix in RECORDING_SUFFIXES:
             path = self.recordings / f"{beat.id}{suffix}"
+            kind = file_kind(path)
+            if kind is not None or path.is_symlink() and not path.exists():
+                raise FilmError(f"{path}: is {kind or 'a link to nothing'}, not a recording; put the beat's "
+                                f"{suffix[1:].upper()} file there, or remove it to use the voice")
             if path.is_file():
+                if path.stat().st_size > MAX_RECORDING_BYTES:
+                    raise FilmError(f"{path}: {path.stat().st_size / 2**20:,.0f} MiB is far more than a beat's "
+                                    f"recording (at most {MAX_RECORDING_BYTES // 2**20} MiB); is it the right file?")
                 return path
         return None
 
