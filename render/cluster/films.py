@@ -23,6 +23,7 @@ import logging
 import os
 import re
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -422,11 +423,39 @@ def dask_client(scheduler: str | None, workers: int | None) -> Iterator[tuple[ob
     count = workers or os.cpu_count() or 1
     if not 1 <= count <= 256:
         raise FilmError(f"JOBS={count}: give from 1 to 256 local workers")
+    # The semaphores of workers stopped by Ctrl-C are cleaned up by multiprocessing's resource tracker, which
+    # then warns of each as a leak; it is started with this interpreter's -W options, so it is told here.
+    if "ignore::UserWarning:multiprocessing.resource_tracker" not in sys.warnoptions:
+        sys.warnoptions.append("ignore::UserWarning:multiprocessing.resource_tracker")
     with workers_ignoring_ctrl_c(), dask.config.set(RENDER_WORKER_CONFIG):  # only while they start
         cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None,
                                silence_logs=logging.ERROR)
     with cluster, Client(cluster) as client:
-        yield client, f"a local Dask cluster of {count} worker{'s' if count > 1 else ''}"
+        try:
+            yield client, f"a local Dask cluster of {count} worker{'s' if count > 1 else ''}"
+        except KeyboardInterrupt:
+            # Ctrl-C: its workers are drawing beats nobody will use, and a graceful close waits for them
+            # (seconds); every finished beat is already in the cache, so they are stopped at once.
+            for nanny in list(cluster.workers.values()):
+                nanny.close_gracefully(reason="ctrl-c")  # a worker that goes away now is not restarted
+            stop_local_workers()
+            raise
+
+
+TRACKER = "from multiprocessing.resource_tracker import"  # how Python starts its resource tracker
+
+
+def stop_local_workers() -> None:
+    """Kill this process's local cluster's processes (its nannies and their workers), all of them children of
+    this one, so closing the cluster afterwards has nothing to wait for."""
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if not any(part.startswith(TRACKER) for part in child.cmdline()):  # it cleans up after them
+                child.kill()
+        except psutil.Error:
+            pass
 
 
 def probe_scheduler(scheduler: str) -> None:
@@ -438,7 +467,9 @@ def probe_scheduler(scheduler: str) -> None:
     from distributed.comm import connect
 
     async def handshake() -> None:
-        comm = await connect(scheduler, timeout=CONNECT_SECONDS)
+        # Dask gives up on a refusing address after its timeout (OSError), before the whole handshake's deadline
+        # below: its own handshake has no deadline at all.
+        comm = await connect(scheduler, timeout=CONNECT_SECONDS - 1)
         await comm.close()
 
     def unanswered(why: str) -> FilmError:
@@ -446,8 +477,8 @@ def probe_scheduler(scheduler: str) -> None:
                          f"one there with `dask scheduler`, or leave SCHEDULER unset to render on a cluster on this "
                          f"machine")
 
-    try:  # Dask's connect gives up on a refusing address after its timeout; the handshake has none of its own
-        asyncio.run(asyncio.wait_for(handshake(), CONNECT_SECONDS + 1))
+    try:
+        asyncio.run(asyncio.wait_for(handshake(), CONNECT_SECONDS))
     except (TimeoutError, asyncio.TimeoutError):
         raise unanswered("something accepted the connection but said nothing") from None
     except OSError as error:

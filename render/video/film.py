@@ -108,6 +108,7 @@ def start_worker(parent: int) -> None:
     keeping every beat they finished)."""
     media.die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.getLogger().setLevel(logging.WARNING)  # forked with the command's INFO: Manim's import notes are not news
     if os.getppid() != parent:  # the main process died before we could ask
         os._exit(1)
 
@@ -259,7 +260,8 @@ def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_
                 stop_rendering(pool, pending, keep)
                 say(f"interrupted: {counted(len(made.rendered), 'beat')} rendered in this run "
                     f"{'is' if len(made.rendered) == 1 else 'are'} kept in the cache"
-                    + (f" ({', '.join(made.rendered)}); the next run reuses them" if made.rendered else ""))
+                    + (f" ({', '.join(made.rendered)}); the next run reuses "
+                       f"{'it' if len(made.rendered) == 1 else 'them'}" if made.rendered else ""))
                 raise KeyboardInterrupt
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
