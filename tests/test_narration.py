@@ -285,7 +285,8 @@ def test_a_beat_with_far_too_many_words_is_refused_before_any_synthesis(storyboa
         resolve_plan(storyboard_path=many, recordings=tmp_path / "none")
     huge = storyboard_copy("So treat them as [[budgets]]two budgets:", "So treat them as [[budgets]]two budgets:"
                            + " and so on" * 100_000)
-    with pytest.raises(FilmError, match="beat 'two-budgets' narration: fills to 1,000,2\\d\\d characters"):
+    with pytest.raises(FilmError, match="beat 'two-budgets' narration: fills to more than 20,000 characters; a "
+                                        "beat's narration or caption is a sentence or two"):
         resolve_plan(storyboard_path=huge, recordings=tmp_path / "none")
 
 

@@ -173,9 +173,12 @@ def budgeted_output(context, value):
     spend()
     budget.written += len(text)
     if budget.written > MAX_WRITTEN:
-        raise SecurityError(f"writing more than {MAX_WRITTEN:,} characters (a narration is at most "
-                            f"{MAX_OUTPUT:,})")
+        raise TooLong(f"writing more than {MAX_WRITTEN:,} characters")
     return text
+
+
+class TooLong(SecurityError):
+    """A filling that writes far more than any sentence (stopped as it writes, before it is all built)."""
 
 
 INTERNAL_FILTERS = {"_loop": budgeted_loop, "_concat": budgeted_concat, "_output": budgeted_output}
@@ -299,6 +302,9 @@ def fill(source: str, context: Mapping[str, object], where: str, what: str) -> s
         text = template.render(**context)
     except jinja2.UndefinedError as error:
         raise FilmError(f"{where}: {what}: {error.message}; the plan's names are in `make plan`") from None
+    except TooLong:
+        raise FilmError(f"{where}: {what}: fills to more than {MAX_WRITTEN:,} characters; a beat's narration or "
+                        f"caption is a sentence or two (at most {MAX_OUTPUT:,})") from None
     except SecurityError as error:
         raise FilmError(f"{where}: {what}: the template sandbox refuses {error}") from None
     except (TypeError, ValueError, ZeroDivisionError, OverflowError, ArithmeticError) as error:
