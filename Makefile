@@ -4,6 +4,7 @@
 #   make films   many films at once on a Dask cluster: VARIANTS="h100-sxm/llama-3.1-8b/bf16 …" or
 #                MATRIX=all|gpus|models [SCHEDULER=tcp://host:8786] [QUALITY=low] (README: Rendering many films)
 #   make review  a page to check the film in a browser: build/…/review/index.html
+#   make page    the film's publishable page, its maths a reader can move: build/…/page/index.html (make film writes it too)
 #   make test    set up whatever is missing, then run the test suite
 #   make check-choices  every GPU × model × data type × GPU count narrated: build/check-choices.tsv
 # Choices: make plan GPU=a100-sxm-80gb MODEL=llama-3.1-70b DTYPE=int8 [COMPARE_GPU=…] [MEASURED=…]
@@ -36,7 +37,7 @@ VOICE_CHOICES := $(PLAN_CHOICES) $(call arg,VOICE,voice) $(call arg,RECORDINGS,r
 FILM_CHOICES := $(VOICE_CHOICES) $(call arg,JOBS,jobs)
 FILMS_CHOICES := $(FILM_CHOICES) $(call arg,VARIANTS,variants) $(call arg,MATRIX,matrix) $(call arg,SCHEDULER,scheduler)
 
-.PHONY: setup setup-film test plan roofline narration scene still sheet film films preview review bench goldens \
+.PHONY: setup setup-film test plan roofline narration scene still sheet film films preview review page bench goldens \
   check-choices clean
 
 setup:
@@ -79,6 +80,9 @@ preview: setup-film
 
 review: setup-film
 	@$(FILM) review $(VOICE_CHOICES)
+
+page: setup-film
+	@$(FILM) page $(VOICE_CHOICES)
 
 bench: setup-film
 	@$(VENV)/bin/python -m render.tools.bench

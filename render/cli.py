@@ -113,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     films.add_argument("--jobs", type=whole_number(1, 256), help="the local cluster's workers (default: the number of cores)")
     films.set_defaults(run=run_films)
 
+    page = commands.add_parser("page", help="write the publishable page of the film made for this choice")
+    add_plan_arguments(page)
+    page.set_defaults(run=run_page)
+
     review = commands.add_parser("review", help="write the review page of the film made for this choice")
     add_plan_arguments(review)
     review.set_defaults(run=run_review)
@@ -295,9 +299,10 @@ def run_film(args: argparse.Namespace) -> int:
     log.info("making %s for %s at %s quality", plan.title, plan.choice.name, args.quality)
     result = make_film(plan, args.quality, args.build, args.jobs, say=lambda line: print(line, flush=True))
     kit = write_kit(result.plan, result.poster, result.film.parent)
+    page = write_page(result.plan, result.film)
     print(f"subtitles: {display_path(result.srt)}, {display_path(result.vtt)}; poster: {display_path(result.poster)}")
     print(f"publishing: {display_path(kit.description)}, {display_path(kit.transcript)}, "
-          f"{display_path(kit.thumbnail)}")
+          f"{display_path(kit.thumbnail)}, {display_path(page)}")
     print(f"duration {result.duration:.3f} s; made in {result.seconds:.1f} s "
           f"({len(result.rendered)} beats rendered, {len(result.reused)} reused)")
     print(display_path(result.film))
@@ -330,7 +335,8 @@ def run_films(args: argparse.Namespace) -> int:
                         f"smaller data type")
     result = make_films(plans, args.quality, args.build, args.scheduler, args.jobs,
                         say=lambda line: print(line, flush=True),
-                        on_film=lambda made: write_kit(made.plan, made.poster, made.film.parent))
+                        on_film=lambda made: (write_kit(made.plan, made.poster, made.film.parent),
+                                              write_page(made.plan, made.film)))
     print(result.table())
     return 1 if result.failed else 0
 
@@ -353,6 +359,26 @@ def run_review(args: argparse.Namespace) -> int:
     page = make_review(timed, film, shown, args.build, say=lambda line: print(line, file=sys.stderr, flush=True))
     print(display_path(page))
     return 0
+
+
+def run_page(args: argparse.Namespace) -> int:
+    """The publishable page of the film already made for this choice (the film, else its preview)."""
+    from render.publish.review import film_to_review
+    from render.voice.narration import make_narration
+
+    plan = plan_from(args)
+    folder = out_dir_of(plan, args)
+    film = film_to_review(folder, make_arguments(args), "to make a page of")
+    timed = make_narration(plan, folder, cache_dir(args.build)).plan  # cached: the film's own timings
+    print(display_path(write_page(timed, film)))
+    return 0
+
+
+def write_page(plan, film: Path) -> Path:
+    from render.plan.resolve import explorer_for
+    from render.publish.page import make_page
+
+    return make_page(plan, explorer_for(plan), film, say=lambda line: print(line, file=sys.stderr, flush=True))
 
 
 def make_arguments(args: argparse.Namespace) -> str:

@@ -126,9 +126,10 @@ def extract_frame(video: Path, frame_index: int, out_path: Path) -> Path:
     return out_path
 
 
-def frame_at(video: Path, seconds: float, out_path: Path) -> Path:
-    """The frame shown `seconds` into a video, as a PNG or JPEG, written atomically."""
+def frame_at(video: Path, seconds: float, out_path: Path, width: int | None = None) -> Path:
+    """The frame shown `seconds` into a video, as a PNG or JPEG (scaled to `width`), written atomically."""
+    scale = {"vf": f"scale={width}:-2", "q:v": 4} if width else {}
     with atomic_path(out_path) as temporary:
-        run(ffmpeg.input(str(video), ss=f"{seconds:.3f}").output(str(temporary), vframes=1),
+        run(ffmpeg.input(str(video), ss=f"{seconds:.3f}").output(str(temporary), vframes=1, **scale),
             f"extracting the frame at {seconds:.2f} s of {video.name}")
     return out_path

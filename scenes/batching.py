@@ -7,7 +7,7 @@ import math
 from manim import (DOWN, LEFT, RIGHT, UP, Create, Dot, FadeIn, FadeOut, FadeTransform, Indicate, LaggedStart,
                    Rectangle, ReplacementTransform, Transform, VGroup, VMobject, Write)
 
-from render import formatting as fmt
+from render import formatting as fmt, formulas
 from scenes.base import BeatScene
 from scenes.helpers import (Counter, LogChart, RooflineChart, WeightsWall, get_caption, get_formula, get_text, get_title,
                             inside_safe_area, power_label, powers_of_ten, slide_clear_of, tex_text)
@@ -107,8 +107,7 @@ class Batching(BeatScene):
             throughput.showing(values[1])
             inside_safe_area(counters)
         # What one step reads: the weights once, and every sequence's own cache.
-        weights = r"W_\text{read}" if spec.experts else "W"  # a mixture of experts reads the experts its batch wakes
-        per_step = get_formula(r"\text{bytes per step}", "=", (weights, MEMORY), "+", (r"B\,C\,k", KV_CACHE))
+        per_step = get_formula(formulas.bytes_per_step(bool(spec.experts)))  # W_read: the experts its batch wakes
         per_step_values = get_formula("=", (tex_text(fmt.gigabytes(batch.weight_bytes_read, short=True)), MEMORY), "+",
                                       (tex_text(fmt.gigabytes(batch.kv_bytes, short=True)), KV_CACHE))
         bytes_sum = VGroup(per_step, per_step_values).arrange(DOWN, aligned_edge=LEFT, buff=0.2)

@@ -21,6 +21,7 @@ from manim import (DOWN, LEFT, PI, RIGHT, UL, UP, Animation, AnimationGroup, Das
                    Line, MathTex, Rectangle, RoundedRectangle, Square, Succession, Text, ValueTracker, VGroup,
                    always_redraw, interpolate_color, ManimColor, there_and_back)
 
+from render import formulas
 from scenes.style import (BACKGROUND, BODY_SIZE, COMPUTE, FONT, FORMULA_SIZE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY,
                           MUTED, NUMBER_SIZE, PANEL, SAFE_LEFT, SAFE_RIGHT, SAFE_TOP, SMALL_SIZE, TEXT, TITLE_SIZE)
 
@@ -33,13 +34,19 @@ def tex_text(text: str) -> str:
     return rf"\text{{{escaped}}}"
 
 
-def get_formula(*parts: str | tuple[str, str], size: float = FORMULA_SIZE) -> MathTex:
-    """A typeset formula from its parts, each part a TeX string or (TeX, colour), coloured like the
-    picture it explains (compute warm, memory cool, the KV cache in its accent)."""
+ROLE_COLOURS = {formulas.TEXT: TEXT, formulas.COMPUTE: COMPUTE, formulas.MEMORY: MEMORY,
+                formulas.KV_CACHE: KV_CACHE, formulas.MUTED: MUTED, formulas.HIGHLIGHT: HIGHLIGHT}
+
+
+def get_formula(*parts: str | tuple[str, str] | formulas.Formula, size: float = FORMULA_SIZE) -> MathTex:
+    """A typeset formula from its parts, each a TeX string or (TeX, colour or role), or the parts of one of
+    the film's formulas (render/formulas.py), coloured like the picture it explains (compute warm, memory
+    cool, the KV cache in its accent)."""
+    parts = [piece for part in parts for piece in (part.parts if isinstance(part, formulas.Formula) else (part,))]
     formula = MathTex(*[part if isinstance(part, str) else part[0] for part in parts], font_size=size, color=TEXT)
     for index, part in enumerate(parts):
-        if not isinstance(part, str):
-            formula[index].set_color(part[1])
+        if not isinstance(part, str) and part[1] != formulas.TEXT:
+            formula[index].set_color(ROLE_COLOURS.get(part[1], part[1]))
     return formula
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, DashedLine, FadeIn, FadeOut, GrowFromEdge, Indicate,
                    LaggedStart, Rectangle, ReplacementTransform, Transform, VGroup, Write)
 
-from render import formatting as fmt
+from render import formatting as fmt, formulas
 from scenes.base import BeatScene
 from scenes.helpers import Bar, WeightsWall, get_formula, get_pill, get_text, get_title, tex_text
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
@@ -198,10 +198,9 @@ class CacheRidesAlong(BeatScene):
         wall.label.next_to(wall.bricks, LEFT, buff=0.3)
         kv_label = get_text(f"+ {fmt.gigabytes(measured.long_kv_bytes, short=True)} of KV cache",
                             SMALL_SIZE, KV_CACHE).next_to(kv, RIGHT, buff=0.3)
-        ratio = get_formula(r"\frac{C\,k}{W}", "=", rf"\frac{{{tex_text(fmt.gigabytes(measured.long_kv_bytes, short=True))}}}"
+        ratio = get_formula(formulas.CACHE_SHARE, "=", rf"\frac{{{tex_text(fmt.gigabytes(measured.long_kv_bytes, short=True))}}}"
                                                     rf"{{{tex_text(fmt.gigabytes(measured.weight_bytes, short=True))}}}",
                             r"\approx", (tex_text(fmt.percent(measured.long_kv_ratio, short=True)), KV_CACHE), size=30)
-        ratio[0].set_color(KV_CACHE)
         ratio.next_to(wall.bricks, RIGHT, buff=0.6).align_to(wall.bricks, DOWN)
         self.play(FadeIn(wall), run_time=0.5)
         self.ambient = lambda: wall.sweep(run_time=1.2)  # each decode step reads the weights again

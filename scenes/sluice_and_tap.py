@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Arrow, FadeIn, FadeOut, Indicate, Rectangle,
                    ReplacementTransform, Square, Succession, Transform, VGroup, Write, rate_functions)
 
-from render import formatting as fmt
+from render import formatting as fmt, formulas
 from scenes.base import BeatScene
 from scenes.helpers import (Chip, Counter, WeightsWall, get_formula, get_pill, get_text, get_title, inside_safe_area,
                             slide_clear_of, tex_text)
 from scenes.base import AMBIENT_SECONDS as AMBIENT
-from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
+from scenes.style import COMPUTE, HIGHLIGHT, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
 CHIP_AT = LEFT * 1.9 + UP * 0.5
 WALL_AT = RIGHT * 3.9 + UP * 0.35
@@ -155,7 +155,7 @@ def prefill_ending(scene: BeatScene, title: str) -> PrefillEnding:
     stage.chip.cores.set_fill(COMPUTE)
     tokens_label = get_text(f"{fmt.count(prefill.tokens)} tokens", LABEL_SIZE, COMPUTE)
     tokens_label.move_to(TOKENS_AT + UP * 1.25)
-    work = get_formula(r"\text{operations}", "=", (r"2PN", COMPUTE), "+", (r"2LdN^2", KV_CACHE))
+    work = get_formula(formulas.PREFILL_WORK)
     work.move_to(FORMULA_AT)
     peak = get_pill(f"peak {times_gpus(scene, fmt.teraflops(plan.spec.peak_flops, short=True))}", COMPUTE)
     stage.above_chips(peak)
@@ -262,12 +262,7 @@ def decode_ending(scene: BeatScene, title: str) -> DecodeEnding:
     else:  # many chips leave too narrow a gap: above the chips, ending before the wall's label
         stage.above_chips(bandwidth, end=min(gap_right, stage.wall.label.get_left()[0]) - 0.15)
     bound = get_pill("memory-bound", MEMORY).next_to(idle, DOWN, buff=0.2)
-    read = r"\text{weights read}" if plan.spec.experts else r"\text{weight bytes}"
-    if plan.spec.gpus == 1:
-        per_token = get_formula(r"t_\text{token}", "=", (rf"\frac{{{read}}}{{\text{{bandwidth}}}}", MEMORY))
-    else:
-        per_token = get_formula(r"t_\text{token}", "=", (rf"\frac{{{read}}}{{T \times \text{{bandwidth}}}}", MEMORY),
-                                "+", (r"\text{all-reduces}", MUTED))
+    per_token = get_formula(formulas.token_time(bool(plan.spec.experts), plan.spec.gpus))
     if per_token.width > FORMULA_WIDTH:  # beside the counters, not under them
         per_token.scale_to_fit_width(FORMULA_WIDTH)
     per_token.move_to(FORMULA_AT)

@@ -15,7 +15,7 @@ from manim import (DOWN, LEFT, RIGHT, UL, UP, Create, FadeIn, FadeOut, GrowFromE
                    Rectangle,
                    FadeTransform, Transform, VGroup, Write)
 
-from render import formatting as fmt
+from render import formatting as fmt, formulas
 from scenes.base import BeatScene
 from scenes.helpers import (Bar, RooflineChart, blend, get_formula, get_pill, get_text, get_title, slide_clear_of,
                             tex_text)
@@ -57,8 +57,7 @@ def gpu_badge(name: str, ridge: float, chart: RooflineChart) -> VGroup:
 
 def ridge_formula(peak: float, bandwidth: float, ridge: float) -> VGroup:
     """ridge = peak ÷ bandwidth, and the GPU's own numbers."""
-    symbols = get_formula(r"\text{ridge}", "=", (r"\frac{\text{peak}}{\text{bandwidth}}", TEXT))
-    symbols[0].set_color(HIGHLIGHT)
+    symbols = get_formula(formulas.RIDGE)
     numbers = get_formula("=", rf"\frac{{{tex_text(fmt.teraflops(peak, short=True))}}}"
                                rf"{{{tex_text(fmt.bandwidth(bandwidth, short=True))}}}",
                           r"\approx", (tex_text(fmt.integer(ridge, short=True)), HIGHLIGHT))
@@ -67,8 +66,8 @@ def ridge_formula(peak: float, bandwidth: float, ridge: float) -> VGroup:
 
 def attainable_formula() -> VGroup:
     """attainable FLOP/s = min(peak, intensity × bandwidth)."""
-    name = get_formula(r"\text{attainable FLOP/s}")
-    rule = get_formula("=", r"\min(", (r"\text{peak}", COMPUTE), ",", (r"I \times \text{bandwidth}", MEMORY), ")")
+    name = get_formula(formulas.ATTAINABLE)
+    rule = get_formula(formulas.ROOFLINE)
     return VGroup(name, rule).arrange(DOWN, aligned_edge=LEFT, buff=0.2)
 
 
@@ -257,7 +256,7 @@ class WastedMoney(BeatScene):
             talking_label = get_text(f"between GPUs {fmt.duration(long_prompt.communication_seconds, short=True)}",
                                      SMALL_SIZE, MUTED).next_to(attention_label, DOWN, buff=0.12).align_to(talking, RIGHT)
         # The work itself: two operations per weight per token, and attention's square of the prompt.
-        work = get_formula(r"\text{operations}", "=", (r"2PN", COMPUTE), "+", (r"2LdN^2", KV_CACHE))
+        work = get_formula(formulas.PREFILL_WORK)
         work.next_to(VGroup(linear_label, attention_label, talking_label), DOWN, buff=0.55)
         note = get_text("attention grows with the square of the prompt", SMALL_SIZE, MUTED).next_to(work, DOWN,
                                                                                                     buff=0.25)

@@ -10,7 +10,7 @@ from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Create, FadeIn, FadeOu
                    Line, Rectangle,
                    RoundedRectangle, VGroup, Write)
 
-from render import formatting as fmt
+from render import formatting as fmt, formulas
 from scenes.base import BeatScene
 from scenes.helpers import BudgetCard, Chip, WeightsWall, get_formula, get_text, get_title
 from scenes.style import (BODY_SIZE, COMPUTE, HIGHLIGHT, LABEL_SIZE, MEMORY, MUTED, PANEL, SMALL_SIZE, TEXT,
@@ -88,8 +88,7 @@ class TwoWaits(BeatScene):
         self.at("gpu", FadeIn(chip), FadeIn(wall.bricks), FadeIn(arithmetic), FadeIn(bandwidth), run_time=0.8)
 
         # The payoff: the two waits as one sum, each term lit with the part of the timeline it adds up.
-        formula = get_formula(r"\text{latency}", "=", (r"\text{TTFT}", COMPUTE), "+", r"(n-1)\cdot",
-                              (r"\text{TPOT}", MEMORY))
+        formula = get_formula(formulas.LATENCY)
         formula.next_to(VGroup(prefill, decode, arithmetic, bandwidth), DOWN, buff=0.45).set_x(0)
         self.at("speech-end", Write(formula), offset=-0.6, lead=0, run_time=0.9)
         self.play(Indicate(formula[2], scale_factor=1.25), Indicate(wait_bar, color=HIGHLIGHT, scale_factor=1.0),

@@ -51,7 +51,7 @@ def resolve_plan(
     measured_model, measured_gpu = catalog.model(dataset.model), catalog.gpu(dataset.compared_gpu)
     measured_dtype = catalog.dtype(dataset.precision)
 
-    kv_tokens = max(params.batch_size * params.batch_context_tokens, params.long_prompt_tokens, params.prompt_tokens)
+    kv_tokens = film_kv_tokens(params)
     check_fits(catalog, choice.deployment, kv_tokens, purpose_of(storyboard, kv_tokens))
     longest = dataset.prompts[-1].prompt_tokens
     check_fits(catalog, Deployment(measured_gpu, measured_model, measured_dtype), longest,
@@ -112,6 +112,21 @@ def resolve_plan(
         pronunciations=load_pronunciations(data_dir / "pronunciations.yaml", named, gpu_names),
         beats=tuple(beats), notes=tuple(notes),
     )
+
+
+def film_kv_tokens(params) -> int:
+    """The most KV cache the film's deployment must hold at once: its batch's, its long prompt's or its prompt's."""
+    return max(params.batch_size * params.batch_context_tokens, params.long_prompt_tokens, params.prompt_tokens)
+
+
+def explorer_for(plan: Plan, data_dir: Path = DATA_DIR):
+    """The numbers of the film's page, around the plan's deployment and the storyboard's settings."""
+    from render.plan.explorer import ANSWER_TOKENS, explore
+
+    params = plan.parameters
+    return explore(load_catalog(data_dir), plan.choice.deployment, tuple(pill.gpu_id for pill in plan.pills),
+                   params.prompt_tokens, params.batch_size, params.batch_context_tokens, ANSWER_TOKENS,
+                   film_kv_tokens(params))
 
 
 # No narrator (ours speak about three words a second) says more than this in a second, even sped up.

@@ -58,12 +58,12 @@ class NumberRow:
     beats: list[str] = field(default_factory=list)
 
 
-def film_to_review(folder: Path, choice_args: str) -> Path:
-    """The film a review is of: the film in its folder, else its preview."""
+def film_to_review(folder: Path, choice_args: str, purpose: str = "to review") -> Path:
+    """The film a review (or a page) is of: the film in its folder, else its preview."""
     for candidate in (folder / "film.mp4", folder / "preview" / "film.mp4"):
         if candidate.is_file():
             return candidate
-    raise FilmError(f"no film to review in {display_path(folder)} yet: run `make film{choice_args}` "
+    raise FilmError(f"no film {purpose} in {display_path(folder)} yet: run `make film{choice_args}` "
                     f"(or `make preview{choice_args}`) first")
 
 

@@ -1,0 +1,218 @@
+"""The numbers a reader of the film's page can move: every stop of every control, for every GPU and
+data-type pill, computed here by the roofline module and written by the project's formatter.
+
+The page's script only looks these up (no second implementation of the maths in JavaScript), and
+at the film's own settings every number equals the plan's.
+
+    prompt slider     16 to 131,072 tokens (powers of two, and the film's own prompt): prefill's
+                      operations, time to first token, attention's share, its point on the roofline
+    batch slider      1 to 512 users (powers of two, and the film's batch): a decode step's time,
+                      tokens per second, bytes per step (W + B·C·k), its point on the roofline
+    context slider    cached tokens each user rereads (0 to 131,072): the cache's share of a step's bytes
+    answer slider     an answer of n tokens: TTFT + (n - 1)·TPOT, and the share of it spent decoding
+    pills             every catalog GPU the model fits on (the film's first, then its roofline pills),
+                      as many of it as it needs; every data type it fits in
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from render import formatting as fmt
+from render.specs import roofline as rl
+from render.specs.catalog import Catalog
+from render.specs.types import Deployment
+
+PROMPT_STOPS = tuple(2**power for power in range(4, 18))          # 16 ... 131,072
+BATCH_STOPS = tuple(2**power for power in range(0, 10))           # 1 ... 512
+CONTEXT_STOPS = (0, 256, 1_024, 4_096, 16_384, 32_768, 65_536, 131_072)
+ANSWER_STOPS = (1, 10, 50, 100, 200, 500, 1_000, 2_000, 4_000)
+ANSWER_TOKENS = 200  # where the answer slider starts: the source explainer's worked example (a 200-token answer)
+
+# The roofline chart's axes (log scales), in the page's SVG user units.
+CHART_WIDTH, CHART_HEIGHT, CHART_MARGIN = 640, 360, 56
+INTENSITY_RANGE = (0.1, 1e5)          # operations per byte
+FLOPS_RANGE = (1e11, 1e16)            # FLOP/s per GPU: 0.1 to 10,000 TFLOP/s
+
+
+def with_stop(stops: tuple[int, ...], value: int) -> tuple[int, ...]:
+    """The stops, with the film's own value among them (so the page can start where the film is)."""
+    return tuple(sorted({*stops, value}))
+
+
+def chart_point(intensity: float, flops: float) -> tuple[float, float]:
+    """Where (intensity, attainable FLOP/s) lies on the page's log-log chart."""
+    def scale(value: float, low: float, high: float) -> float:
+        value = min(max(value, low), high)
+        return (math.log10(value) - math.log10(low)) / (math.log10(high) - math.log10(low))
+
+    x = CHART_MARGIN + scale(intensity, *INTENSITY_RANGE) * (CHART_WIDTH - 2 * CHART_MARGIN)
+    y = CHART_HEIGHT - CHART_MARGIN - scale(flops, *FLOPS_RANGE) * (CHART_HEIGHT - 2 * CHART_MARGIN)
+    return round(x, 1), round(y, 1)
+
+
+@dataclass(frozen=True)
+class PrefillStop:
+    tokens: int
+    ops: str              # "33 trillion"
+    ttft: str             # "34 ms"
+    tpot: str             # a decode step at batch 1 with this prompt cached: "4.8 ms"
+    attention_share: str  # "3%"
+    ops_per_byte: str
+    bound: str            # "compute" or "memory"
+    fits: bool
+    point: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class DecodeStop:
+    batch: int
+    context: int
+    step: str             # "5.4 ms"
+    tokens_per_second: str
+    bytes_per_step: str   # per GPU
+    weights: str          # W_read / T
+    cache: str            # B·C·k_T
+    cache_share: str      # of the step's bytes
+    ops_per_byte: str
+    bound: str
+    fits: bool
+    point: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class AnswerStop:
+    tokens: int
+    latency: str          # TTFT + (n - 1)·TPOT
+    decoding_share: str   # of that, the (n - 1)·TPOT
+
+
+@dataclass(frozen=True)
+class DeploymentView:
+    """One pill's numbers at every stop."""
+
+    key: str              # "h100-sxm/1/bf16"
+    gpu: str              # the pill's words: "H100", "2× A100"
+    dtype: str
+    label: str            # "H100 SXM · Llama 3.1 8B · BF16"
+    gpu_name: str         # "H100 SXM", "2× H200 SXM"
+    peak: str
+    bandwidth: str
+    ridge: str
+    weights: str
+    kv_per_token: str
+    roof: tuple[tuple[float, float], ...]   # the chart's roof: slope to the ridge, then flat
+    ridge_point: tuple[float, float]
+    prefill: tuple[PrefillStop, ...]        # per prompt stop
+    decode: tuple[tuple[DecodeStop, ...], ...]  # per batch stop, per context stop
+    ridge_batch: tuple[str, ...]            # per context stop: "371" or "never"
+    answers: tuple[tuple[AnswerStop, ...], ...]  # per prompt stop, per answer stop (batch 1, the prompt cached)
+
+
+@dataclass(frozen=True)
+class Explorer:
+    default: str                            # the film's own deployment's key
+    prompt_stops: tuple[int, ...]
+    batch_stops: tuple[int, ...]
+    context_stops: tuple[int, ...]
+    answer_stops: tuple[int, ...]
+    start: dict[str, int]                   # each slider's starting stop (the film's settings)
+    gpus: tuple[str, ...]                   # GPU pill ids, the film's first
+    dtypes: tuple[str, ...]
+    deployments: dict[str, DeploymentView]  # every (GPU, data type) that fits, by key
+
+
+def key_of(deployment: Deployment) -> str:
+    return f"{deployment.gpu.id}/{deployment.gpus}/{deployment.dtype.id}"
+
+
+def explore(catalog: Catalog, deployment: Deployment, pills: tuple[str, ...], prompt: int, batch: int, context: int,
+            answer: int, kv_tokens: int) -> Explorer:
+    """Every pill's numbers at every stop, around the film's own deployment and settings."""
+    prompts, batches = with_stop(PROMPT_STOPS, prompt), with_stop(BATCH_STOPS, batch)
+    contexts, answers = with_stop(CONTEXT_STOPS, context), with_stop(ANSWER_STOPS, answer)
+    gpu_order = [deployment.gpu.id, *[gpu for gpu in pills if gpu != deployment.gpu.id],
+                 *[gpu for gpu in catalog.gpus if gpu != deployment.gpu.id and gpu not in pills]]
+    views: dict[str, DeploymentView] = {}
+    shown_gpus = []
+    for gpu_id in gpu_order:
+        for dtype in catalog.dtypes.values():
+            candidate = Deployment(catalog.gpu(gpu_id), deployment.model,
+                                   dtype if dtype.id != deployment.dtype.id else deployment.dtype, deployment.gpus)
+            if not rl.fits(candidate, kv_tokens):
+                count = rl.smallest_gpu_count(candidate, kv_tokens)
+                if count is None:
+                    continue
+                candidate = Deployment(candidate.gpu, candidate.model, candidate.dtype, count)
+            views[key_of(candidate)] = view_of(candidate, prompts, batches, contexts, answers)
+            if gpu_id not in shown_gpus:
+                shown_gpus.append(gpu_id)
+    return Explorer(
+        default=key_of(deployment), prompt_stops=prompts, batch_stops=batches, context_stops=contexts,
+        answer_stops=answers,
+        start={"prompt": prompts.index(prompt), "batch": batches.index(batch), "context": contexts.index(context),
+               "answer": answers.index(answer)},
+        gpus=tuple(shown_gpus), dtypes=tuple(catalog.dtypes), deployments=views)
+
+
+def wait(seconds: float) -> str:
+    """A whole answer's wait: milliseconds to ten seconds ('1,438 ms', as the source's worked example), then seconds."""
+    return fmt.milliseconds(seconds, short=True) if seconds < 10 else fmt.duration(seconds, short=True)
+
+
+def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> DeploymentView:
+    gpu, model, dtype, gpus = deployment.gpu, deployment.model, deployment.dtype, deployment.gpus
+    peak, bandwidth = rl.peak_flops(gpu, dtype), gpu.bandwidth
+    ridge = rl.ridge_ops_per_byte(gpu, dtype)
+
+    def attainable(intensity: float) -> float:
+        return min(peak, intensity * bandwidth)
+
+    prefill = []
+    for tokens in prompts:
+        timing = rl.time_on(deployment, rl.prefill(deployment, tokens))
+        intensity = timing.step.ops_per_byte
+        tpot = rl.time_on(deployment, rl.decode_step(deployment, 1, tokens)).seconds
+        prefill.append(PrefillStop(
+            tokens, fmt.large(timing.step.operations, short=True), fmt.duration(timing.seconds, short=True),
+            fmt.duration(tpot, short=True),
+            fmt.percent(rl.prefill_attention_fraction(model, tokens), short=True),
+            fmt.ops_per_byte(intensity, short=True), timing.bound, rl.fits(deployment, tokens),
+            chart_point(intensity, attainable(intensity))))
+    decode = []
+    for size in batches:
+        row = []
+        for cached in contexts:
+            timing = rl.time_on(deployment, rl.decode_step(deployment, size, cached))
+            weights = rl.weight_bytes_read(model, dtype, size) / gpus
+            cache = size * cached * rl.kv_bytes_per_token_per_gpu(model, dtype, gpus)
+            intensity = timing.step.ops_per_byte
+            row.append(DecodeStop(
+                size, cached, fmt.duration(timing.seconds, short=True),
+                fmt.tokens_per_second(size / timing.seconds, short=True),
+                fmt.gigabytes(timing.step.bytes, short=True), fmt.gigabytes(weights, short=True),
+                fmt.gigabytes(cache, short=True), fmt.percent(cache / timing.step.bytes, short=True),
+                fmt.ops_per_byte(intensity, short=True), timing.bound, rl.fits(deployment, size * cached),
+                chart_point(intensity, attainable(intensity))))
+        decode.append(tuple(row))
+    at_ridge = tuple(fmt.count(found) if (found := rl.batch_size_at_ridge(deployment, cached)) else "never"
+                     for cached in contexts)
+    answer_rows = []
+    for tokens in prompts:
+        ttft = rl.time_on(deployment, rl.prefill(deployment, tokens)).seconds
+        tpot = rl.time_on(deployment, rl.decode_step(deployment, 1, tokens)).seconds
+        answer_rows.append(tuple(
+            AnswerStop(n, wait(rl.latency(ttft, tpot, n)),
+                       fmt.percent((n - 1) * tpot / rl.latency(ttft, tpot, n), short=True)) for n in answers))
+    low, high = INTENSITY_RANGE
+    roof = (chart_point(low, attainable(low)), chart_point(ridge, peak), chart_point(high, peak))
+    return DeploymentView(
+        key=key_of(deployment), gpu=f"{gpus}× {gpu.short_name}" if gpus > 1 else gpu.short_name, dtype=dtype.name,
+        label=f"{f'{gpus}× ' if gpus > 1 else ''}{gpu.name} · {model.name} · {dtype.name}",
+        gpu_name=f"{gpus}× {gpu.name}" if gpus > 1 else gpu.name,
+        peak=fmt.teraflops(peak, short=True), bandwidth=fmt.bandwidth(bandwidth, short=True),
+        ridge=fmt.integer(ridge, short=True), weights=fmt.gigabytes(rl.weight_bytes(model, dtype), short=True),
+        kv_per_token=fmt.bytes_per_token(rl.kv_bytes_per_token(model, dtype), short=True),
+        roof=roof, ridge_point=chart_point(ridge, peak), prefill=tuple(prefill), decode=tuple(decode),
+        ridge_batch=at_ridge, answers=tuple(answer_rows))

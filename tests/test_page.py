@@ -1,0 +1,263 @@
+"""The film's page (`make page`, written by `make film` too): its maths a reader moves, checked in the real
+Chromium the review tests drive, against `film roofline --json` and the plan."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shutil
+
+import pytest
+from PIL import Image
+
+from render import formatting as fmt, formulas
+from render.cli import main as film_main
+from render.plan.resolve import explorer_for, resolve_plan
+from render.publish.page import make_page, mathml, page_formulas
+
+from test_review import ACCESSIBILITY, CHROMEDRIVER, CHROMIUM, run_film, wait_for
+
+# The default film, and two others: a mixture of experts on several GPUs, and a dense model on another GPU.
+OTHERS = {"mixtral-x2": {"gpu": "h200-sxm", "model": "mixtral-8x7b", "gpus": 2},
+          "a100-qwen": {"gpu": "a100-sxm-80gb", "model": "qwen3-8b", "dtype": "int8"}}
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory, default_tiny_film):
+    """The default tiny film's page as `make film` writes it, and the two others' pages built around the same
+    video (the page's maths does not depend on the pictures)."""
+    build = tmp_path_factory.mktemp("page-build")
+    shutil.copytree(default_tiny_film.build / "cache", build / "cache")
+    made = run_film("film", "--quality", "tiny", "--build", str(build))
+    assert made.returncode == 0, made.stderr
+    found = {"default": (build / "preview" / "page" / "index.html", resolve_plan())}
+    for name, choice in OTHERS.items():
+        folder = build / name
+        folder.mkdir()
+        for file in ("film.mp4", "film.vtt", "poster.png"):
+            shutil.copyfile(build / "preview" / file, folder / file)
+        plan = resolve_plan(**choice)
+        found[name] = (make_page(plan, explorer_for(plan), folder / "film.mp4", say=lambda line: None), plan)
+    return found
+
+
+def roofline_json(plan, prompt: int, batch: int, context: int, gpu: str | None = None, gpus: int | None = None,
+                  dtype: str | None = None) -> dict:
+    """`film roofline --json` for the page's deployment and settings, as a user would run it."""
+    choice = plan.choice
+    args = ["roofline", "--json", "--gpu", gpu or choice.gpu.id, "--gpus", str(gpus or choice.gpus), "--dtype",
+            dtype or choice.dtype.id, "--prompt", str(prompt), "--batch", str(batch), "--context", str(context)]
+    model = choice.model.id
+    args += ["--model", model]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = film_main(args)
+    if code == 1 and "does not fit" in err.getvalue():
+        # The command refuses a setting whose KV cache overflows memory; the page shows it with a warning, so its
+        # numbers are checked against the report the command would print.
+        from render.cli import roofline_report
+        from render.specs.catalog import load_catalog
+        from render.specs.types import Deployment, kv_cache_in
+
+        catalog = load_catalog()
+        the_dtype = kv_cache_in(catalog.dtype(dtype), choice.dtype) if dtype else choice.dtype
+        deployment = Deployment(catalog.gpu(gpu or choice.gpu.id), choice.model, the_dtype, gpus or choice.gpus)
+        return {**json.loads(json.dumps(roofline_report(deployment, prompt, batch, context))), "refused": True}
+    assert code == 0, err.getvalue()
+    return json.loads(out.getvalue())
+
+
+def test_the_page_shows_the_films_own_formulas_as_mathml():
+    plan = resolve_plan()
+    blocks = page_formulas(plan)
+    assert blocks["prefill"]["latex"] == [formulas.PREFILL_WORK.latex]
+    assert blocks["latency"]["mathml"] == mathml(formulas.LATENCY)
+    assert "<mtext>TTFT</mtext>" in blocks["latency"]["mathml"] and 'mathcolor="#ff9f43"' in blocks["latency"]["mathml"]
+    assert blocks["decode"]["latex"][1] == r"\text{bytes per step} = W + B\,C\,k"
+
+
+def test_the_folder_is_self_contained_and_small(pages):
+    page, plan = pages["default"]
+    html = page.read_text()
+    assert not re.search(r"""src=["']https?:|<link[^>]+href=["']https?:|@import|url\(["']?https?:""", html)
+    assert (page.parent / "film.mp4").is_file() and (page.parent / "poster.png").is_file()
+    stills = sorted((page.parent / "stills").glob("*.jpg"))
+    assert len(stills) == len(plan.beats)
+    own = sum(path.stat().st_size for path in page.parent.rglob("*") if path.is_file() and path.name != "film.mp4")
+    assert own < 1_000_000, f"the page weighs {own:,} bytes without the film"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.fail("chromium and chromium-driver are not installed: `make test` installs them")
+    import os
+
+    os.environ["SE_OFFLINE"] = "true"
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800", "--mute-audio",
+                     "--disable-dev-shm-usage"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+    yield driver
+    driver.quit()
+
+
+def shown(driver, name: str) -> str:
+    return driver.execute_script(f"return document.querySelector('[data-show=\"{name}\"]').textContent;")
+
+
+def press(driver, element_id: str, key: str, times: int = 1) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    element = driver.find_element("id", element_id)
+    element.send_keys(*[getattr(Keys, key)] * times)
+
+
+def stop_of(driver, name: str) -> int:
+    return driver.execute_script(f"var d = JSON.parse(document.getElementById('page-data').textContent);"
+                                 f"return d.stops.{name}[Number(document.getElementById('{name}').value)];")
+
+
+def check_numbers(driver, plan, gpu=None, gpus=None, dtype=None) -> None:
+    """Every number the controls drive, against `film roofline --json` at the same settings."""
+    prompt, batch, context = (stop_of(driver, name) for name in ("prompt", "batch", "context"))
+    report = roofline_json(plan, prompt, batch, context, gpu, gpus, dtype)
+    prefill = report["phases"]["prefill"]
+    step = report["phases"].get("decode_batch", report["phases"]["decode"])
+    if report.get("refused"):  # the page says which part overflows memory
+        warnings = driver.execute_script("return Array.prototype.filter.call(document.querySelectorAll('[data-show-if]'),"
+                                         " e => !e.hidden).map(e => e.dataset.showIf);")
+        assert warnings, "a setting that does not fit in memory shows no warning"
+    assert shown(driver, "prefill.ttft") == fmt.duration(prefill["seconds"], short=True)
+    assert shown(driver, "prefill.ops") == fmt.large(prefill["operations"], short=True)
+    assert shown(driver, "prefill.ops_per_byte") == fmt.ops_per_byte(prefill["ops_per_byte"], short=True)
+    assert shown(driver, "decode.step") == fmt.duration(step["seconds"], short=True)
+    assert shown(driver, "decode.tokens_per_second") == fmt.tokens_per_second(batch / step["seconds"], short=True)
+    assert shown(driver, "decode.bytes_per_step") == fmt.gigabytes(step["bytes_per_gpu"], short=True)
+    assert shown(driver, "decode.ops_per_byte") == fmt.ops_per_byte(step["ops_per_byte"], short=True)
+    assert shown(driver, "ridge") == fmt.integer(report["ridge_ops_per_byte"], short=True)
+    assert shown(driver, "peak") == fmt.teraflops(report["peak_flops"], short=True)
+    at_ridge = report["batch_size_at_ridge"]
+    assert shown(driver, "ridgeBatch") == (fmt.count(at_ridge) if at_ridge else "never")
+    # The latency example: TTFT + (n - 1) x TPOT, with TPOT a step at batch 1 rereading the prompt's cache.
+    answer = stop_of(driver, "answer")
+    alone = roofline_json(plan, prompt, 1, prompt, gpu, gpus, dtype)["phases"]["decode"]["seconds"]
+    total = prefill["seconds"] + (answer - 1) * alone
+    written = fmt.milliseconds(total, short=True) if total < 10 else fmt.duration(total, short=True)
+    assert shown(driver, "answer.latency") == written
+    assert shown(driver, "answer.decoding_share") == fmt.percent((answer - 1) * alone / total, short=True)
+
+
+@pytest.mark.parametrize("name", ["default", *OTHERS])
+def test_every_slider_position_shows_the_rooflines_numbers(browser, pages, name):
+    page, plan = pages[name]
+    browser.get(page.as_uri())
+    check_numbers(browser, plan)
+    for slider, moves in (("prompt", ("HOME", "RIGHT", "RIGHT", "RIGHT", "END")), ("batch", ("HOME", "RIGHT", "END", "LEFT", "LEFT")),
+                          ("context", ("HOME", "RIGHT", "RIGHT", "END", "LEFT")), ("answer", ("HOME", "RIGHT", "END", "LEFT", "LEFT"))):
+        seen = set()
+        for key in moves:
+            press(browser, slider, key if key in ("HOME", "END") else f"ARROW_{key}")
+            seen.add(stop_of(browser, slider))
+            check_numbers(browser, plan)
+            valuetext = browser.find_element("id", slider).get_attribute("aria-valuetext")
+            assert valuetext.startswith(f"{stop_of(browser, slider):,} ")
+        assert len(seen) >= 4, (slider, seen)
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == []
+
+
+def test_the_pills_swap_the_gpu_and_the_data_type(browser, pages):
+    page, plan = pages["default"]
+    browser.get(page.as_uri())
+    pills = browser.find_elements("css selector", "#gpu-pills .pill")
+    names = [pill.get_attribute("data-gpu") for pill in pills]
+    assert names[:3] == ["h100-sxm", "a100-sxm-80gb", "rtx-4090"]  # the film's own, then its roofline pills
+    for pill in pills:
+        if not pill.is_enabled():
+            continue
+        pill.click()
+        key = browser.execute_script("return document.querySelector('#gpu-pills [aria-checked=true]').dataset.gpu;")
+        label = shown(browser, "gpuName")
+        count = int(label.split("×")[0]) if "×" in label else 1
+        check_numbers(browser, plan, gpu=key, gpus=count)
+    browser.find_element("css selector", "#gpu-pills [data-gpu=h100-sxm]").click()
+    for dtype in ("int8", "fp8", "bf16"):
+        browser.find_element("css selector", f"#dtype-pills [data-dtype={dtype}]").click()
+        check_numbers(browser, plan, gpu="h100-sxm", gpus=1, dtype=dtype)
+
+
+def test_at_the_films_settings_the_page_says_what_the_film_says(browser, pages):
+    page, plan = pages["default"]
+    browser.get(page.as_uri())
+    numbers = plan.numbers
+    assert shown(browser, "prefill.ttft") == fmt.duration(numbers.prefill.seconds, short=True) == "34 ms"
+    assert shown(browser, "decode.step") == fmt.duration(numbers.batch.step_seconds, short=True)
+    assert shown(browser, "decode.tokens_per_second") == fmt.tokens_per_second(numbers.batch.tokens_per_second,
+                                                                                short=True)
+    assert shown(browser, "ridge") == fmt.integer(plan.spec.ridge_ops_per_byte, short=True) == "295"
+    prefill_words = plan.beat("prefill").narration
+    assert fmt.duration(numbers.prefill.seconds) in prefill_words  # "34 milliseconds"
+    assert f"{fmt.large(numbers.prefill.ops)} operations" in prefill_words
+    assert shown(browser, "prefill.ops") == fmt.large(numbers.prefill.ops, short=True)
+
+
+def test_the_page_reads_step_by_step_by_keyboard_and_seeks_the_film(browser, pages):
+    from selenium.webdriver.common.keys import Keys
+
+    page, plan = pages["default"]
+    browser.get(page.as_uri())
+    wait_for(browser, "return document.getElementById('film').readyState >= 1;")
+    browser.find_element("id", "read-steps").send_keys(Keys.ENTER)
+    visible = "return Array.prototype.filter.call(document.querySelectorAll('.step'), s => !s.hidden).map(s => s.dataset.step);"
+    assert browser.execute_script(visible) == ["1"]
+    browser.switch_to.active_element.send_keys(Keys.ENTER)  # focus is on Next
+    assert browser.execute_script(visible) == ["2"]
+    assert wait_for(browser, "return document.getElementById('film').currentTime;") == pytest.approx(plan.beats[1].start, abs=0.1)
+    assert browser.execute_script("return !!document.querySelector('.step[data-step=\"2\"] #prompt');")  # its control
+    browser.find_element("id", "step-next").send_keys(Keys.ARROW_RIGHT)
+    assert browser.execute_script(visible) == ["3"]
+    browser.find_element("id", "step-close").click()
+    assert browser.execute_script("return !!document.querySelector('#controls #prompt');")  # controls back home
+
+
+def test_the_page_is_accessible_offline_and_looks_right_at_two_widths(browser, pages):
+    page, plan = pages["default"]
+    browser.get(page.as_uri())
+    report = browser.execute_script(ACCESSIBILITY)
+    assert report["missingAlt"] == 0 and report["captions"] == 1 and report["lang"] == "en"
+    assert report["levels"][0] == 1 and report["levels"].count(1) == 1
+    assert report["lowContrast"] == []
+    unlabelled = browser.execute_script(
+        "return Array.prototype.filter.call(document.querySelectorAll('input'), i => !i.labels.length).length;")
+    assert unlabelled == 0
+    resources = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name);")
+    assert all(name.startswith(("file:", "data:")) for name in resources), resources
+    for width, height in ((1280, 800), (375, 812)):
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 500})
+        browser.execute_script("document.getElementById('maths').scrollIntoView();")
+        shot = page.parent.parent / f"page-{width}x{height}.png"
+        browser.save_screenshot(str(shot))
+        with Image.open(shot) as image:
+            assert image.size == (width, height)
+        overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth;")
+        assert overflow <= 0, f"the page scrolls sideways by {overflow} px at {width} px"
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+
+
+def test_a_page_before_any_film_says_what_to_run(tmp_path):
+    result = run_film("page", "--build", str(tmp_path), "--gpu", "b200")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "no film to make a page of" in result.stderr and "run `make film GPU=b200`" in result.stderr
