@@ -181,20 +181,26 @@ def test_the_budget_leaves_ordinary_templates_alone():
 
 class ScriptedServer:
     """A loopback server that answers every connection with `script`: (bytes, seconds to wait after them)
-    pairs, a byte at a time when `trickle` is set, to test what a careless or hostile server can do."""
+    pairs, a byte at a time when `trickle` is set, to test what a careless or hostile server can do. With
+    `hold`, it reads nothing first and keeps each connection open after its script, so the client waits."""
 
-    def __init__(self, script: list[tuple[bytes, float]], trickle: float = 0.0):
+    def __init__(self, script: list[tuple[bytes, float]], trickle: float = 0.0, hold: bool = False):
         import socket
         import threading
 
-        self.script, self.trickle, self.stopped = script, trickle, threading.Event()
+        self.script, self.trickle, self.hold, self.stopped = script, trickle, hold, threading.Event()
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.listener.settimeout(0.2)
+        self.held: list = []
         self.thread = threading.Thread(target=self.serve, daemon=True)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.listener.getsockname()[1]}/v1"
+
+    @property
+    def address(self) -> str:
+        return f"tcp://127.0.0.1:{self.listener.getsockname()[1]}"
 
     def serve(self) -> None:
         import socket
@@ -204,20 +210,26 @@ class ScriptedServer:
                 connection, _ = self.listener.accept()
             except socket.timeout:
                 continue
-            with connection:
-                connection.settimeout(0.5)
-                try:
+            connection.settimeout(0.5)
+            try:
+                if not self.hold:
                     connection.recv(65536)  # the request
-                    for data, pause in self.script:
-                        pieces = [data[i:i + 1] for i in range(len(data))] if self.trickle else [data]
-                        for piece in pieces:
-                            if self.stopped.is_set():
-                                return
-                            connection.sendall(piece)
-                            time.sleep(self.trickle)
-                        time.sleep(pause)
-                except OSError:
-                    continue
+                self.play(connection)
+            except OSError:
+                pass
+            if self.hold:
+                self.held.append(connection)
+            else:
+                connection.close()
+
+    def play(self, connection) -> None:
+        for data, pause in self.script:
+            for piece in [data[i:i + 1] for i in range(len(data))] if self.trickle else [data]:
+                if self.stopped.is_set():
+                    return
+                connection.sendall(piece)
+                time.sleep(self.trickle)
+            time.sleep(pause)
 
     def __enter__(self):
         self.thread.start()
@@ -226,6 +238,8 @@ class ScriptedServer:
     def __exit__(self, *exc):
         self.stopped.set()
         self.thread.join(5)
+        for connection in self.held:
+            connection.close()
         self.listener.close()
 
 
@@ -342,53 +356,12 @@ def test_measure_writes_only_datasets_the_film_reads_and_suggests_only_commands_
 # -- 4. a scheduler that accepts and says nothing, or speaks something else ---------------------------
 
 
-class Listener:
-    """A loopback TCP server that accepts connections and, per `reply`, says nothing or sends bytes."""
-
-    def __init__(self, reply: bytes = b""):
-        import socket
-        import threading
-
-        self.reply, self.stopped = reply, threading.Event()
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.server.settimeout(0.2)
-        self.held: list = []
-        self.thread = threading.Thread(target=self.serve, daemon=True)
-
-    def serve(self) -> None:
-        import socket
-
-        while not self.stopped.is_set():
-            try:
-                connection, _ = self.server.accept()
-            except socket.timeout:
-                continue
-            self.held.append(connection)  # kept open, so the client waits on it
-            if self.reply:
-                connection.sendall(self.reply)
-
-    @property
-    def address(self) -> str:
-        return f"tcp://127.0.0.1:{self.server.getsockname()[1]}"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stopped.set()
-        self.thread.join(5)
-        for connection in self.held:
-            connection.close()
-        self.server.close()
-
-
 @pytest.mark.parametrize("reply, says", [
     (b"", "no Dask scheduler answered within 10 s (something accepted the connection but said nothing)"),
     (b"\xff" * 64 + b"HTTP/1.1 200 OK\r\n\r\n" * 8, "what answered there is not a Dask scheduler"),
 ])
 def test_a_scheduler_that_hangs_or_speaks_garbage_ends_in_one_message_naming_it(reply, says):
-    with Listener(reply) as listener:
+    with ScriptedServer([(reply, 0)] if reply else [], hold=True) as listener:
         address, started = listener.address, time.monotonic()
         result = subprocess.run([sys.executable, "-m", "render.cli", "films", "--variants",
                                  "h100-sxm/llama-3.1-8b/bf16", "--quality", "tiny", "--scheduler", address],

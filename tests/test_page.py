@@ -261,3 +261,29 @@ def test_a_page_before_any_film_says_what_to_run(tmp_path):
     result = run_film("page", "--build", str(tmp_path), "--gpu", "b200")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "no film to make a page of" in result.stderr and "run `make film GPU=b200`" in result.stderr
+
+
+def test_a_slider_is_reached_and_moved_by_the_keyboard_alone_within_a_frame(browser, pages):
+    from selenium.webdriver.common.keys import Keys
+
+    page, plan = pages["default"]
+    browser.get(page.as_uri())
+    body = browser.find_element("css selector", "body")
+    body.click()
+    reached = None
+    for _ in range(60):  # Tab through the page as a keyboard user does, to the prompt slider
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        if browser.execute_script("return document.activeElement.id;") == "prompt":
+            reached = browser.switch_to.active_element
+            break
+    assert reached is not None, "the prompt slider cannot be reached by Tab"
+    before = shown(browser, "prefill.ttft")
+    reached.send_keys(Keys.ARROW_RIGHT)
+    assert stop_of(browser, "prompt") == 4_096 and shown(browser, "prefill.ttft") != before  # the stop after 2,000
+    outline = browser.execute_script("return getComputedStyle(document.activeElement, ':focus-visible').outlineStyle;")
+    assert outline != "none"
+    # One update, from the event to the last number written, takes well under a frame (16 ms).
+    took = browser.execute_script("var s = document.getElementById('batch'), t = performance.now();"
+                                  "for (var i = 0; i < 10; i++) { s.value = i; s.dispatchEvent(new Event('input')); }"
+                                  "return (performance.now() - t) / 10;")
+    assert took < 16, f"an update takes {took:.1f} ms"

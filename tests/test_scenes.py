@@ -175,10 +175,11 @@ def test_scenes_type_no_number_the_plan_provides():
 
 
 def test_scenes_read_no_yaml_and_compute_no_physics():
-    """Scenes import the formatter, the plan's types and their own helpers; never the data, the
-    storyboard, the roofline, the resolve step or the voice."""
-    allowed_render = {"render.errors", "render.formatting", "render.plan.types", "render.plan.tracking",
-                      "render.plan.registry"}
+    """Scenes import the formatter, the film's formulas (LaTeX, written once for the film and its page), the
+    plan's types and their own helpers; never the data, the storyboard, the roofline, the resolve step or the
+    voice."""
+    allowed_render = {"render.errors", "render.formatting", "render.formulas", "render.plan.types",
+                      "render.plan.tracking", "render.plan.registry"}
     for path in SCENES.glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
@@ -186,10 +187,10 @@ def test_scenes_read_no_yaml_and_compute_no_physics():
         assert not imported & {"yaml", "json"}, f"{path.name} imports {imported & {'yaml', 'json'}}"
         from_render = {module for module in imported if module == "render" or module.startswith("render.")}
         assert from_render <= allowed_render | {"render"}, f"{path.name} imports {from_render - allowed_render}"
-        if "render" in from_render:  # `from render import formatting` only
+        if "render" in from_render:  # `from render import formatting, formulas` only
             names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                      and node.module == "render" for alias in node.names}
-            assert names <= {"formatting"}, f"{path.name} imports {names} from render"
+            assert names <= {"formatting", "formulas"}, f"{path.name} imports {names} from render"
         calls = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
         assert "open" not in calls, f"{path.name} opens files"
 
