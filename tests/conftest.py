@@ -87,6 +87,21 @@ def default_tiny_film(tmp_path_factory) -> MadeFilm:
     return MadeFilm(build, result, lines, result.film.read_bytes(), result.srt.read_bytes())
 
 
+@pytest.fixture(scope="session")
+def cli_tiny_film(tmp_path_factory, default_tiny_film) -> Path:
+    """The default film at tiny size made by `film film` as a user runs it (with its kit and its page), from
+    the beats the session's tiny film already rendered (their cache, copied: each entry is verified before
+    use); the review and page tests read the same build folder."""
+    import shutil
+
+    build = tmp_path_factory.mktemp("cli-build")
+    shutil.copytree(default_tiny_film.build / "cache", build / "cache")
+    made = subprocess.run([sys.executable, "-m", "render.cli", "film", "--quality", "tiny", "--build", str(build)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert made.returncode == 0, made.stderr
+    return build
+
+
 @pytest.fixture
 def storyboard_copy(tmp_path):
     """Write the real storyboard with one text replacement, and return its path."""

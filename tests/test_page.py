@@ -17,7 +17,7 @@ from render.cli import main as film_main
 from render.plan.resolve import explorer_for, resolve_plan
 from render.publish.page import make_page, mathml, page_formulas
 
-from test_review import ACCESSIBILITY, CHROMEDRIVER, CHROMIUM, run_film, wait_for
+from test_review import ACCESSIBILITY, chromium, run_film, wait_for
 
 # The default film, and two others: a mixture of experts on several GPUs, and a dense model on another GPU.
 OTHERS = {"mixtral-x2": {"gpu": "h200-sxm", "model": "mixtral-8x7b", "gpus": 2},
@@ -25,17 +25,13 @@ OTHERS = {"mixtral-x2": {"gpu": "h200-sxm", "model": "mixtral-8x7b", "gpus": 2},
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory, default_tiny_film):
+def pages(cli_tiny_film, tmp_path_factory):
     """The default tiny film's page as `make film` writes it, and the two others' pages built around the same
     video (the page's maths does not depend on the pictures)."""
-    build = tmp_path_factory.mktemp("page-build")
-    shutil.copytree(default_tiny_film.build / "cache", build / "cache")
-    made = run_film("film", "--quality", "tiny", "--build", str(build))
-    assert made.returncode == 0, made.stderr
+    build = cli_tiny_film
     found = {"default": (build / "preview" / "page" / "index.html", resolve_plan())}
     for name, choice in OTHERS.items():
-        folder = build / name
-        folder.mkdir()
+        folder = tmp_path_factory.mktemp(name)
         for file in ("film.mp4", "film.vtt", "poster.png"):
             shutil.copyfile(build / "preview" / file, folder / file)
         plan = resolve_plan(**choice)
@@ -91,23 +87,7 @@ def test_the_folder_is_self_contained_and_small(pages):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.fail("chromium and chromium-driver are not installed: `make test` installs them")
-    import os
-
-    os.environ["SE_OFFLINE"] = "true"
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800", "--mute-audio",
-                     "--disable-dev-shm-usage"):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+    driver = chromium()
     yield driver
     driver.quit()
 

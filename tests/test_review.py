@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,13 +28,9 @@ def run_film(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def reviewed(tmp_path_factory, default_tiny_film):
-    """A CI-sized film (tiny quality) with its kit and its review page, made by the CLI from the beats
-    the default film already rendered (their cache, copied: each entry is verified before use)."""
-    build = tmp_path_factory.mktemp("review-build")
-    shutil.copytree(default_tiny_film.build / "cache", build / "cache")
-    made = run_film("film", "--quality", "tiny", "--build", str(build))
-    assert made.returncode == 0, made.stderr
+def reviewed(cli_tiny_film):
+    """A CI-sized film (tiny quality) with its kit, made by the CLI, and its review page."""
+    build = cli_tiny_film
     review = run_film("review", "--build", str(build))
     assert review.returncode == 0, review.stderr
     folder = build / "preview"
@@ -90,8 +85,9 @@ def test_the_review_folder_is_self_contained(reviewed):
         assert f'src="stills/{still.name}"' in html
 
 
-@pytest.fixture(scope="module")
-def browser(reviewed):
+def chromium():
+    """Debian's headless Chromium driven by Selenium (both paths given: nothing is downloaded), its viewport
+    1280x800, its console kept; the caller quits it."""
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
         pytest.fail("chromium and chromium-driver are not installed: `make test` installs them (render/tools/bootstrap.py)")
     os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must not fetch anything
@@ -107,6 +103,12 @@ def browser(reviewed):
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",  # the viewport itself is 1280x800
                            {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser(reviewed):
+    driver = chromium()
     _, _, page, _ = reviewed
     driver.get(page.as_uri())
     yield driver
