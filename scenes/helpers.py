@@ -22,8 +22,9 @@ from manim import (DOWN, LEFT, PI, RIGHT, UL, UP, Animation, AnimationGroup, Das
                    always_redraw, interpolate_color, ManimColor, there_and_back)
 
 from render import formulas
-from scenes.style import (BACKGROUND, BODY_SIZE, COMPUTE, FONT, FORMULA_SIZE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY,
-                          MUTED, NUMBER_SIZE, PANEL, SAFE_LEFT, SAFE_RIGHT, SAFE_TOP, SMALL_SIZE, TEXT, TITLE_SIZE)
+from scenes.style import (BACKGROUND, BODY_SIZE, COMPUTE, FONT, FORMULA_SIZE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE,
+                          MEMORY, MUTED, NUMBER_SIZE, PANEL, ROLE_COLOURS, SAFE_LEFT, SAFE_RIGHT, SAFE_TOP,
+                          SMALL_SIZE, TEXT, TITLE_SIZE)
 
 # -- text ----------------------------------------------------------------------------------------
 
@@ -32,10 +33,6 @@ def tex_text(text: str) -> str:
     r"""A formatted number with its unit ("2.0 TB/s", "13%") as \text{} in a formula."""
     escaped = "".join("\\" + char if char in "%$&#_{}" else char for char in text)
     return rf"\text{{{escaped}}}"
-
-
-ROLE_COLOURS = {formulas.TEXT: TEXT, formulas.COMPUTE: COMPUTE, formulas.MEMORY: MEMORY,
-                formulas.KV_CACHE: KV_CACHE, formulas.MUTED: MUTED, formulas.HIGHLIGHT: HIGHLIGHT}
 
 
 def get_formula(*parts: str | tuple[str, str] | formulas.Formula, size: float = FORMULA_SIZE) -> MathTex:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import manimpango
 
+from render import formulas
+
 BACKGROUND = "#0e1116"
 TEXT = "#e9edf3"
 MUTED = "#8d97a8"
@@ -13,6 +15,9 @@ IDLE = "#343b47"       # idle cores, empty bars
 KV_CACHE = "#c77dff"   # the accent: the KV cache
 HIGHLIGHT = "#ffe066"  # the number being spoken
 PANEL = "#171c24"      # cards and windows
+# The film's formulas name the role of each part (render/formulas.py); this is the colour of each role.
+ROLE_COLOURS = {formulas.TEXT: TEXT, formulas.COMPUTE: COMPUTE, formulas.MEMORY: MEMORY, formulas.KV_CACHE: KV_CACHE,
+                formulas.MUTED: MUTED, formulas.HIGHLIGHT: HIGHLIGHT}
 
 FONT_PREFERENCE = ("Inter", "DejaVu Sans")
 FONT = next((name for name in FONT_PREFERENCE if name in manimpango.list_fonts()), "sans-serif")

@@ -37,8 +37,6 @@ from scenes import style
 
 TEMPLATE = Path(__file__).with_name("page.html")
 STILL_WIDTH = 640
-ROLE_COLOURS = {formulas.TEXT: style.TEXT, formulas.COMPUTE: style.COMPUTE, formulas.MEMORY: style.MEMORY,
-                formulas.KV_CACHE: style.KV_CACHE, formulas.MUTED: style.MUTED, formulas.HIGHLIGHT: style.HIGHLIGHT}
 
 # The words you will hear, in the project's own words (the numbers are the film's, on the page beside them).
 GLOSSARY = (
@@ -70,7 +68,7 @@ STEP_CONTROLS = {"two-waits": ("answer",), "prefill": ("prompt",), "decode": ("p
 
 def mathml(formula: formulas.Formula) -> str:
     """The formula as MathML, from exactly the LaTeX the film typesets it from, coloured part by part."""
-    latex = " ".join(tex if role == formulas.TEXT else rf"{{\color{{{ROLE_COLOURS[role]}}}{tex}}}"
+    latex = " ".join(tex if role == formulas.TEXT else rf"{{\color{{{style.ROLE_COLOURS[role]}}}{tex}}}"
                      for tex, role in formula.parts)
     return latex_to_mathml(latex, display="block")
 
