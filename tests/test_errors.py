@@ -100,6 +100,17 @@ def test_a_template_naming_an_unknown_attribute(storyboard_copy):
     assert "(it has: tokens, ops, linear_ops" in message
 
 
+def test_the_films_summary_is_a_template_checked_as_the_narration_is(storyboard_copy):
+    path = storyboard_copy("{{ decode.tokens_per_second|integer }} tokens a second",
+                           "{{ decode.token_per_second|integer }} tokens a second")
+    message = refusal(path)
+    assert message.startswith(f"{path}:{line_of(path, 'summary: >-')}: film summary: DecodeNumbers has no value "
+                              f"'token_per_second'; did you mean tokens_per_second")
+    plan = resolve_plan(storyboard_path=storyboard_copy("Why a chat reply waits twice",
+                                                        "{{ prefill.tokens|count }} prompt tokens"))
+    assert plan.summary.startswith("2,000 prompt tokens: on an H100")
+
+
 def test_a_template_syntax_error(storyboard_copy):
     path = storyboard_copy("{{ prefill.ops|large }}", "{{ prefill.ops|large }")
     assert "beat 'prefill' narration: template error" in refusal(path)

@@ -157,24 +157,36 @@ def test_every_slider_position_shows_the_rooflines_numbers(browser, pages, name)
     assert errors == []
 
 
-def test_the_pills_swap_the_gpu_and_the_data_type(browser, pages):
-    page, plan = pages["default"]
+@pytest.mark.parametrize("name", ["default", *OTHERS])
+def test_the_pills_swap_the_gpu_and_the_data_type(browser, pages, name):
+    page, plan = pages[name]
     browser.get(page.as_uri())
     pills = browser.find_elements("css selector", "#gpu-pills .pill")
     names = [pill.get_attribute("data-gpu") for pill in pills]
-    assert names[:3] == ["h100-sxm", "a100-sxm-80gb", "rtx-4090"]  # the film's own, then its roofline pills
+    own = plan.choice.gpu.id
+    roofline_pills = [gpu for gpu in plan.parameters.roofline_pills if gpu != own]
+    assert names[:1 + len(roofline_pills)] == [own, *roofline_pills]  # the film's own, then its roofline pills
+
+    def count_shown() -> int:
+        label = shown(browser, "gpuName")
+        return int(label.split("×")[0]) if "×" in label else 1
+
+    clicked = 0
     for pill in pills:
         if not pill.is_enabled():
             continue
         pill.click()
         key = browser.execute_script("return document.querySelector('#gpu-pills [aria-checked=true]').dataset.gpu;")
-        label = shown(browser, "gpuName")
-        count = int(label.split("×")[0]) if "×" in label else 1
-        check_numbers(browser, plan, gpu=key, gpus=count)
-    browser.find_element("css selector", "#gpu-pills [data-gpu=h100-sxm]").click()
-    for dtype in ("int8", "fp8", "bf16"):
-        browser.find_element("css selector", f"#dtype-pills [data-dtype={dtype}]").click()
-        check_numbers(browser, plan, gpu="h100-sxm", gpus=1, dtype=dtype)
+        assert key == pill.get_attribute("data-gpu")
+        check_numbers(browser, plan, gpu=key, gpus=count_shown())
+        clicked += 1
+    assert clicked >= 5, f"only {clicked} GPU pills could be chosen"
+    browser.find_element("css selector", f"#gpu-pills [data-gpu={own}]").click()
+    assert count_shown() == plan.choice.gpus
+    for pill in browser.find_elements("css selector", "#dtype-pills .pill"):
+        if pill.is_enabled():
+            pill.click()
+            check_numbers(browser, plan, gpu=own, gpus=count_shown(), dtype=pill.get_attribute("data-dtype"))
 
 
 def test_at_the_films_settings_the_page_says_what_the_film_says(browser, pages):
@@ -267,3 +279,73 @@ def test_a_slider_is_reached_and_moved_by_the_keyboard_alone_within_a_frame(brow
                                   "for (var i = 0; i < 10; i++) { s.value = i; s.dispatchEvent(new Event('input')); }"
                                   "return (performance.now() - t) / 10;")
     assert took < 16, f"an update takes {took:.1f} ms"
+
+
+def test_the_summary_is_the_storyboards_template_in_the_films_numbers(browser, pages, cli_tiny_film):
+    page, plan = pages["default"]
+    browser.get(page.as_uri())
+    numbers = plan.numbers
+    summary = browser.find_element("css selector", "header p:not(.deployment)").text
+    assert summary == plan.summary
+    assert f"{fmt.count(numbers.prefill.tokens)} tokens in {fmt.duration(numbers.prefill.seconds)}" in summary
+    assert f"about {fmt.integer(numbers.decode.tokens_per_second)} tokens a second" in summary
+    meta = browser.find_element("css selector", "meta[name=description]").get_attribute("content")
+    assert meta == plan.summary
+    description = (cli_tiny_film / "preview" / "youtube-description.txt").read_text()
+    assert plan.summary in description  # the publishing kit says the same sentence
+    _, mixtral = pages["mixtral-x2"]
+    assert mixtral.summary.startswith("Why a chat reply waits twice: on two H200s, Mixtral 8x7B prefills 2,000 tokens")
+
+
+def test_every_number_the_page_shows_is_explained_from_the_one_table(browser, pages):
+    from render.publish.explain import EXPLANATIONS
+    from render.publish.page import PAGE_NUMBERS
+
+    for name in ("default", "mixtral-x2"):
+        page, plan = pages[name]
+        browser.get(page.as_uri())
+        names = set(browser.execute_script(
+            "return Array.prototype.map.call(document.querySelectorAll('main [data-show]'), e => e.dataset.show);"))
+        numbers = {key for key in names if key not in ("label", "gpuName", "prompt", "batch", "context", "answer",
+                                                       "answer-count", "prefill.bound", "decode.bound")}
+        assert numbers == set(PAGE_NUMBERS), numbers ^ set(PAGE_NUMBERS)  # every number has its line, no more
+        rows = {row.get_attribute("data-path"): row for row in
+                browser.find_elements("css selector", "#numbers tbody tr")}
+        assert set(rows) == set(PAGE_NUMBERS.values())
+        browser.execute_script("document.querySelector('#numbers').closest('details').open = true;")
+        for shown_as, path in PAGE_NUMBERS.items():
+            explanation = EXPLANATIONS[path]
+            cells = rows[path].find_elements("css selector", "td")
+            assert cells[0].text.splitlines()[0] == shown(browser, shown_as), path  # its value at the film's settings
+            assert explanation.meaning in cells[1].text and cells[2].text == explanation.formula
+            assert cells[4].text.strip(), f"{path} names no source"
+        # At the film's settings a plan number's line says what the plan says.
+        assert rows["numbers.prefill.seconds"].find_element("css selector", "td").text.startswith(
+            fmt.duration(plan.numbers.prefill.seconds, short=True))
+
+
+def test_the_review_and_the_page_share_one_frame_and_one_table(pages, cli_tiny_film, tmp_path):
+    """One stylesheet, one player and transcript, one line per number: the same words on both pages."""
+    from render.publish.review import make_review
+    from render.publish import web
+
+    page, plan = pages["default"]
+    folder = cli_tiny_film / "preview"
+    shown_by_pictures = json.loads((folder / "shown.json").read_text())
+    review = make_review(plan, folder / "film.mp4", {beat.id: [*beat.reads, *shown_by_pictures[beat.id]]
+                                                     for beat in plan.beats}, tmp_path, say=lambda line: None).read_text()
+    html = page.read_text()
+    stylesheet = web.render("pages.css")  # in the film's palette and font
+    assert "--bg: #0e1116" in stylesheet and stylesheet in html and stylesheet in review
+    for piece in ('<table class="numbers" id="numbers">', 'class="transcript"', 'class="seek chapter"',
+                  "a chapter or a transcript line seeks the film"):
+        assert piece in html and piece in review, piece
+
+    def line_of(text: str, path: str) -> str:
+        found = re.search(rf'<tr id="n-{re.escape(path)}".*?</tr>', text, re.S)
+        assert found, path
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", found.group(0), re.S)
+        return cells[1] + cells[2]  # what it means and its formula
+
+    assert line_of(html, "spec.peak_flops") == line_of(review, "spec.peak_flops")
+    assert line_of(html, "numbers.prefill.ops") == line_of(review, "numbers.prefill.ops")

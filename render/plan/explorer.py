@@ -32,6 +32,7 @@ ANSWER_TOKENS = 200  # where the answer slider starts: the source explainer's wo
 
 # The roofline chart's axes (log scales), in the page's SVG user units.
 CHART_WIDTH, CHART_HEIGHT, CHART_MARGIN = 640, 360, 56
+CHART_LEFT = 90  # room for the FLOP/s ticks ("10,000") and the axis title, large enough to read on a phone
 INTENSITY_RANGE = (0.1, 1e5)          # operations per byte
 FLOPS_RANGE = (1e11, 1e16)            # FLOP/s per GPU: 0.1 to 10,000 TFLOP/s
 
@@ -48,7 +49,7 @@ def chart_point(intensity: float, flops: float) -> tuple[float, float]:
         value = min(max(value, low), high)
         return (math.log10(value) - math.log10(low)) / (math.log10(high) - math.log10(low))
 
-    x = CHART_MARGIN + scale(intensity, *INTENSITY_RANGE) * (CHART_WIDTH - 2 * CHART_MARGIN)
+    x = CHART_LEFT + scale(intensity, *INTENSITY_RANGE) * (CHART_WIDTH - CHART_LEFT - CHART_MARGIN)
     y = CHART_HEIGHT - CHART_MARGIN - scale(flops, *FLOPS_RANGE) * (CHART_HEIGHT - 2 * CHART_MARGIN)
     return round(x, 1), round(y, 1)
 

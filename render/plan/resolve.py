@@ -95,6 +95,8 @@ def resolve_plan(
         beats.append(Beat(beat.id, beat.title, beat.start, beat.end, beat.scene, narration, captions, cues, where,
                           holds=beat.holds, reads=tuple(sorted(reads))))
 
+    summary = fill(storyboard.summary, {name: Tracked(value, path, set()) for name, (value, path) in groups.items()},
+                   storyboard.where("film.summary"), "film summary")
     narration = resolve_narration(storyboard, voice, recordings)
     for beat in beats:
         check_speakable(beat, narration)
@@ -110,7 +112,7 @@ def resolve_plan(
         choice=choice, spec=spec, numbers=numbers, measured=measured_numbers, pills=pills,
         parameters=params, narration=narration,
         pronunciations=load_pronunciations(data_dir / "pronunciations.yaml", named, gpu_names),
-        beats=tuple(beats), notes=tuple(notes),
+        beats=tuple(beats), notes=tuple(notes), summary=summary,
     )
 
 

@@ -16,7 +16,7 @@ from render.plan.types import NarrationSettings, Parameters, parse_voice
 from render.specs.yamlio import YamlMap, check_fields, display_path, load_yaml
 
 TOP_FIELDS = {"film": dict, "defaults": dict, "parameters": dict, "narration": dict, "beats": list}
-FILM_FIELDS = {"title": str, "end": (str, int, float), "source": str}
+FILM_FIELDS = {"title": str, "end": (str, int, float), "source": str, "summary": str}
 DEFAULT_FIELDS = {"gpu": str, "model": str, "dtype": str, "measured": str}
 PARAMETER_FIELDS = {
     "prompt_tokens": int, "batch_size": int, "batch_context_tokens": int, "long_prompt_tokens": int,
@@ -61,6 +61,7 @@ class Storyboard:
     beats: tuple[StoryBeat, ...]
     path: Path
     locations: dict[str, str] = field(default_factory=dict)  # parameter -> file:line
+    summary: str = ""  # a template, as a narration is: the film in a sentence, for its page and description
 
     def where(self, key: str) -> str:
         return self.locations.get(key, display_path(self.path))
@@ -112,6 +113,7 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
                             f"not {parameters[key]:,}")
 
     film_end = parse_timestamp(film["end"], film.where("end"), "film end")
+    compile_template(film["summary"], film.where("summary"), "film summary")
     beats_list = document["beats"]
     if not beats_list:
         raise FilmError(f"{document.where('beats')}: the storyboard has no beats")
@@ -161,11 +163,12 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     locations = {key: parameters.where(key) for key in parameters}
     locations.update({f"defaults.{key}": defaults.where(key) for key in defaults})
     locations.update({f"narration.{key}": narration.where(key) for key in narration})
+    locations["film.summary"] = film.where("summary")
     return Storyboard(film["title"], film_end, film["source"], dict(defaults),
                       Parameters(**{**parameters, "roofline_pills": tuple(parameters["roofline_pills"])}),
                       NarrationSettings(**{key: float(value) if key not in ("voice", "recordings") else value
                                            for key, value in narration.items()}),
-                      tuple(beats), path, locations)
+                      tuple(beats), path, locations, film["summary"])
 
 
 def check_scene(beat: YamlMap, label: str) -> None:

@@ -431,6 +431,7 @@ class Plan:
     pronunciations: tuple[tuple[str, str], ...]
     beats: tuple[Beat, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    summary: str = ""  # the film in a sentence, its numbers filled in (the storyboard's film.summary)
 
     def beat(self, beat_id: str) -> Beat:
         for beat in self.beats:
@@ -457,7 +458,7 @@ class Plan:
             return replace(beat, narration="", captions={}, cue_offsets={}, timing=None, reads=())
 
         around = self.beats[max(position - 1, 0):position + 2]
-        return replace(self, beats=tuple(beat if beat.id == beat_id else bare(beat) for beat in around))
+        return replace(self, beats=tuple(beat if beat.id == beat_id else bare(beat) for beat in around), summary="")
 
     @property
     def subtitles(self) -> list[Subtitle]:

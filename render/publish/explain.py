@@ -1,14 +1,21 @@
-"""Where each number of the plan comes from: its formula, its inputs and their sources.
+"""What each number means and how it is computed: its formula, its inputs and their sources.
 
-The review page's numbers table reads this. A path is a plan attribute path, as the narration
-and the scenes read them ("numbers.prefill.ops"); an input is another path (shown with its value)
-and a source is where a spec comes from in data/ (the GPU's datasheet, the model's config, the
-storyboard, the measured dataset).
+The one table both pages read: the review page's numbers table (every number the film speaks or
+shows) and the film's page ("How each number is computed", for every number a reader can move).
+A path is a plan attribute path, as the narration and the scenes read them ("numbers.prefill.ops"),
+or, for a number only the page's controls reach, "page.<what>"; an input is a plan path (shown
+with its value) and a source is where a spec comes from in data/ (the GPU's datasheet, the
+model's config, the storyboard, the measured dataset).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+from render import formatting as fmt
+from render.plan.tracking import value_at
+from render.plan.types import Plan
 
 GPU, COMPARE, MODEL, DTYPE, STORYBOARD, MEASURED, INTERCONNECT = (
     "gpu",
@@ -70,6 +77,12 @@ EXPLANATIONS: dict[str, Explanation] = {
         ("spec.peak_flops", "spec.memory_bandwidth"),
         (GPU, DTYPE),
         "operations/byte",
+    ),
+    "spec.interconnect_bandwidth": Explanation(
+        "each GPU's link to the others, one direction", "datasheet", (), (INTERCONNECT,), "bytes/s"
+    ),
+    "spec.allreduce_latency_seconds": Explanation(
+        "the fixed cost of one all-reduce", "measured or assumed (data/gpus.yaml)", (), (INTERCONNECT,), "seconds"
     ),
     "spec.sm_count": Explanation(
         "streaming multiprocessors drawn on the chip", "datasheet", ("choice.gpu.sm_count",), (GPU,)
@@ -502,4 +515,155 @@ EXPLANATIONS: dict[str, Explanation] = {
         ("measured.short.ttft_seconds",),
         (MEASURED, MODEL),
     ),
+    # -- numbers only the film's page reaches, at its controls' settings (render/plan/explorer.py)
+    "page.prefill.attention_share": Explanation(
+        "attention's share of a prompt's operations",
+        "2·L·(heads·head_dim)·N² ÷ (2·P_active·N + 2·L·(heads·head_dim)·N²)",
+        PREFILL_INPUTS,
+        (MODEL,),
+    ),
+    "page.prefill.tpot": Explanation(
+        "one decode step at batch 1 with the prompt cached: the time per output token",
+        "max(2·P_active ÷ (T·peak), (W_read(1) ÷ T + N·k_T) ÷ bandwidth) + all-reduces",
+        ("spec.active_parameters", "spec.weight_bytes", "spec.kv_bytes_per_token", *DEPLOYMENT),
+        (GPU, MODEL, DTYPE),
+        "seconds",
+    ),
+    "page.decode.weights": Explanation(
+        "the weight bytes each GPU reads in one batched step",
+        "W_read(B) ÷ T (a mixture of experts reads the experts the batch wakes)",
+        ("spec.weight_bytes", "spec.gpus"),
+        (MODEL, DTYPE),
+        "bytes",
+    ),
+    "page.decode.cache": Explanation(
+        "the KV cache bytes each GPU rereads in that step",
+        "B·C·k_T",
+        ("spec.kv_bytes_per_token", "spec.gpus"),
+        (MODEL, DTYPE),
+        "bytes",
+    ),
+    "page.decode.bytes_per_step": Explanation(
+        "all the bytes each GPU reads in that step", "W_read(B) ÷ T + B·C·k_T", ("spec.weight_bytes",), (MODEL, DTYPE),
+        "bytes",
+    ),
+    "page.decode.cache_share": Explanation(
+        "the cache's share of a step's bytes", "B·C·k_T ÷ (W_read(B) ÷ T + B·C·k_T)", ("spec.kv_bytes_per_token",),
+        (MODEL, DTYPE),
+    ),
+    "page.ridge_batch": Explanation(
+        "the users decoding together at which decode reaches the ridge",
+        "the smallest B whose intensity reaches peak ÷ bandwidth; never, when B·C·k keeps the step memory-bound",
+        ("spec.ridge_ops_per_byte", "spec.active_parameters", "spec.kv_bytes_per_token"),
+        (GPU, MODEL, DTYPE),
+        "users",
+    ),
+    "page.answer.latency": Explanation(
+        "an answer's whole wait, alone on the GPU", "TTFT + (n − 1)·TPOT", (), (GPU, MODEL, DTYPE), "seconds"
+    ),
+    "page.answer.decoding_share": Explanation(
+        "the share of that wait spent decoding", "(n − 1)·TPOT ÷ (TTFT + (n − 1)·TPOT)", (), (GPU, MODEL, DTYPE)
+    ),
 }
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str
+    label: str    # short: "H100 SXM datasheet"
+    text: str     # the data's whole citation
+    url: str      # its first link, if it has one
+
+
+URL = re.compile(r"https?://[^\s,;]+")
+
+
+def sources_of(plan: Plan) -> dict[str, Source]:
+    """Where each kind of input comes from, as data/ and the storyboard cite it."""
+    choice, dataset = plan.choice, plan.measured.dataset
+    cited = {
+        GPU: (f"{choice.gpu.name} datasheet", choice.gpu.source),
+        COMPARE: (f"{choice.compare_gpu.name} datasheet", choice.compare_gpu.source),
+        INTERCONNECT: (f"{choice.gpu.name} interconnect", choice.gpu.interconnect_source),
+        MODEL: (f"{choice.model.name} config", choice.model.source),
+        DTYPE: (f"{choice.dtype.name} format", choice.dtype.source),
+        STORYBOARD: ("the storyboard", "script/storyboard.yaml: the film's parameters (prompt lengths, batch)"),
+        MEASURED: (f"measured: {dataset.provider}", f"{dataset.path}: {dataset.source}"
+                   + (f" (measured {dataset.measured_on})" if dataset.measured_on else "")),
+    }
+    found = {}
+    for kind, (label, text) in cited.items():
+        text = " ".join(text.split())
+        link = URL.search(text)
+        found[kind] = Source(kind, label, text, link.group(0).rstrip(".,;)") if link else "")
+    return found
+
+
+@dataclass
+class NumberRow:
+    """One line of the numbers table: a number as the film writes it, what it means and where it comes from."""
+
+    path: str
+    meaning: str
+    value: str          # as the film writes it
+    exact: str          # every digit
+    formula: str
+    inputs: list[tuple[str, str]]
+    sources: list[Source]
+    beats: list[str]
+
+
+def number_row(plan: Plan, path: str, value, written_as: str = "", beats: list[str] | None = None) -> NumberRow:
+    """The row of `path`, whose value is `value` (a plan number, or one the page's controls reach, already
+    written as `written_as`)."""
+    explanation = EXPLANATIONS.get(path) or Explanation("", "", (), ())
+    sources = sources_of(plan)
+    return NumberRow(
+        path, explanation.meaning, written_as or written(value, explanation.unit, path), exact(value),
+        explanation.formula,
+        [(name, written(value_at(plan, name), EXPLANATIONS[name].unit if name in EXPLANATIONS else "", name))
+         for name in explanation.inputs],
+        [sources[kind] for kind in explanation.sources], beats or [])
+
+
+READABLE = {
+    "FLOP/s": lambda v: fmt.teraflops(v, short=True), "bytes/s": lambda v: fmt.bandwidth(v, short=True),
+    "seconds": lambda v: fmt.duration(v, short=True), "tokens/s": lambda v: fmt.tokens_per_second(v, short=True),
+    "operations/byte": lambda v: fmt.ops_per_byte(v, short=True),
+    "operations": lambda v: f"{fmt.large(v)} operations", "parameters": lambda v: f"{fmt.large(v)} parameters",
+    "bytes": lambda v: fmt.gigabytes(v, short=True) if v >= 1e8 else f"{fmt.count(v)} bytes",
+    "tokens": lambda v: f"{fmt.count(v)} tokens", "users": lambda v: f"{fmt.count(v)} users",
+    "experts": lambda v: f"{fmt.approx(v)} experts",
+}
+
+
+def written(value, unit: str, path: str = "") -> str:
+    """A value as the film writes it ('989 TFLOP/s', '34 ms', '13%', '3.2×')."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    unit = unit or unit_of(path)
+    if unit in READABLE:
+        return READABLE[unit](value)
+    if isinstance(value, int):
+        return fmt.count(value)  # a count, every digit: 4,096, not 4,100
+    if path.endswith(("_fraction", "_utilisation", "slowdown", "kv_ratio")):
+        return fmt.percent(value, short=True)
+    if path.endswith(("_ratio", "_speedup", "speedup")):
+        return fmt.times(value, short=True)
+    return fmt.plain(fmt.significant(value, 3))
+
+
+# The unit of a value the table does not explain itself (an input, such as choice.gpu.bf16_flops), from its name.
+UNITS_BY_NAME = (("_flops", "FLOP/s"), ("bandwidth", "bytes/s"), ("_seconds", "seconds"), ("bytes_per_token", ""),
+                 ("bytes_per_weight", ""), ("kv_bytes", "bytes"), ("bytes", "bytes"))
+
+
+def unit_of(path: str) -> str:
+    name = path.rsplit(".", 1)[-1]
+    return next((unit for part, unit in UNITS_BY_NAME if part in name), "")
+
+
+def exact(value) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return f"{value:,}" if isinstance(value, int) or float(value).is_integer() else f"{value:.6g}"

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from render import formatting as fmt
 from render.errors import FilmError
 from render.files import write_atomic
 from render.text import clean_text, description_line
@@ -55,14 +54,6 @@ def clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def summary(plan: Plan) -> str:
-    """One line with the film's own numbers."""
-    n, gpu = plan.numbers, fmt.with_article(plan.choice.hardware)
-    return (f"Why a chat reply waits twice: on {gpu}, {plan.choice.model.name} prefills "
-            f"{fmt.count(n.prefill.tokens)} tokens in {fmt.duration(n.prefill.seconds)} on arithmetic, then "
-            f"decodes about {fmt.integer(n.decode.tokens_per_second)} tokens a second on memory bandwidth.")
-
-
 def chapters(plan: Plan) -> list[str]:
     """One line per beat; YouTube needs the first at 0:00, three or more, each at least 10 s long."""
     lines = [f"{clock(beat.start)} {beat.title}" for beat in plan.beats]
@@ -85,7 +76,7 @@ def sources(plan: Plan) -> list[str]:
 
 
 def description_text(plan: Plan) -> str:
-    parts = [f"{plan.title}: {plan.choice.long_label}", "", summary(plan), "", "Chapters", *chapters(plan), "",
+    parts = [f"{plan.title}: {plan.choice.long_label}", "", plan.summary, "", "Chapters", *chapters(plan), "",
              "Every number is computed by a roofline model from the datasheets and model configs below "
              "(dense peaks; no overlap of arithmetic, memory traffic and communication assumed).", "",
              "Sources", *[f"- {line}" for line in sources(plan)]]

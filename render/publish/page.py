@@ -15,7 +15,6 @@ or any static host and makes no network request. The folder is built aside and s
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import os
@@ -23,19 +22,19 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-import jinja2
 from latex2mathml.converter import convert as latex_to_mathml
 
 from render import formatting as fmt, formulas, media
 from render.files import replace_folder, write_atomic
-from render.plan.explorer import CHART_HEIGHT, CHART_MARGIN, CHART_WIDTH, FLOPS_RANGE, INTENSITY_RANGE, Explorer, \
+from render.plan.explorer import CHART_HEIGHT, CHART_LEFT, CHART_MARGIN, CHART_WIDTH, FLOPS_RANGE, INTENSITY_RANGE, Explorer, \
     chart_point
 from render.plan.types import Plan
-from render.publish.kit import summary
-from render.publish.review import link_or_copy, sources_of
+from render.publish import web
+from render.publish.explain import NumberRow, number_row, sources_of
+from render.publish.web import beat_views, captions_url, link_or_copy
 from scenes import style
 
-TEMPLATE = Path(__file__).with_name("page.html")
+TEMPLATE = "page.html"
 STILL_WIDTH = 640
 
 # The words you will hear, in the project's own words (the numbers are the film's, on the page beside them).
@@ -66,26 +65,37 @@ STEP_CONTROLS = {"two-waits": ("answer",), "prefill": ("prompt",), "decode": ("p
                  "cache-rides-along": ("context",), "two-budgets": ("pills", "prompt", "batch")}
 
 
-def mathml(formula: formulas.Formula) -> str:
+def mathml(formula: formulas.Formula, display: str = "block") -> str:
     """The formula as MathML, from exactly the LaTeX the film typesets it from, coloured part by part."""
     latex = " ".join(tex if role == formulas.TEXT else rf"{{\color{{{style.ROLE_COLOURS[role]}}}{tex}}}"
                      for tex, role in formula.parts)
-    return latex_to_mathml(latex, display="block")
+    return latex_to_mathml(latex, display=display)
 
 
 def page_formulas(plan: Plan) -> dict[str, dict]:
-    """The four blocks of "The maths" and the latency sum, each with its film formula(s) as MathML."""
+    """The four blocks of "The maths" and the latency sum, each with its film formula(s) as MathML: a line of
+    formulas, or a tuple of formulas set inline, which a narrow screen wraps between them."""
     spec = plan.spec
     moe = bool(spec.experts)
     blocks = {
-        # "attainable FLOP/s" and its rule are two formulas in the film (one above the other): one line here.
-        "roofline": (formulas.Formula(formulas.ATTAINABLE.parts + formulas.ROOFLINE.parts), formulas.RIDGE),
+        # "attainable FLOP/s" and its rule are two formulas in the film (one above the other): one line here,
+        # which a phone breaks before the "=".
+        "roofline": ((formulas.ATTAINABLE, formulas.ROOFLINE), formulas.RIDGE),
         "prefill": (formulas.PREFILL_WORK,),
         "decode": (formulas.token_time(moe, spec.gpus), formulas.bytes_per_step(moe)),
         "cache": (formulas.CACHE_SHARE,),
         "latency": (formulas.LATENCY,),
     }
-    return {name: {"mathml": "".join(mathml(part) for part in parts), "latex": [part.latex for part in parts]}
+
+    def line(part) -> str:
+        if isinstance(part, tuple):
+            return '<p class="line">' + " ".join(mathml(each, "inline") for each in part) + "</p>"
+        return mathml(part)
+
+    def latex(part) -> str:
+        return " ".join(each.latex for each in part) if isinstance(part, tuple) else part.latex
+
+    return {name: {"mathml": "".join(line(part) for part in parts), "latex": [latex(part) for part in parts]}
             for name, parts in blocks.items()}
 
 
@@ -94,9 +104,6 @@ def compact(explorer: Explorer) -> dict:
     once), so the page stays small."""
     def rows(items) -> list:
         return [[getattr(item, name) for name in fields_of(item)] for item in items]
-
-    def fields_of(item) -> list[str]:
-        return [field.name for field in dataclasses.fields(item)]
 
     any_view = next(iter(explorer.deployments.values()))
     views = {}
@@ -131,7 +138,7 @@ def chart_axes() -> dict:
     while decade <= FLOPS_RANGE[1] * 1.001:
         y_ticks.append({"at": chart_point(INTENSITY_RANGE[0], decade)[1], "label": fmt.teraflops(decade, short=True)})
         decade *= 10
-    return {"width": CHART_WIDTH, "height": CHART_HEIGHT, "margin": CHART_MARGIN, "x": x_ticks, "y": y_ticks}
+    return {"width": CHART_WIDTH, "height": CHART_HEIGHT, "margin": CHART_MARGIN, "left": CHART_LEFT, "x": x_ticks, "y": y_ticks}
 
 
 def make_page(plan: Plan, explorer: Explorer, film: Path, say: Callable[[str], None] = print) -> Path:
@@ -164,30 +171,56 @@ def make_page(plan: Plan, explorer: Explorer, film: Path, say: Callable[[str], N
     return final / "index.html"
 
 
+# Each number the page shows (its data-show name) and the line of explain.py that says what it means.
+PAGE_NUMBERS = {
+    "peak": "spec.peak_flops", "bandwidth": "spec.memory_bandwidth", "ridge": "spec.ridge_ops_per_byte",
+    "weights": "spec.weight_bytes", "kv": "spec.kv_bytes_per_token",
+    "prefill.ops": "numbers.prefill.ops", "prefill.ttft": "numbers.prefill.seconds",
+    "prefill.ops_per_byte": "numbers.prefill.ops_per_byte", "prefill.attention_share": "page.prefill.attention_share",
+    "prefill.tpot": "page.prefill.tpot",
+    "decode.weights": "page.decode.weights", "decode.cache": "page.decode.cache",
+    "decode.bytes_per_step": "page.decode.bytes_per_step", "decode.step": "numbers.batch.step_seconds",
+    "decode.tokens_per_second": "numbers.batch.tokens_per_second", "decode.ops_per_byte": "numbers.batch.ops_per_byte",
+    "decode.cache_share": "page.decode.cache_share", "ridgeBatch": "page.ridge_batch",
+    "answer.latency": "page.answer.latency", "answer.decoding_share": "page.answer.decoding_share",
+}
+
+
+def shown_at_start(explorer: Explorer) -> dict[str, str]:
+    """Every number of PAGE_NUMBERS as the page first shows it: the film's deployment at the controls' first
+    positions (the film's own settings)."""
+    view, start = explorer.deployments[explorer.default], explorer.start
+    prefill = view.prefill[start["prompt"]]
+    decode = view.decode[start["batch"]][start["context"]]
+    answer = view.answers[start["prompt"]][start["answer"]]
+    values = {"peak": view.peak, "bandwidth": view.bandwidth, "ridge": view.ridge, "weights": view.weights,
+              "kv": view.kv_per_token, "ridgeBatch": view.ridge_batch[start["context"]]}
+    for group, stop in (("prefill", prefill), ("decode", decode), ("answer", answer)):
+        values.update({f"{group}.{name}": getattr(stop, name) for name in fields_of(stop)})
+    return values
+
+
+def fields_of(item) -> list[str]:
+    return [field.name for field in dataclasses.fields(item)]
+
+
+def number_rows(plan: Plan, explorer: Explorer) -> list[NumberRow]:
+    values = shown_at_start(explorer)
+    return [number_row(plan, path, values[name], written_as=values[name]) for name, path in PAGE_NUMBERS.items()]
+
+
 def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions: str, has_poster: bool) -> str:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE.parent), autoescape=True,
-                             undefined=jinja2.StrictUndefined)
-    view = explorer.deployments[explorer.default]
-    steps = []
-    for number, beat in enumerate(plan.beats, 1):
-        steps.append({"number": number, "id": beat.id, "title": beat.title, "start": beat.start,
-                      "narration": beat.narration, "still": stills.get(beat.id, ""),
-                      "formula": STEP_FORMULAS.get(beat.id, "latency"),
-                      "controls": " ".join(STEP_CONTROLS.get(beat.id, ()))})
-    transcript = [{"title": beat.title, "clock": fmt.timestamp(round(beat.start)),
-                   "clauses": [{"text": clause.text, "start": clause.start}
-                               for clause in (beat.timing.clauses if beat.timing else ())]}
-                  for beat in plan.beats]
-    palette = {name.lower(): getattr(style, name) for name in
-               ("BACKGROUND", "TEXT", "MUTED", "COMPUTE", "MEMORY", "IDLE", "KV_CACHE", "HIGHLIGHT", "PANEL")}
-    return env.get_template(TEMPLATE.name).render(
-        title=plan.title, label=plan.choice.long_label, summary=summary(plan), duration=plan.duration,
-        beats=plan.beats, steps=steps, transcript=transcript, glossary=GLOSSARY, sources=sources_of(plan).values(),
-        notes=plan.notes, formulas=page_formulas(plan), view=view, explorer=explorer, axes=chart_axes(),
-        palette=palette, font=style.FONT_PREFERENCE[0], has_poster=has_poster,
+    beats = beat_views(plan)
+    steps = [{"number": number, "id": beat["id"], "title": beat["title"], "start": beat["start"],
+              "narration": beat["narration"], "still": stills.get(beat["id"], ""),
+              "formula": STEP_FORMULAS.get(beat["id"], "latency"), "controls": " ".join(STEP_CONTROLS.get(beat["id"], ()))}
+             for number, beat in enumerate(beats, 1)]
+    return web.render(
+        TEMPLATE, title=plan.title, label=plan.choice.long_label, summary=plan.summary, duration=plan.duration,
+        beats=beats, steps=steps, transcript=beats, glossary=GLOSSARY, sources=sources_of(plan).values(),
+        notes=plan.notes, formulas=page_formulas(plan), explorer=explorer, axes=chart_axes(), has_poster=has_poster,
+        rows=number_rows(plan, explorer),
         gpu_names={gpu: next(v.gpu for v in explorer.deployments.values() if v.key.startswith(gpu + "/"))
                    for gpu in explorer.gpus},
         dtype_names={v.key.split("/")[2]: v.dtype for v in explorer.deployments.values()},
-        data=json.dumps(compact(explorer), separators=(",", ":")),
-        captions_url="data:text/vtt;base64," + base64.b64encode(captions.encode("utf-8")).decode("ascii")
-        if captions else "")
+        data=json.dumps(compact(explorer), separators=(",", ":")), captions_url=captions_url(captions))

@@ -1,0 +1,53 @@
+"""What the film's two pages share: their templates (base.html, parts.html, pages.css), the film's
+palette and font, the beats as both list them (chapters, transcript) and how a page carries its files.
+
+The review page (review.py) is the checking tool; the film's page (page.py) is the one to publish.
+Both extend base.html, use the macros in parts.html and explain their numbers from explain.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+from pathlib import Path
+
+import jinja2
+
+from render import formatting as fmt
+from render.plan.types import Plan
+from scenes import style
+
+TEMPLATES = Path(__file__).parent
+PALETTE = ("BACKGROUND", "TEXT", "MUTED", "COMPUTE", "MEMORY", "IDLE", "KV_CACHE", "HIGHLIGHT", "PANEL")
+
+
+def render(template: str, **context) -> str:
+    """One of the pages, filled in (autoescaped; a name missing from `context` is an error, not a blank)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    env.globals.update(palette={name.lower(): getattr(style, name) for name in PALETTE},
+                       font=style.FONT_PREFERENCE[0], clock=lambda seconds: fmt.timestamp(round(seconds)))
+    return env.get_template(template).render(**context)
+
+
+def beat_views(plan: Plan) -> list[dict]:
+    """Each beat as the pages list it: its chapter (start, end, clock) and its transcript's clauses."""
+    return [{"id": beat.id, "title": beat.title, "start": beat.start, "end": beat.end,
+             "clock": fmt.timestamp(round(beat.start)), "narration": beat.narration,
+             "clauses": [{"text": clause.text, "start": clause.start, "clock": fmt.timestamp(round(clause.start, 1))}
+                         for clause in (beat.timing.clauses if beat.timing else ())]}
+            for beat in plan.beats]
+
+
+def captions_url(vtt: str) -> str:
+    """The captions inline: a page opened from disk may not fetch film.vtt beside it (file: URLs are their
+    own origin)."""
+    return "data:text/vtt;base64," + base64.b64encode(vtt.encode("utf-8")).decode("ascii") if vtt else ""
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
