@@ -217,6 +217,14 @@ def test_the_page_reads_step_by_step_by_keyboard_and_seeks_the_film(browser, pag
     assert browser.execute_script(visible) == ["2"]
     assert wait_for(browser, "return document.getElementById('film').currentTime;") == pytest.approx(plan.beats[1].start, abs=0.1)
     assert browser.execute_script("return !!document.querySelector('.step[data-step=\"2\"] #prompt');")  # its control
+    # Beside it, what it moves: moved there, the step's numbers and the page's agree.
+    step_ttft = "return document.querySelector('.step[data-step=\"2\"] [data-show=\"prefill.ttft\"]').textContent;"
+    page_ttft = "return document.querySelector('#block-prefill [data-show=\"prefill.ttft\"]').textContent;"
+    assert browser.execute_script(step_ttft) == fmt.duration(plan.numbers.prefill.seconds, short=True)
+    press(browser, "prompt", "END")
+    assert browser.execute_script(step_ttft) == browser.execute_script(page_ttft) != fmt.duration(
+        plan.numbers.prefill.seconds, short=True)
+    press(browser, "prompt", "HOME")
     browser.find_element("id", "step-next").send_keys(Keys.ARROW_RIGHT)
     assert browser.execute_script(visible) == ["3"]
     browser.find_element("id", "step-close").click()

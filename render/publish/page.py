@@ -64,6 +64,16 @@ STEP_CONTROLS = {"two-waits": ("answer",), "prefill": ("prompt",), "decode": ("p
                  "batching": ("batch",), "wasted-money": ("pills", "prompt"), "measured": ("prompt",),
                  "cache-rides-along": ("context",), "two-budgets": ("pills", "prompt", "batch")}
 
+# What each control moves, shown beside it in a step (each a number of PAGE_NUMBERS).
+CONTROL_READOUTS = {
+    "pills": (("Peak", "peak"), ("Bandwidth", "bandwidth"), ("Ridge (ops/byte)", "ridge")),
+    "prompt": (("Operations", "prefill.ops"), ("First token", "prefill.ttft"), ("In attention", "prefill.attention_share")),
+    "batch": (("Step", "decode.step"), ("Tokens per second", "decode.tokens_per_second"),
+              ("Bytes per step", "decode.bytes_per_step")),
+    "context": (("Cache's share", "decode.cache_share"), ("Ridge reached at", "ridgeBatch")),
+    "answer": (("Whole answer", "answer.latency"), ("Decoding", "answer.decoding_share")),
+}
+
 
 def mathml(formula: formulas.Formula, display: str = "block") -> str:
     """The formula as MathML, from exactly the LaTeX the film typesets it from, coloured part by part."""
@@ -213,7 +223,8 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
     beats = beat_views(plan)
     steps = [{"number": number, "id": beat["id"], "title": beat["title"], "start": beat["start"],
               "narration": beat["narration"], "still": stills.get(beat["id"], ""),
-              "formula": STEP_FORMULAS.get(beat["id"], "latency"), "controls": " ".join(STEP_CONTROLS.get(beat["id"], ()))}
+              "formula": STEP_FORMULAS.get(beat["id"], "latency"), "controls": " ".join(STEP_CONTROLS.get(beat["id"], ())),
+              "readout": [line for control in STEP_CONTROLS.get(beat["id"], ()) for line in CONTROL_READOUTS[control]]}
              for number, beat in enumerate(beats, 1)]
     return web.render(
         TEMPLATE, title=plan.title, label=plan.choice.long_label, summary=plan.summary, duration=plan.duration,
