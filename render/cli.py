@@ -392,21 +392,24 @@ def make_arguments(args: argparse.Namespace) -> str:
 def run_render(args: argparse.Namespace) -> int:
     """scene, still and sheet: resolve, narrate (cached), then render from the timed plan."""
     from render.video import beats
-    from render.voice.narration import make_narration
+    from render.voice.narration import Narrator, make_narration
 
     beats.quality(args.quality)  # an unknown quality fails before anything is done
     plan = plan_from(args)
     if args.command != "sheet":
         plan.beat(args.beat)  # so is an unknown beat
     out = out_dir_of(plan, args)
-    narration = make_narration(plan, out, cache_dir(args.build))
-    timed = narration.plan
+    cache = cache_dir(args.build)
     if args.command == "scene":
-        path = beats.render_beat(timed, narration.track, args.beat, args.quality, out / "beats").video
-    elif args.command == "still":
-        path = beats.render_still(timed, args.beat, args.at, args.quality, out / "stills")
+        narration = make_narration(plan, out, cache)
+        path = beats.render_beat(narration.plan, narration.track, args.beat, args.quality, out / "beats",
+                                 cache=cache).video
     else:
-        path = beats.make_sheet(timed, args.quality, out / "sheet.png")
+        timed = Narrator(plan, cache).narrate().plan  # a picture needs the speech's timings, not the track
+        if args.command == "still":
+            path = beats.render_still(timed, args.beat, args.at, args.quality, out / "stills", cache=cache)
+        else:
+            path = beats.make_sheet(timed, args.quality, out / "sheet.png", cache=cache)
     print(display_path(path))
     return 0
 

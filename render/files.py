@@ -155,3 +155,11 @@ def output_dir(choice_name: str, is_default: bool, build_dir: Path = BUILD_DIR) 
 def cache_dir(build_dir: Path = BUILD_DIR) -> Path:
     """Shared by every choice: a clip or a beat is keyed by its content, not by the film."""
     return Path(build_dir) / "cache"
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """`target` is `source` (a hard link), or a copy of it where the two cannot share a file."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)

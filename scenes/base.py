@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+import numpy as np
 from manim import FadeIn, FadeOut, Scene, config
+from manim.utils.exceptions import EndSceneEarlyException
+from manim.utils.iterables import list_update
 
 from render.errors import FilmError
 from render.plan.tracking import Tracked
@@ -206,7 +209,16 @@ class BeatScene(Scene):
         return self.predecessor is not None and self.beat.previous == self.predecessor
 
     def __init__(self, plan: Plan, beat_id: str, progress: Progress | None = None, checks_layout: bool = True,
-                 **kwargs):
+                 stills: Iterable[int] = (), **kwargs):
+        """`stills`: frame numbers to capture instead of rendering the beat (`make still`, the goldens): the
+        scene runs in Manim's skipping mode, draws just those frames (into `self.stills`) and stops after the
+        last, so a still late in a beat costs no more than one early in it."""
+        self.stills_wanted = sorted(set(stills))
+        self.stills: dict[int, np.ndarray] = {}
+        self.frames_in_play = 0
+        if self.stills_wanted:
+            kwargs["skip_animations"] = True
+            checks_layout = False
         self.reads: set[str] = set()
         self.plan = Tracked(plan, "", self.reads)
         self.beat = BeatView.of(plan, beat_id)
@@ -233,6 +245,12 @@ class BeatScene(Scene):
             renderer.add_frame(renderer.get_frame(), num_frames=int(duration * config.frame_rate + 0.5 + 1e-6))
 
         renderer.freeze_current_frame = freeze_current_frame
+        if self.stills_wanted:
+            # Skipping still draws a background for every play, and every held frame: nothing is drawn but
+            # the stills (take_still).
+            renderer.save_static_frame_data = lambda scene, static: setattr(renderer, "static_image", None)
+            renderer.update_frame = lambda *args, **kwargs: None
+            renderer.freeze_current_frame = lambda duration: None
 
     def play(self, *animations, run_time: float | None = None, **kwargs) -> None:
         """Every play lasts a whole number of frames, so the beat's length is exact to the frame.
@@ -248,12 +266,45 @@ class BeatScene(Scene):
             return
         frames = min(budget, max(1, round(run_time * config.frame_rate)))
         asked = 1 if frames == 1 else frames - 0.5  # Manim refuses less than one frame
+        self.frames_in_play = frames
         super().play(*animations, run_time=asked / config.frame_rate, **kwargs)
+        if self.stills_wanted:
+            # A held frame (a wait with nothing moving) never reaches play_internal: its frames are the picture
+            # as it stands.
+            for frame in self.stills_within_play():
+                self.take_still(frame)
+            if len(self.stills) == len(self.stills_wanted):
+                raise EndSceneEarlyException()
         self.frames_done += frames
+        if self.stills_wanted:
+            return
         self.check_safe_area()
         self.check_layout()
         if self.progress is not None:
             self.progress(self.frames_done, round(self.beat.duration * config.frame_rate))
+
+    def play_internal(self, skip_rendering: bool = False) -> None:
+        """Manim's frame loop; when taking stills, first each wanted frame of this play at its own time (Manim
+        draws frame i of a play at t = i / fps), then on to the play's end in one step, as skipping does."""
+        for frame in self.stills_within_play():
+            self.update_to_time((frame - self.frames_done) / config.frame_rate)
+            self.take_still(frame)
+        super().play_internal(skip_rendering)
+
+    def stills_within_play(self) -> list[int]:
+        return [frame for frame in self.stills_wanted
+                if self.frames_done <= frame < self.frames_done + self.frames_in_play and frame not in self.stills]
+
+    def take_still(self, frame: int) -> None:
+        """Draw the picture as the Cairo renderer would for this frame: the play's still objects as the
+        background, its moving ones over them (all of them again, for a hold, as Manim does)."""
+        camera = self.renderer.camera
+        camera.reset()
+        if self.static_mobjects:
+            camera.capture_mobjects(self.static_mobjects, include_submobjects=True)
+        moving = self.moving_mobjects or list_update(self.mobjects, self.foreground_mobjects)
+        camera.capture_mobjects(moving, include_submobjects=True)
+        self.stills[frame] = camera.pixel_array.copy()
 
     def check_safe_area(self) -> None:
         """Note anything visible outside the safe area (5% from each edge), for the render's result."""

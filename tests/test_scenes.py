@@ -80,7 +80,7 @@ def test_a_render_reports_the_plan_values_its_scene_read(narrated, tmp_path):
 
 
 def test_a_still_is_the_frame_at_that_time(narrated, tmp_path):
-    """The still (rendered at 10 fps) matches the full render's frame (15 fps) at the same moment."""
+    """A still is drawn alone (Manim skipping to its frame) and is the full render's frame at that moment."""
     at = 9.0
     still = beats.render_still(narrated.plan, "two-waits", at, "low", tmp_path / "stills")
     assert still.name == "two-waits@9.png"
@@ -92,6 +92,40 @@ def test_a_still_is_the_frame_at_that_time(narrated, tmp_path):
     assert np.mean(np.abs(a - b)) < 2.0  # the same picture, up to video compression
     earlier = media.extract_frame(full, round(2.0 * 15), tmp_path / "earlier.png")
     assert np.mean(np.abs(a - np.asarray(Image.open(earlier).convert("L"), dtype=float))) > 4.0
+
+
+@pytest.mark.parametrize("beat_id, at", [("batching", 10.0), ("roofline", 13.33), ("cache-rides-along", 10.67),
+                                         ("two-budgets", 11.67), ("prefill", 6.33)])
+def test_a_still_mid_animation_is_the_films_frame(default_tiny_film, beat_id, at, tmp_path):
+    """Mid-move, late in a beat, in a transform from the beat before: the still is the film's frame then,
+    nearer to it than to the frames either side (these moments are chosen where the picture moves)."""
+    plan = default_tiny_film.result.plan
+    fps = beats.QUALITIES["tiny"].fps
+    frame = round(plan.beat(beat_id).start * fps) + round(at * fps)
+    still = np.asarray(Image.open(beats.render_still(plan, beat_id, at, "tiny", tmp_path)).convert("L"), dtype=float)
+
+    def distance(index: int) -> float:
+        film_frame = media.extract_frame(default_tiny_film.result.film, index, tmp_path / f"film-{index}.png")
+        difference = still - np.asarray(Image.open(film_frame).convert("L"), dtype=float)
+        difference -= np.median(difference)  # the video's colour conversion shifts the picture by a level or two
+        return float(np.mean(np.abs(difference)))
+
+    own = distance(frame)
+    assert own < 1.0, f"{beat_id} at {at} s differs from the film's frame"
+    assert distance(frame - 1) > 2 * own and distance(frame + 1) > 2 * own
+
+
+def test_typeset_text_and_formulas_are_kept_for_the_next_render_and_checked(narrated, tmp_path):
+    """What a render typeset (LaTeX, Pango) is kept in the build's cache; a damaged entry is made again."""
+    cache = tmp_path / "cache"
+    first = beats.render_still(narrated.plan, "prefill", 6.0, "tiny", tmp_path / "a", cache=cache)
+    kept = {kind: sorted((cache / "typeset" / kind).glob("*.svg")) for kind in ("tex", "texts")}
+    assert kept["tex"] and kept["texts"], kept  # the prefill beat typesets a formula and writes text
+    damaged = kept["texts"][0]
+    damaged.write_bytes(damaged.read_bytes()[:40])  # cut short, as a killed copy would leave it
+    again = beats.render_still(narrated.plan, "prefill", 6.0, "tiny", tmp_path / "b", cache=cache)
+    assert damaged.read_bytes().rstrip().endswith(b"</svg>")  # whole again
+    assert np.array_equal(np.asarray(Image.open(first)), np.asarray(Image.open(again)))
 
 
 def test_a_still_outside_its_beat_is_refused(narrated, tmp_path):

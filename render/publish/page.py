@@ -25,13 +25,13 @@ from typing import Callable
 from latex2mathml.converter import convert as latex_to_mathml
 
 from render import formatting as fmt, formulas, media
-from render.files import replace_folder, write_atomic
+from render.files import link_or_copy, replace_folder, write_atomic
 from render.plan.explorer import CHART_HEIGHT, CHART_LEFT, CHART_MARGIN, CHART_WIDTH, FLOPS_RANGE, INTENSITY_RANGE, Explorer, \
     chart_point
 from render.plan.types import Plan
 from render.publish import web
 from render.publish.explain import NumberRow, number_row, sources_of
-from render.publish.web import beat_views, captions_url, link_or_copy
+from render.publish.web import beat_views, captions_url
 from scenes import style
 
 TEMPLATE = "page.html"

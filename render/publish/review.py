@@ -22,12 +22,12 @@ import ffmpeg
 
 from render import formatting as fmt, media
 from render.errors import FilmError
-from render.files import BUILD_DIR, replace_folder, write_atomic
+from render.files import BUILD_DIR, link_or_copy, replace_folder, write_atomic
 from render.plan.tracking import value_at
 from render.plan.types import Plan
 from render.publish import web
 from render.publish.explain import NumberRow, number_row, sources_of
-from render.publish.web import beat_views, captions_url, link_or_copy
+from render.publish.web import beat_views, captions_url
 from render.specs.yamlio import display_path
 
 TEMPLATE = "review.html"

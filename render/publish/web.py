@@ -1,5 +1,5 @@
 """What the film's two pages share: their templates (base.html, parts.html, pages.css), the film's
-palette and font, the beats as both list them (chapters, transcript) and how a page carries its files.
+palette and font, and the beats as both list them (chapters, transcript).
 
 The review page (review.py) is the checking tool; the film's page (page.py) is the one to publish.
 Both extend base.html, use the macros in parts.html and explain their numbers from explain.py.
@@ -8,8 +8,6 @@ Both extend base.html, use the macros in parts.html and explain their numbers fr
 from __future__ import annotations
 
 import base64
-import os
-import shutil
 from pathlib import Path
 
 import jinja2
@@ -44,10 +42,3 @@ def captions_url(vtt: str) -> str:
     """The captions inline: a page opened from disk may not fetch film.vtt beside it (file: URLs are their
     own origin)."""
     return "data:text/vtt;base64," + base64.b64encode(vtt.encode("utf-8")).decode("ascii") if vtt else ""
-
-
-def link_or_copy(source: Path, target: Path) -> None:
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)

@@ -65,12 +65,13 @@ class BeatVideos:
 
 
 def render_beat_job(timed_plan_path: str, beat_id: str, quality_name: str, out_path: str,
-                    progress_queue) -> beats.BeatRender:
+                    progress_queue, cache_folder: str | None = None) -> beats.BeatRender:
     """In a worker process: render one beat's pictures and return what the render found."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="film: %(message)s")
     plan = Plan.from_json(Path(timed_plan_path).read_text(), timed_plan_path)
     return beats.render_video(plan, beat_id, beats.quality(quality_name), Path(out_path),
-                              progress=lambda frames, total: progress_queue.put((beat_id, frames, total)))
+                              progress=lambda frames, total: progress_queue.put((beat_id, frames, total)),
+                              cache=Path(cache_folder) if cache_folder else None)
 
 
 @contextmanager
@@ -227,7 +228,8 @@ def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_
                                           initargs=(os.getpid(),)) as pool, ctrl_c_noted() as interrupted:
             progress = manager.Queue()
             futures = {pool.submit(render_beat_job, str(timed_plan_path), beat_id, q.name,
-                                   str(scratch / f"{beat_id}.mp4"), progress): beat_id for beat_id in to_render}
+                                   str(scratch / f"{beat_id}.mp4"), progress, str(cache_folder)): beat_id
+                       for beat_id in to_render}
             states: dict[str, str] = {}
             last_report = 0.0
             pending = set(futures)
