@@ -46,8 +46,10 @@ setup:
 setup-film:
 	@"$$PYTHON" render/tools/bootstrap.py film
 
+# Two test processes (pytest-xdist), a test file each at a time, so a file's shared renders are made once.
+TEST_WORKERS ?= 2
 test: setup
-	@$(VENV)/bin/python -m pytest
+	@$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 plan: setup
 	@$(FILM) plan --json $(PLAN_CHOICES)

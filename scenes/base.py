@@ -245,9 +245,9 @@ class BeatScene(Scene):
             renderer.add_frame(renderer.get_frame(), num_frames=int(duration * config.frame_rate + 0.5 + 1e-6))
 
         renderer.freeze_current_frame = freeze_current_frame
-        if self.stills_wanted:
-            # Skipping still draws a background for every play, and every held frame: nothing is drawn but
-            # the stills (take_still).
+        if renderer._original_skipping_status:
+            # Skipping (a lint, or stills) still draws a background for every play and every held frame:
+            # nothing is drawn here but the stills (take_still).
             renderer.save_static_frame_data = lambda scene, static: setattr(renderer, "static_image", None)
             renderer.update_frame = lambda *args, **kwargs: None
             renderer.freeze_current_frame = lambda duration: None
@@ -310,10 +310,11 @@ class BeatScene(Scene):
         """Note anything visible outside the safe area (5% from each edge), for the render's result."""
         half_width, half_height = config.frame_width * 0.45, config.frame_height * 0.45
         for mobject in self.mobjects:
-            if mobject.width == 0 and mobject.height == 0:
+            if not len(mobject.get_all_points()):
                 continue
-            left, right = mobject.get_left()[0], mobject.get_right()[0]
-            bottom, top = mobject.get_bottom()[1], mobject.get_top()[1]
+            left, right, bottom, top = bounding_box(mobject)  # the points once, not four times
+            if left == right and bottom == top:
+                continue
             if left < -half_width - 0.01 or right > half_width + 0.01 or bottom < -half_height - 0.01 \
                     or top > half_height + 0.01:
                 if not is_invisible(mobject):

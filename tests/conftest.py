@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
 import os
+import pickle
+import shutil
 import signal
 import subprocess
 import sys
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,8 +31,8 @@ def pytest_collection_finish(session):
     from render.tools import bootstrap
 
     needed = any("llama_server_binary" in getattr(item, "fixturenames", ()) for item in session.items)
-    if not needed or bootstrap.llama_server_ready():
-        return
+    if not needed or worker_id(session.config) not in ("master", "gw0") or bootstrap.llama_server_ready():
+        return  # under pytest-xdist the first worker builds it; the others wait for its stamp
     bootstrap.LLAMA_DIR.mkdir(parents=True, exist_ok=True)
     log = open(bootstrap.LLAMA_DIR / "build.log", "wb")
     session.config.llama_build = subprocess.Popen(
@@ -56,9 +62,31 @@ def llama_server_binary(request) -> Path:
         if build.returncode != 0:
             log = (bootstrap.LLAMA_DIR / "build.log").read_text(errors="replace")
             pytest.fail(f"building llama-server failed (exit {build.returncode}):\n{log[-3000:]}")
+    elif worker_id(request.config) not in ("master", "gw0"):
+        deadline = time.monotonic() + LLAMA_BUILD_TIMEOUT
+        while not bootstrap.llama_server_ready() and time.monotonic() < deadline:
+            time.sleep(5)  # the first worker is building it
     if not bootstrap.llama_server_ready():
-        pytest.fail(f"{bootstrap.LLAMA_SERVER} is missing or damaged, and no build was started")
+        pytest.fail(f"{bootstrap.LLAMA_SERVER} is missing or damaged, and no build was started; see "
+                    f"{bootstrap.LLAMA_DIR / 'build.log'}")
     return bootstrap.LLAMA_SERVER
+
+
+def worker_id(config) -> str:
+    """pytest-xdist's name for this process ("gw0", "gw1"), or "master" when the suite runs in one."""
+    return getattr(config, "workerinput", {}).get("workerid", "master")
+
+
+@contextmanager
+def held(lock: Path):
+    """One process at a time (the others wait): for what the suite's workers make once and share."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @pytest.fixture(scope="session")
@@ -76,15 +104,36 @@ class MadeFilm:
 
 
 @pytest.fixture(scope="session")
-def default_tiny_film(tmp_path_factory) -> MadeFilm:
-    """The default film at the tests' tiny size, made once by `make film`'s code for every module."""
+def default_tiny_film(request, tmp_path_factory) -> MadeFilm:
+    """The default film at the tests' tiny size, made once by `make film`'s code for every module (under
+    pytest-xdist, once for all the workers: each gets its own copy of the build, so a test that makes other
+    films there never changes another worker's)."""
     from render.plan.resolve import resolve_plan
     from render.video.film import make_film
 
-    build = tmp_path_factory.mktemp("build")
-    lines: list[str] = []
-    result = make_film(resolve_plan(recordings=build / "none"), "tiny", build, jobs=2, say=lines.append)
-    return MadeFilm(build, result, lines, result.film.read_bytes(), result.srt.read_bytes())
+    def made_in(build: Path) -> MadeFilm:
+        lines: list[str] = []
+        result = make_film(resolve_plan(recordings=build / "none"), "tiny", build, jobs=2, say=lines.append)
+        return MadeFilm(build, result, lines, result.film.read_bytes(), result.srt.read_bytes())
+
+    if worker_id(request.config) == "master":
+        return made_in(tmp_path_factory.mktemp("build"))
+    shared = tmp_path_factory.getbasetemp().parent / "default-tiny-film"
+    with held(shared.with_suffix(".lock")):
+        if not (shared / "made.pickle").is_file():
+            made = made_in(shared / "build")
+            (shared / "made.pickle").write_bytes(pickle.dumps(made))
+    made = pickle.loads((shared / "made.pickle").read_bytes())
+    own = tmp_path_factory.mktemp("build")
+    shutil.copytree(made.build, own, dirs_exist_ok=True, symlinks=True)
+
+    def rebased(path: Path) -> Path:
+        return own / Path(path).relative_to(made.build)
+
+    result = made.result
+    return dataclasses.replace(made, build=own, result=dataclasses.replace(
+        result, film=rebased(result.film), srt=rebased(result.srt), vtt=rebased(result.vtt),
+        poster=rebased(result.poster)))
 
 
 @pytest.fixture(scope="session")

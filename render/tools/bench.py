@@ -4,6 +4,8 @@
     cold high   the whole film at 1080p60 from an empty cache
     warm        `make film` again with nothing changed
     one beat    one beat's narration changed: only that beat re-renders
+    still       `make still BEAT=batching AT=5.5` as a user runs it, cold (nothing typeset yet) and warm
+    scene       `make scene BEAT=batching QUALITY=low`, as a ratio to the beat's length
     memory      peak resident memory of the pipeline and of its worker processes
     matrix      four films (two GPUs x two models) at 480p15: one after another with `make film`,
                 then at once on a local Dask cluster (`make films`): beats needed per beat rendered,
@@ -20,6 +22,7 @@ import json
 import logging
 import resource
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -75,9 +78,34 @@ def run(qualities: list[str], build: Path) -> dict:
     changed = resolve_plan(storyboard_path=changed_storyboard, recordings=build / "no-recordings")
     outcome = timed(f"one beat changed ({last})", lambda: make_film(changed, last, folder, say=quiet), results)
     results[f"one beat changed ({last})"]["rendered"] = outcome.rendered
+    looks(build / "looks", plan, results)
     results["peak_memory"] = {key: round(value, 1) for key, value in peak_memory_mb().items()}
     results["matrix"] = matrix(build)
     return results
+
+
+STILL = ("batching", 5.5)
+
+
+def looks(build: Path, plan, results: dict) -> None:
+    """A look at one beat, as a user takes it: `make still` (cold, then warm) and `make scene` at low quality,
+    each its own process, as the command line runs them."""
+    beat, at = STILL
+    still = ["still", "--beat", beat, "--at", str(at), "--build", str(build)]
+    cli(still)  # narrates the film (its cache is this folder's), so the stills below time the picture alone
+    shutil.rmtree(build / "cache" / "typeset", ignore_errors=True)
+    timed("still, cold typesetting", lambda: cli(still), results)
+    timed("still, warm", lambda: cli(still), results)
+    length = plan.beat(beat).duration
+    timed(f"scene {beat} low", lambda: cli(["scene", "--beat", beat, "--quality", "low", "--build", str(build)]),
+          results, length)
+    results[f"scene {beat} low"]["note"] = f"ratio to the beat's {length:g} s"
+
+
+def cli(args: list[str]) -> None:
+    made = subprocess.run([sys.executable, "-m", "render.cli", *args], capture_output=True, text=True)
+    if made.returncode != 0:
+        raise SystemExit(f"bench: film {' '.join(args)} failed: {made.stderr[-2000:]}")
 
 
 def matrix(build: Path) -> dict:
@@ -116,7 +144,7 @@ def table(results: dict) -> str:
         if not isinstance(value, dict) or "seconds" not in value:
             continue
         ratio = f"{value['ratio_to_film']:.2f}" if "ratio_to_film" in value else ""
-        notes = f"re-rendered: {', '.join(value['rendered'])}" if "rendered" in value else ""
+        notes = f"re-rendered: {', '.join(value['rendered'])}" if "rendered" in value else value.get("note", "")
         if "beat_render_ratios" in value:
             slowest = max(value["beat_render_ratios"].items(), key=lambda item: item[1])
             notes = f"per beat (one core): {min(value['beat_render_ratios'].values()):.2f}-{slowest[1]:.2f}x, slowest {slowest[0]}"

@@ -1,0 +1,65 @@
+"""The layout lint over choices that stress it: every beat of each, after every animation, from Manim's bounding
+boxes (its own file, so the suite's two processes can run it beside the other picture tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from render.plan.resolve import resolve_plan
+from render.video import beats
+from render.voice.narration import Narrator
+
+
+# Choices that stress the layout: the slowest GPU with numbers that grow a digit, the fastest with
+# FP8 arithmetic, a long model name, a GPU with a three-digit ridge of its own and little bandwidth;
+# and deployments: four chips and a split wall, a mixture of experts on two, 256 experts on eight;
+# and what a wider lint run found: a ridge at the chart's end (FP8 on one H100), all-reduces taking
+# much of a long prompt's bar (two L40S over PCIe).
+LINT_CHOICES = [("rtx-4090", 1, "llama-3.2-1b", "int4"), ("b200", 1, "llama-3.1-70b", "fp8"),
+                ("mi300x", 1, "mistral-7b-v0.3", "bf16"), ("l40s", 1, "qwen2.5-7b", "int8"),
+                ("h100-sxm", 4, "llama-3.1-70b", "bf16"), ("h100-sxm", 2, "mixtral-8x7b", "bf16"),
+                ("h200-sxm", 8, "deepseek-v3", "fp8"), ("h100-sxm", 1, "mixtral-8x7b", "fp8"),
+                ("l40s", 2, "llama-3.1-70b", "fp8")]
+
+
+def lint_choice(choice: tuple[str, int, str, str], speech: Path) -> dict[str, tuple[str, ...]]:
+    """One choice's layout problems by beat, from its timed plan alone (no track is assembled)."""
+    gpu, gpus, model, dtype = choice
+    plan = Narrator(resolve_plan(gpu=gpu, gpus=gpus, model=model, dtype=dtype, recordings=speech / "none"),
+                    speech).narrate().plan
+    problems = {beat.id: beats.lint_beat(plan, beat.id) for beat in plan.beats}
+    return {beat: found for beat, found in problems.items() if found}
+
+
+def test_the_lint_finds_text_running_over_a_cards_edge():
+    """The class of fault a preview found: a lever's text grown past its card's right border."""
+    from manim import DOWN, RIGHT
+
+    from scenes.base import bounding_box, texts_over_frame_edges
+    from scenes.helpers import BudgetCard, get_text
+    from scenes.style import MEMORY
+
+    card = BudgetCard("tokens per second", "decode's budget", MEMORY)
+    fitted = card.lever("quantisation", "INT4 weights → 12,461 tokens/s (2×) and then some more words")
+    card.add(fitted)
+    assert texts_over_frame_edges([(text, bounding_box(text)) for text in fitted[1:]], [card]) == set()
+    grown = get_text("INT8 weights → 1,650 tokens/s (0.5×)").next_to(fitted, DOWN).align_to(card.box, RIGHT)
+    grown.shift(RIGHT * 0.5)
+    found = texts_over_frame_edges([(grown, bounding_box(grown))], [card, grown])
+    assert len(found) == 1
+    assert "Text 'INT8 weights → 1,650 tokens/s (0.5×)' runs over the edge of a RoundedRectangle" in found.pop()
+    outside = get_text("a caption under the card").next_to(card.box, DOWN)
+    assert texts_over_frame_edges([(outside, bounding_box(outside))], [card, outside]) == set()
+
+
+def test_layout_lint_for_choices_that_stress_it(tmp_path):
+    """After every animation of every beat: no text over text, no text under 28 px, nothing in the margin.
+    Computed from Manim's bounding boxes, without drawing a frame. Two choices at a time: the rest of the
+    suite leaves the second core idle. One speech cache: the sentences they share are synthesised once."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        found = dict(zip(LINT_CHOICES, pool.map(lint_choice, LINT_CHOICES, [tmp_path] * len(LINT_CHOICES))))
+    assert {choice: problems for choice, problems in found.items() if problems} == {}
+    assert len(found) == len(LINT_CHOICES)
