@@ -54,14 +54,31 @@ def packet_counts(path: Path) -> dict[str, int]:
     return {stream["codec_type"]: int(stream.get("nb_read_packets", 0)) for stream in streams}
 
 
-def decode_problems(path: Path) -> list[str]:
-    """Decode every frame of every stream; what ffmpeg reports as broken (nothing for a whole file)."""
-    try:
-        _, report = run(ffmpeg.input(str(path)).output("-", format="null", threads=2).global_args("-xerror", "-v", "error"),
-                        f"decoding {path.name}")
-    except FilmError as error:
-        return [str(error)]
-    return report.decode(errors="replace").strip().splitlines()[:3]
+def packet_hashes(path: Path) -> list[str]:
+    """An MD5 of each video packet's bytes, in order, read without decoding (ffmpeg's framehash muxer)."""
+    out, _ = run(ffmpeg.input(str(path)).output("-", map="0:v", c="copy", f="framehash", hash="md5"),
+                 f"reading {path.name}'s pictures")
+    return [line.rsplit(",", 1)[1].strip() for line in out.decode().splitlines() if line and not line.startswith("#")]
+
+
+def decode_problems(path: Path, windows: list[tuple[float, float]] | None = None) -> list[str]:
+    """What ffmpeg reports as broken when it decodes the file (nothing for a whole one): every frame of every
+    stream, or with `windows` ((start, seconds) each) the sound whole and the pictures only there, each window
+    decoded from the keyframe before it."""
+    def problems(stream, what: str) -> list[str]:
+        try:
+            _, report = run(stream.global_args("-xerror", "-v", "error"), what)
+        except FilmError as error:
+            return [str(error)]
+        return report.decode(errors="replace").strip().splitlines()[:3]
+
+    if windows is None:
+        return problems(ffmpeg.input(str(path)).output("-", format="null", threads=2), f"decoding {path.name}")
+    found = problems(ffmpeg.input(str(path))["a"].output("-", format="null"), f"decoding {path.name}'s sound")
+    for start, seconds in windows:
+        found += problems(ffmpeg.input(str(path), ss=f"{max(0.0, start):.3f}", t=f"{seconds:.3f}")["v"]
+                          .output("-", format="null", threads=2), f"decoding {path.name} at {start:.2f} s")
+    return found[:3]
 
 
 def run(stream, what: str, input_bytes: bytes | None = None) -> tuple[bytes, bytes]:

@@ -25,6 +25,17 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LLAMA_BUILD_TIMEOUT = 1500  # seconds: the build takes three or four minutes on two cores, more beside the tests
 
 
+# The longest files first, so that the suite's two processes end together instead of one finishing the
+# layout lint alone (a file's tests stay together: `--dist loadfile`).
+LONGEST_FIRST = ("test_layout.py", "test_scenes.py", "test_cluster.py", "test_hardening.py", "test_film.py",
+                 "test_hostile_input.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's own order is kept
+
+
 def pytest_collection_finish(session):
     """When a collected test needs llama.cpp's server and it is not built, build it in the background,
     niced, on the core the suite leaves idle (the suite is mostly single-threaded), instead of first."""

@@ -72,8 +72,10 @@ def test_a_run_killed_mid_render_leaves_nothing_that_blocks_the_next(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory):
+def made(tmp_path_factory, default_tiny_film):
+    """A build of its own to damage: a copy of the suite's tiny film's (its beats, narration and film)."""
     build = tmp_path_factory.mktemp("damage")
+    shutil.copytree(default_tiny_film.build, build, dirs_exist_ok=True)
     plan = resolve_plan(recordings=build / "none")
     return plan, build, make_film(plan, "tiny", build, jobs=2, say=lambda line: None)
 
@@ -138,6 +140,45 @@ def test_the_film_check_counts_each_streams_real_length_and_decodes_it(made, tmp
     assert float(probe(short)["format"]["duration"]) == pytest.approx(154, abs=0.1)  # the container's claim
     with pytest.raises(FilmError, match=r"failed its check: the video holds \d+ frames"):
         check_film(short, plan, QUALITIES["tiny"])
+
+
+def video_packet(path: Path, index: int) -> tuple[int, int]:
+    """Where the `index`th video packet of an MP4 lies in the file: (byte offset, size)."""
+    rows = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v", "-show_entries", "packet=pos,size",
+                           "-of", "csv=p=0", str(path)], capture_output=True, text=True, check=True).stdout.split()
+    size, position = rows[index].split(",")  # ffprobe writes a packet's size before its position
+    return int(position), int(size)
+
+
+def test_the_film_holds_exactly_its_beats_pictures_and_its_joins_decode(made, tmp_path):
+    """Each beat is decoded whole when its render makes it; the film is then checked to hold those very packets
+    (read, not decoded) and decoded at its joins and in its sound."""
+    from render.files import cache_dir
+    from render.media import decode_problems
+    from render.video.cache import BeatCache
+
+    plan, build, first = made
+    q = QUALITIES["tiny"]
+    cache = BeatCache(cache_dir(build))
+    videos = [cache.lookup(first.plan, beat.id, q) for beat in first.plan.beats]
+    assert all(videos)
+    check_film(first.film, first.plan, q, videos)
+    # One picture changed in the middle of the roofline beat, far from any join: same size, same packets.
+    frame = round(first.plan.beat("roofline").start * q.fps) + 20
+    position, size = video_packet(first.film, frame)
+    damaged = tmp_path / "film.mp4"
+    data = bytearray(first.film.read_bytes())
+    data[position + size // 2:position + size // 2 + 16] = bytes(16)
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(FilmError, match=rf"its pictures are not the beats' own: packet {frame} of \d+ differs"):
+        check_film(damaged, first.plan, q, videos)
+    # The same damage in a beat's own video is what its render's decoding finds.
+    beat_video = tmp_path / "roofline.mp4"
+    position, size = video_packet(videos[3], 20)
+    data = bytearray(videos[3].read_bytes())
+    data[position + 8:position + size] = bytes(range(256)) * ((size - 8) // 256) + bytes((size - 8) % 256)
+    beat_video.write_bytes(bytes(data))
+    assert decode_problems(beat_video) and decode_problems(videos[3]) == []
 
 
 def mp4_boxes(data: bytes, start: int = 0, end: int | None = None, path: str = ""):

@@ -155,6 +155,9 @@ def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int 
             scene.render()
             produced = Path(scene.renderer.file_writer.movie_file_path)
             frames = scene.frames_done
+        broken = media.decode_problems(produced)  # once, here, so the film needs only its joins decoded
+        if broken:
+            raise FilmError(f"beat {beat_id!r}: its render does not decode: {'; '.join(broken)}")
         move(produced, out_path)
     finally:
         shutil.rmtree(work, ignore_errors=True)
