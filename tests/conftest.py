@@ -51,11 +51,18 @@ def pytest_collection_finish(session):
         stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=lambda: os.nice(10))
 
 
-def pytest_sessionfinish(session):
+def pytest_sessionfinish(session, exitstatus):
     build = getattr(session.config, "llama_build", None)
-    if build is not None and build.poll() is None:  # a run that ended early: the build leaves nothing half-made
-        os.killpg(build.pid, signal.SIGTERM)
-        build.wait()
+    if build is None or build.poll() is not None:
+        return
+    if worker_id(session.config) != "master" and exitstatus != pytest.ExitCode.INTERRUPTED:
+        try:  # this worker is done, but the other may still be waiting for the server it builds
+            build.wait(LLAMA_BUILD_TIMEOUT)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    os.killpg(build.pid, signal.SIGTERM)  # a run that ended early: the build leaves nothing half-made
+    build.wait()
 
 
 @pytest.fixture(scope="session")
