@@ -19,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 from manim import (DOWN, LEFT, PI, RIGHT, UL, UP, Animation, AnimationGroup, DashedLine, Dot, FadeIn, FadeOut,
                    Line, MathTex, Rectangle, RoundedRectangle, Square, Succession, Text, ValueTracker, VGroup,
-                   always_redraw, interpolate_color, ManimColor, there_and_back)
+                   interpolate_color, ManimColor, there_and_back)
 
 from render import formulas
 from scenes.style import (BACKGROUND, BODY_SIZE, COMPUTE, FONT, FORMULA_SIZE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE,
@@ -291,12 +291,18 @@ class Counter(VGroup):
         self.caption = get_text(caption, SMALL_SIZE, MUTED).set_opacity(0)
         self.color = color
         self.size = size
-        self.value = always_redraw(self._value_text)
+        # Redrawn every frame, but each value's text is laid out once (Pango and the SVG parse were most of a
+        # counting beat's time): the frame's value becomes a copy of it, placed and faded as the frame needs.
+        self.laid_out: dict[str, Text] = {}
+        self.value = self._value_text().copy()
+        self.value.add_updater(lambda value: value.become(self._value_text()))
         self.add(self.caption, self.value)
 
     def _value_text(self) -> Text:
-        text = get_text(self.formatter(self.tracker.get_value()), self.size, self.color, weight="BOLD")
-        return text.set_opacity(self.shown.get_value()).next_to(self.caption, DOWN, buff=0.1)
+        words = self.formatter(self.tracker.get_value())
+        if words not in self.laid_out:
+            self.laid_out[words] = get_text(words, self.size, self.color, weight="BOLD")
+        return self.laid_out[words].set_opacity(self.shown.get_value()).next_to(self.caption, DOWN, buff=0.1)
 
     def appear(self) -> Animation:
         return AnimationGroup(self.caption.animate.set_opacity(1), self.shown.animate.set_value(1))

