@@ -38,6 +38,7 @@ class Explanation:
 
 
 PEAK = ("choice.gpu.bf16_flops", "choice.gpu.fp8_flops")
+ATTENTION_SHARE = "2·L·(heads·head_dim)·N² ÷ (2·P_active·N + 2·L·(heads·head_dim)·N²)"  # of a prompt's operations
 PREFILL_INPUTS = (
     "spec.active_parameters",
     "numbers.prefill.tokens",
@@ -286,7 +287,7 @@ EXPLANATIONS: dict[str, Explanation] = {
     ),
     "numbers.long_prompt.attention_fraction": Explanation(
         "attention's share of the long prompt's operations",
-        "2·L·(heads·head_dim)·N² ÷ (2·P_active·N + 2·L·(heads·head_dim)·N²)",
+        ATTENTION_SHARE,
         ("numbers.long_prompt.tokens", "choice.model.layers", "spec.active_parameters"),
         (MODEL, STORYBOARD),
     ),
@@ -518,7 +519,7 @@ EXPLANATIONS: dict[str, Explanation] = {
     # -- numbers only the film's page reaches, at its controls' settings (render/plan/explorer.py)
     "page.prefill.attention_share": Explanation(
         "attention's share of a prompt's operations",
-        "2·L·(heads·head_dim)·N² ÷ (2·P_active·N + 2·L·(heads·head_dim)·N²)",
+        ATTENTION_SHARE,
         PREFILL_INPUTS,
         (MODEL,),
     ),
