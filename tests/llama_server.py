@@ -100,7 +100,10 @@ def free_port() -> int:
 class LlamaServer:
     """`llama-server` on 127.0.0.1, started and waited for, and stopped after (with its process group)."""
 
-    def __init__(self, model: Path, context: int = 4096, slots: int = 1, threads: int = 2, log: Path | None = None):
+    # One thread: on a shared machine (the suite's other worker rendering) llama.cpp's threads spin at each
+    # step's barrier while one of them waits for a core, and a run takes minutes, not seconds (measured: the
+    # concurrency sweep 77 s with two threads against a busy neighbour, 21 s with one).
+    def __init__(self, model: Path, context: int = 4096, slots: int = 1, threads: int = 1, log: Path | None = None):
         self.model, self.context, self.slots, self.threads = model, context, slots, threads
         self.port = free_port()
         self.log = log or model.with_suffix(f".{self.port}.log")

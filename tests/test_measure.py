@@ -110,11 +110,11 @@ def test_the_request_cap_bounds_the_run():
             measure(Endpoint(server.url, "m", max_requests=3), [30, 60], max_tokens=8, runs=3, say=quiet)
 
 
-def run_measure_cli(url: str, out, extra_env=None, *args) -> subprocess.CompletedProcess:
+def run_measure_cli(url: str, out, extra_env=None, *args, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {**os.environ, **(extra_env or {})}
     return subprocess.run([sys.executable, "-m", "render.cli", "measure", "--base-url", url, "--model", "m",
                            "--prompt-tokens", "34,2081", "--runs", "2", "--max-tokens", "12", "--label", "test rig",
-                           "--out", str(out), *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
+                           "--out", str(out), *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=timeout)
 
 
 def test_the_api_key_is_sent_but_never_shown_or_written(tmp_path):
