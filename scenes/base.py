@@ -13,6 +13,7 @@ from manim.utils.iterables import list_update
 from render.errors import FilmError
 from render.plan.tracking import Tracked
 from render.plan.types import BUILT_IN_CUES, Plan
+from scenes.layers import Layers
 from scenes.style import BACKGROUND, LEAD, TRANSITION
 
 Progress = Callable[[int, int], None]  # (frames drawn, frames in the beat)
@@ -199,6 +200,7 @@ class BeatScene(Scene):
 
     successor: str | None = None    # the beat this one hands its final picture to
     predecessor: str | None = None  # the beat whose final picture this one starts from
+    draws_only_changes = True       # see scenes/layers.py; False draws every frame as Manim does
 
     @property
     def hands_over(self) -> bool:
@@ -228,6 +230,8 @@ class BeatScene(Scene):
         self.checks_layout = checks_layout
         self.frames_done = 0
         self.closing = False
+        self.layers: Layers | None = None
+        self.frames_layered = 0  # frames drawn over the play's still objects, not with them
         # What moves while the picture would otherwise wait for the voice (a sweep of the wall, a
         # drip, a pulse on what was just named): set by a scene as its picture grows, cleared for a
         # deliberate hold. Any wait of MAX_STILL or more is filled with it.
@@ -245,6 +249,15 @@ class BeatScene(Scene):
             renderer.add_frame(renderer.get_frame(), num_frames=int(duration * config.frame_rate + 0.5 + 1e-6))
 
         renderer.freeze_current_frame = freeze_current_frame
+
+        def render(scene, time, moving_mobjects=None) -> None:
+            if scene.layers is None:
+                renderer.update_frame(scene, moving_mobjects)
+            else:
+                scene.layers.draw(renderer, scene)
+            renderer.add_frame(renderer.get_frame())
+
+        renderer.render = render
         if renderer._original_skipping_status:
             # Skipping (a lint, or stills) still draws a background for every play and every held frame:
             # nothing is drawn here but the stills (take_still).
@@ -290,6 +303,17 @@ class BeatScene(Scene):
             self.update_to_time((frame - self.frames_done) / config.frame_rate)
             self.take_still(frame)
         super().play_internal(skip_rendering)
+        if self.layers is not None:
+            self.layers.check_still(self.beat.id)
+            self.frames_layered += self.layers.frames_layered
+            self.layers = None
+
+    def get_moving_and_static_mobjects(self, animations):
+        """Manim's split of a play's picture, and the layers that draw it (when frames are drawn)."""
+        moving, static = super().get_moving_and_static_mobjects(animations)
+        drawing = self.draws_only_changes and not self.renderer._original_skipping_status
+        self.layers = Layers(self, moving, animations) if drawing else None
+        return moving, static
 
     def stills_within_play(self) -> list[int]:
         return [frame for frame in self.stills_wanted

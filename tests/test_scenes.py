@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
 import subprocess
@@ -113,6 +114,60 @@ def test_a_still_mid_animation_is_the_films_frame(default_tiny_film, beat_id, at
     own = distance(frame)
     assert own < 1.0, f"{beat_id} at {at} s differs from the film's frame"
     assert distance(frame - 1) > 2 * own and distance(frame + 1) > 2 * own
+
+
+def frames_sent_to_the_encoder(monkeypatch) -> list[tuple[str, int]]:
+    """Each frame a render hands to the encoder (a hash of its pixels, and how many times it is written)."""
+    from manim.scene.scene_file_writer import SceneFileWriter
+
+    sent: list[tuple[str, int]] = []
+    write = SceneFileWriter.write_frame
+
+    def keep(writer, frame, repeat: int = 1):
+        sent.append((hashlib.sha256(frame.tobytes()).hexdigest(), repeat))
+        return write(writer, frame, repeat=repeat)
+
+    monkeypatch.setattr(SceneFileWriter, "write_frame", keep)
+    return sent
+
+
+@pytest.mark.parametrize("beat_id", ["decode", "batching"])
+def test_a_play_draws_its_still_objects_once_and_the_frames_are_manims(narrated, beat_id, tmp_path, monkeypatch):
+    """Drawn in layers (what a play leaves still, once; what moves, each frame), every frame has exactly the
+    pixels Manim's own drawing gives it. These two beats have the most still objects after a moving one."""
+    from scenes.base import BeatScene
+
+    sent = frames_sent_to_the_encoder(monkeypatch)
+    layered = beats.render_video(narrated.plan, beat_id, beats.QUALITIES["tiny"], tmp_path / "layered.mp4")
+    drawn_in_layers = list(sent)
+    sent.clear()
+    monkeypatch.setattr(BeatScene, "draws_only_changes", False)
+    whole = beats.render_video(narrated.plan, beat_id, beats.QUALITIES["tiny"], tmp_path / "whole.mp4")
+    assert whole.frames_layered == 0 and layered.frames_layered > 0.4 * layered.frames
+    assert len(drawn_in_layers) == len(sent)
+    different = [index for index, (one, other) in enumerate(zip(drawn_in_layers, sent)) if one != other]
+    assert not different, f"frames {different[:10]} differ from Manim's"
+
+
+def test_an_updater_that_moves_an_object_it_does_not_own_is_named(narrated, tmp_path):
+    """The background of still objects is right only while they stay still: an updater on one object that
+    moves another is a scene's mistake, named, not a picture with the old one left in it."""
+    from manim import DOWN, LEFT, RIGHT, UP, Square, tempconfig
+
+    from scenes.base import BeatScene
+
+    class Meddling(BeatScene):
+        def build(self):
+            mover, bystander = Square().shift(LEFT * 3), Square().shift(RIGHT * 3)
+            self.add(mover, bystander)  # the bystander comes after the mover: drawn once, as still
+            mover.add_updater(lambda square, dt: bystander.shift(UP * dt))
+            self.play(mover.animate.shift(DOWN), run_time=1)
+
+    settings = {"pixel_width": 854, "pixel_height": 480, "frame_rate": 3, "media_dir": str(tmp_path),
+                "disable_caching": True, "write_to_movie": False, "verbosity": "WARNING", "progress_bar": "none"}
+    with tempconfig(settings), pytest.raises(FilmError, match=r"beat 'two-waits': a Square changed during a "
+                                                             r"play although nothing animates it"):
+        Meddling(narrated.plan, "two-waits").render()
 
 
 def test_typeset_text_and_formulas_are_kept_for_the_next_render_and_checked(narrated, tmp_path):

@@ -7,6 +7,7 @@ nothing comes back through globals.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import functools
 import logging
 import shutil
@@ -125,6 +126,7 @@ class BeatRender:
     values_read: tuple[str, ...]  # the plan values the scene read ("numbers.prefill.ops"), for the cache
     seconds: float                # wall time of the render
     layout: tuple[str, ...] = ()  # text over text, or text under ~28 px at 1080p (should be nothing)
+    frames_layered: int = 0       # frames drawn over their play's still objects (scenes/layers.py)
 
 
 def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int | None = None,
@@ -167,7 +169,8 @@ def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int 
     for problem in sorted(scene.layout_problems):
         log.warning("%s: layout: %s", beat_id, problem)
     return BeatRender(beat_id, out_path, frames, tuple(sorted(scene.safe_area_violations)),
-                      tuple(sorted(scene.reads)), time.perf_counter() - started, tuple(sorted(scene.layout_problems)))
+                      tuple(sorted(scene.reads)), time.perf_counter() - started, tuple(sorted(scene.layout_problems)),
+                      scene.frames_layered)
 
 
 def lint_beat(plan: Plan, beat_id: str) -> tuple[str, ...]:
@@ -217,7 +220,7 @@ def render_beat(plan: Plan, narration: Path, beat_id: str, quality_name: str, ou
         silent.unlink(missing_ok=True)
     log.info("rendered %s at %s (%dx%d, %d fps) in %.1f s", beat_id, q.name, q.width, q.height, q.fps,
              render.seconds)
-    return BeatRender(beat_id, out_path, render.frames, render.safe_area, render.values_read, render.seconds)
+    return dataclasses.replace(render, video=out_path)  # with what the render found (layout, safe area)
 
 
 def render_frames(plan: Plan, beat_id: str, times: list[float], quality_name: str, out_dir: Path,
