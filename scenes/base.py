@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
+import svgelements
 from manim import FadeIn, FadeOut, Scene, config
 from manim.utils.exceptions import EndSceneEarlyException
 from manim.utils.iterables import list_update
@@ -15,6 +16,10 @@ from render.plan.tracking import Tracked
 from render.plan.types import BUILT_IN_CUES, Plan
 from scenes.layers import Layers
 from scenes.style import BACKGROUND, LEAD, TRANSITION
+
+# A glyph keeps the SVG path its points were made from, read once and never changed: its copies share it.
+# Deep-copying it was nine tenths of copying a text, which Manim does each time an animation begins.
+svgelements.Path.__deepcopy__ = lambda path, memo: path
 
 Progress = Callable[[int, int], None]  # (frames drawn, frames in the beat)
 MAX_STILL = 2.2        # seconds: a longer wait is filled with the beat's ambient motion

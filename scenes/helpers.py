@@ -48,7 +48,9 @@ def get_formula(*parts: str | tuple[str, str] | formulas.Formula, size: float = 
 
 
 def get_text(text: str, size: float = BODY_SIZE, color: str = TEXT, weight: str = "NORMAL") -> Text:
-    return Text(text, font=FONT, font_size=size, color=color, weight=weight)
+    # Manim's cache of parsed SVGs (off for Text by default): the same words are parsed once per process, and
+    # a render given the build's cache keeps them for the next (render/video/shapes.py).
+    return Text(text, font=FONT, font_size=size, color=color, weight=weight, use_svg_cache=True)
 
 
 def get_title(beat_title: str, context: str = "") -> VGroup:

@@ -183,6 +183,34 @@ def test_typeset_text_and_formulas_are_kept_for_the_next_render_and_checked(narr
     assert np.array_equal(np.asarray(Image.open(first)), np.asarray(Image.open(again)))
 
 
+def test_parsed_shapes_are_kept_for_the_next_render_and_checked(narrated, tmp_path, monkeypatch):
+    """The shapes Manim parses from text and formula SVGs are kept: the next render parses none, and the
+    same pixels come out; a damaged entry is parsed again and kept whole."""
+    import svgelements
+    from manim.mobject.svg import svg_mobject
+
+    parsed = []
+    parse = svgelements.SVG.parse
+    monkeypatch.setattr(svgelements.SVG, "parse", lambda *args, **kwargs: parsed.append(1) or parse(*args, **kwargs))
+    cache = tmp_path / "cache"
+    first = beats.render_still(narrated.plan, "prefill", 6.0, "tiny", tmp_path / "a", cache=cache)
+    kept = sorted((cache / "typeset" / "shapes").glob("*.shape"))
+    assert parsed and len(kept) >= len(set(kept)) > 10  # its title, labels and formula at least
+
+    def still_again(folder: str) -> np.ndarray:
+        """As a new process renders it: Manim's own cache of this process's shapes emptied."""
+        svg_mobject.SVG_HASH_TO_MOB_MAP.clear()
+        parsed.clear()
+        return np.asarray(Image.open(beats.render_still(narrated.plan, "prefill", 6.0, "tiny", tmp_path / folder,
+                                                        cache=cache)))
+
+    assert np.array_equal(still_again("b"), np.asarray(Image.open(first))) and not parsed
+    kept[0].write_bytes(kept[0].read_bytes()[:-100])  # cut short
+    kept[1].write_bytes(b"\0" * kept[1].stat().st_size)  # the right size, nothing in it
+    assert np.array_equal(still_again("c"), np.asarray(Image.open(first))) and len(parsed) == 2
+    assert np.array_equal(still_again("d"), np.asarray(Image.open(first))) and not parsed
+
+
 def test_a_still_outside_its_beat_is_refused(narrated, tmp_path):
     with pytest.raises(FilmError, match=r"AT=20 is outside beat 'two-waits', which lasts 14 s"):
         beats.render_still(narrated.plan, "two-waits", 20, "tiny", tmp_path)

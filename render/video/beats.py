@@ -24,6 +24,7 @@ from render.errors import FilmError
 from render.files import atomic_path, link_or_copy, move
 from render.formatting import timestamp
 from render.plan.types import Plan
+from render.video.shapes import kept_shapes
 
 log = logging.getLogger("film")
 
@@ -152,7 +153,7 @@ def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int 
         "video_encoder_options": dict(ENCODER),
     }
     try:
-        with tempconfig(settings):
+        with tempconfig(settings), kept_shapes(cache):
             scene = scene_type(plan, beat_id, progress)
             scene.render()
             produced = Path(scene.renderer.file_writer.movie_file_path)
@@ -250,7 +251,7 @@ def render_frames(plan: Plan, beat_id: str, times: list[float], quality_name: st
                 **typesetting_dirs(cache), "disable_caching": True, "verbosity": "WARNING", "progress_bar": "none",
                 "write_to_movie": False, "save_last_frame": False}
     try:
-        with tempconfig(settings):
+        with tempconfig(settings), kept_shapes(cache):
             scene = scene_class(beat_id)(plan, beat_id, stills=wanted)
             scene.render()
     finally:
