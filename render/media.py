@@ -61,6 +61,28 @@ def packet_hashes(path: Path) -> list[str]:
     return [line.rsplit(",", 1)[1].strip() for line in out.decode().splitlines() if line and not line.startswith("#")]
 
 
+def concat_list(videos: list[Path], path: Path) -> Path:
+    """ffmpeg's concat list of the videos, in order, at `path`."""
+    path.write_text("".join(f"file '{Path(video).resolve()}'\n" for video in videos))
+    return path
+
+
+def join_pictures(videos: list[Path], out_path: Path) -> Path:
+    """The videos' pictures one after another in one file, not re-encoded, checked to hold exactly their
+    packets in order; atomically."""
+    listing = concat_list(videos, out_path.with_name(f".{out_path.name}.concat.txt"))
+    try:
+        with atomic_path(out_path) as temporary:
+            run(ffmpeg.input(str(listing), format="concat", safe=0).output(
+                str(temporary), map="0:v", c="copy").overwrite_output(),
+                f"joining the parts of {out_path.name}")
+            if packet_hashes(temporary) != [digest for video in videos for digest in packet_hashes(video)]:
+                raise FilmError(f"joining the parts of {out_path.name} did not keep their pictures whole")
+    finally:
+        listing.unlink(missing_ok=True)
+    return out_path
+
+
 def decode_problems(path: Path, windows: list[tuple[float, float]] | None = None) -> list[str]:
     """What ffmpeg reports as broken when it decodes the file (nothing for a whole one): every frame of every
     stream, or with `windows` ((start, seconds) each) the sound whole and the pictures only there, each window

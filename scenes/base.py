@@ -216,13 +216,19 @@ class BeatScene(Scene):
         return self.predecessor is not None and self.beat.previous == self.predecessor
 
     def __init__(self, plan: Plan, beat_id: str, progress: Progress | None = None, checks_layout: bool = True,
-                 stills: Iterable[int] = (), **kwargs):
+                 stills: Iterable[int] = (), part: tuple[int, int] | None = None, **kwargs):
         """`stills`: frame numbers to capture instead of rendering the beat (`make still`, the goldens): the
         scene runs in Manim's skipping mode, draws just those frames (into `self.stills`) and stops after the
-        last, so a still late in a beat costs no more than one early in it."""
+        last, so a still late in a beat costs no more than one early in it.
+
+        `part`: (first, end): render only the beat's frames first..end-1 (a part of a beat split across
+        processes): the plays before it are skipped to their ends, as for a still; the play it starts in is
+        played frame by frame, drawing from its first frame; the render stops after the play holding its last."""
         self.stills_wanted = sorted(set(stills))
         self.stills: dict[int, np.ndarray] = {}
         self.frames_in_play = 0
+        self.part = part
+        self.frame_in_play = 0  # frames of the current play handed to the renderer so far
         if self.stills_wanted:
             kwargs["skip_animations"] = True
             checks_layout = False
@@ -251,24 +257,46 @@ class BeatScene(Scene):
         def freeze_current_frame(duration: float) -> None:
             # Manim writes int(duration * fps) frames for a still hold; play() asks for
             # k - 0.5 frames' worth, so round to the k it means (see play()).
-            renderer.add_frame(renderer.get_frame(), num_frames=int(duration * config.frame_rate + 0.5 + 1e-6))
-
-        renderer.freeze_current_frame = freeze_current_frame
+            frames = int(duration * config.frame_rate + 0.5 + 1e-6)
+            kept = self.frames_of_part(self.frames_done, frames)
+            if kept:
+                renderer.add_frame(renderer.get_frame(), num_frames=kept)
 
         def render(scene, time, moving_mobjects=None) -> None:
+            frame = self.frames_done + self.frame_in_play
+            self.frame_in_play += 1
+            if not self.frames_of_part(frame, 1):
+                return  # before the part (in the play it starts in) or after it
             if scene.layers is None:
                 renderer.update_frame(scene, moving_mobjects)
             else:
                 scene.layers.draw(renderer, scene)
             renderer.add_frame(renderer.get_frame())
 
+        # A skipped play (a lint, a still, the plays before a part) is not drawn: Manim would still draw its
+        # background and its held frames. Nothing is drawn then but the stills (take_still).
+        save_static_frame_data, update_frame = renderer.save_static_frame_data, renderer.update_frame
+
+        def save_static_unless_skipping(scene, static):
+            if renderer.skip_animations:
+                renderer.static_image = None
+                return None
+            return save_static_frame_data(scene, static)
+
+        def update_unless_skipping(*args, **kwargs) -> None:
+            if not renderer.skip_animations:
+                update_frame(*args, **kwargs)
+
+        renderer.freeze_current_frame = freeze_current_frame
         renderer.render = render
-        if renderer._original_skipping_status:
-            # Skipping (a lint, or stills) still draws a background for every play and every held frame:
-            # nothing is drawn here but the stills (take_still).
-            renderer.save_static_frame_data = lambda scene, static: setattr(renderer, "static_image", None)
-            renderer.update_frame = lambda *args, **kwargs: None
-            renderer.freeze_current_frame = lambda duration: None
+        renderer.save_static_frame_data = save_static_unless_skipping
+        renderer.update_frame = update_unless_skipping
+
+    def frames_of_part(self, first: int, count: int) -> int:
+        """How many of the frames first..first+count-1 this render writes (all of them, unless a part)."""
+        if self.part is None:
+            return count
+        return max(0, min(first + count, self.part[1]) - max(first, self.part[0]))
 
     def play(self, *animations, run_time: float | None = None, **kwargs) -> None:
         """Every play lasts a whole number of frames, so the beat's length is exact to the frame.
@@ -285,6 +313,12 @@ class BeatScene(Scene):
         frames = min(budget, max(1, round(run_time * config.frame_rate)))
         asked = 1 if frames == 1 else frames - 0.5  # Manim refuses less than one frame
         self.frames_in_play = frames
+        self.frame_in_play = 0
+        if self.part is not None:
+            if self.frames_done >= self.part[1]:
+                raise EndSceneEarlyException()  # the part is written; Manim closes its file
+            # A play wholly before the part jumps to its end, as Manim's skipping does.
+            self.renderer._original_skipping_status = self.frames_done + frames <= self.part[0]
         super().play(*animations, run_time=asked / config.frame_rate, **kwargs)
         if self.stills_wanted:
             # A held frame (a wait with nothing moving) never reaches play_internal: its frames are the picture
@@ -316,7 +350,7 @@ class BeatScene(Scene):
     def get_moving_and_static_mobjects(self, animations):
         """Manim's split of a play's picture, and the layers that draw it (when frames are drawn)."""
         moving, static = super().get_moving_and_static_mobjects(animations)
-        drawing = self.draws_only_changes and not self.renderer._original_skipping_status
+        drawing = self.draws_only_changes and not self.renderer.skip_animations
         self.layers = Layers(self, moving, animations) if drawing else None
         return moving, static
 

@@ -149,6 +149,35 @@ def test_a_play_draws_its_still_objects_once_and_the_frames_are_manims(narrated,
     assert not different, f"frames {different[:10]} differ from Manim's"
 
 
+def test_a_beat_rendered_in_parts_is_the_beat_rendered_whole(narrated, tmp_path, monkeypatch):
+    """The film renders each beat in parts (a process each, where there are cores) and joins them without
+    re-encoding: the joined beat has every frame, and each is the whole render's, to within the rounding of
+    a play skipped to its end (an edge's anti-aliasing, a level or two)."""
+    from manim.scene.scene_file_writer import SceneFileWriter
+
+    pictures: list[np.ndarray] = []
+    write = SceneFileWriter.write_frame
+
+    def keep(writer, frame, repeat: int = 1):
+        pictures.extend([frame[:, :, :3].astype(np.int16)] * repeat)
+        return write(writer, frame, repeat=repeat)
+
+    monkeypatch.setattr(SceneFileWriter, "write_frame", keep)
+    q = beats.QUALITIES["tiny"]
+    whole = beats.render_video(narrated.plan, "batching", q, tmp_path / "whole.mp4")
+    whole_pictures = list(pictures)
+    pictures.clear()
+    parts = beats.part_bounds(whole.frames)
+    assert len(parts) == beats.PARTS == 2 and parts[0][0] == 0 and parts[-1][1] == whole.frames
+    joined = beats.render_beat_video(narrated.plan, "batching", q, tmp_path / "joined.mp4")
+    assert joined.frames == whole.frames == media.frame_count(joined.video) == len(pictures)
+    assert set(joined.values_read) == set(whole.values_read) and joined.layout == whole.layout == ()
+    for index, (one, other) in enumerate(zip(whole_pictures, pictures)):
+        difference = np.abs(one - other)
+        assert difference.max() <= 3 and np.count_nonzero(difference.max(axis=2)) < 50, f"frame {index} differs"
+    assert not list(tmp_path.glob(".joined.part*"))  # the parts are gone once joined
+
+
 def test_an_updater_that_moves_an_object_it_does_not_own_is_named(narrated, tmp_path):
     """The background of still objects is right only while they stay still: an updater on one object that
     moves another is a scene's mistake, named, not a picture with the old one left in it."""

@@ -82,8 +82,9 @@ def render_beat_task(plan_slice: str, beat_id: str, quality_name: str, client_in
             worker.log_event(PROGRESS_TOPIC, {"key": key, "frames": frames, "total": total})
 
     with _ONE_RENDER_AT_A_TIME, tempfile.TemporaryDirectory(prefix=f"film-{beat_id}-") as scratch:
-        render = beats.render_video(plan, beat_id, beats.quality(quality_name), Path(scratch) / f"{beat_id}.mp4",
-                                    progress=report)
+        # Its parts one after another, joined as `make film` joins them: the same file as it makes.
+        render = beats.render_beat_video(plan, beat_id, beats.quality(quality_name),
+                                         Path(scratch) / f"{beat_id}.mp4", progress=report)
         video = render.video.read_bytes()
     return RenderedBeat(beat_id, video, render.frames, render.values_read, render.safe_area, render.layout,
                         render.seconds, started, time.time(), worker.address)

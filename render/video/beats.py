@@ -130,9 +130,26 @@ class BeatRender:
     frames_layered: int = 0       # frames drawn over their play's still objects (scenes/layers.py)
 
 
+# A beat is rendered in this many parts of about equal length, each by its own process where there are
+# several, and joined without re-encoding: a film's last beats, and a one-beat edit, keep every core busy.
+# Always the same split, wherever it runs, so a beat (and the film) is the same file every time.
+PARTS = 2
+
+
+def part_bounds(frames: int, parts: int = PARTS) -> list[tuple[int, int]]:
+    """(first, end) frames of each part of a beat of `frames` frames."""
+    edges = [round(frames * index / parts) for index in range(parts + 1)]
+    return [(first, end) for first, end in zip(edges, edges[1:]) if end > first]
+
+
+def beat_frames(plan: Plan, beat_id: str, q: Quality) -> int:
+    return round(plan.beat(beat_id).duration * q.fps)
+
+
 def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int | None = None,
-                 progress=None, cache: Path | None = None) -> BeatRender:
-    """Render one beat's pictures (no sound) with Manim into `out_path`.
+                 progress=None, cache: Path | None = None, part: tuple[int, int] | None = None) -> BeatRender:
+    """Render one beat's pictures (no sound) with Manim into `out_path`, or with `part` (first, end) only
+    those frames of it (see `render_beat_video`).
 
     `progress(frames drawn, frames in the beat)` is called as the render goes, when given; `cache`, the
     build's cache folder, keeps what was typeset for the next render.
@@ -154,10 +171,10 @@ def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int 
     }
     try:
         with tempconfig(settings), kept_shapes(cache):
-            scene = scene_type(plan, beat_id, progress)
+            scene = scene_type(plan, beat_id, progress, part=part)
             scene.render()
             produced = Path(scene.renderer.file_writer.movie_file_path)
-            frames = scene.frames_done
+            frames = scene.frames_of_part(0, scene.frames_done)
         broken = media.decode_problems(produced)  # once, here, so the film needs only its joins decoded
         if broken:
             raise FilmError(f"beat {beat_id!r}: its render does not decode: {'; '.join(broken)}")
@@ -172,6 +189,31 @@ def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int 
     return BeatRender(beat_id, out_path, frames, tuple(sorted(scene.safe_area_violations)),
                       tuple(sorted(scene.reads)), time.perf_counter() - started, tuple(sorted(scene.layout_problems)),
                       scene.frames_layered)
+
+
+def join_parts(beat_id: str, renders: list[BeatRender], out_path: Path) -> BeatRender:
+    """A beat's video from its parts' (in order), not re-encoded, and what their renders found together."""
+    if len(renders) == 1:
+        move(renders[0].video, out_path)
+    else:
+        media.join_pictures([render.video for render in renders], out_path)
+        for render in renders:
+            render.video.unlink(missing_ok=True)
+    union = lambda name: tuple(sorted({item for render in renders for item in getattr(render, name)}))
+    return BeatRender(beat_id, Path(out_path), sum(render.frames for render in renders), union("safe_area"),
+                      union("values_read"), sum(render.seconds for render in renders), union("layout"),
+                      sum(render.frames_layered for render in renders))
+
+
+def render_beat_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, progress=None,
+                      cache: Path | None = None) -> BeatRender:
+    """A beat's pictures as the film has them: its parts rendered one after another here, and joined (a
+    film's runner renders the parts at once, each in a process of its own, and joins them the same way)."""
+    out_path = Path(out_path)
+    renders = [render_video(plan, beat_id, q, out_path.with_name(f".{out_path.stem}.part{index}.mp4"),
+                            progress=progress, cache=cache, part=bounds)
+               for index, bounds in enumerate(part_bounds(beat_frames(plan, beat_id, q)))]
+    return join_parts(beat_id, renders, out_path)
 
 
 def lint_beat(plan: Plan, beat_id: str) -> tuple[str, ...]:
@@ -215,7 +257,7 @@ def render_beat(plan: Plan, narration: Path, beat_id: str, quality_name: str, ou
     q = quality(quality_name)
     silent = Path(out_dir) / f".{beat_id}.{q.name}.video.mp4"
     try:
-        render = render_video(plan, beat_id, q, silent, cache=cache)
+        render = render_beat_video(plan, beat_id, q, silent, cache=cache)
         out_path = mux_beat_audio(silent, narration, beat.start, beat.duration, Path(out_dir) / f"{beat_id}.mp4")
     finally:
         silent.unlink(missing_ok=True)

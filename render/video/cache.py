@@ -36,6 +36,21 @@ log = logging.getLogger("film")
 CACHE_FORMAT = 3
 
 
+_IMPORTS: dict[Path, tuple[tuple[int, int], list[str]]] = {}
+
+
+def scene_imports(path: Path) -> list[str]:
+    """The scene modules a file imports, parsed again only when the file changes (a film looks up 27 keys)."""
+    stat = path.stat()
+    signature = (stat.st_mtime_ns, stat.st_size)
+    known = _IMPORTS.get(path)
+    if known is None or known[0] != signature:
+        names = [node.module for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("scenes.")]
+        known = _IMPORTS[path] = (signature, names)
+    return list(known[1])
+
+
 def scene_sources(module: str) -> list[Path]:
     """The files a beat's pictures depend on: its scene module, the scene modules it imports,
     the formatter and the renderer."""
@@ -46,10 +61,7 @@ def scene_sources(module: str) -> list[Path]:
         if name in seen:
             continue
         seen.add(name)
-        path = PROJECT_ROOT / (name.replace(".", "/") + ".py")
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("scenes."):
-                pending.append(node.module)
+        pending += scene_imports(PROJECT_ROOT / (name.replace(".", "/") + ".py"))
     shared = ["render/formatting.py", "render/plan/tracking.py", "render/video/beats.py"]
     return sorted([PROJECT_ROOT / (name.replace(".", "/") + ".py") for name in seen]
                   + [PROJECT_ROOT / path for path in shared])

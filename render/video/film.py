@@ -65,13 +65,14 @@ class BeatVideos:
 
 
 def render_beat_job(timed_plan_path: str, beat_id: str, quality_name: str, out_path: str,
-                    progress_queue, cache_folder: str | None = None) -> beats.BeatRender:
-    """In a worker process: render one beat's pictures and return what the render found."""
+                    progress_queue, cache_folder: str | None = None,
+                    part: tuple[int, int] | None = None) -> beats.BeatRender:
+    """In a worker process: render one beat's pictures (or a part of them) and return what the render found."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="film: %(message)s")
     plan = Plan.from_json(Path(timed_plan_path).read_text(), timed_plan_path)
     return beats.render_video(plan, beat_id, beats.quality(quality_name), Path(out_path),
-                              progress=lambda frames, total: progress_queue.put((beat_id, frames, total)),
-                              cache=Path(cache_folder) if cache_folder else None)
+                              progress=lambda frames, total: progress_queue.put((beat_id, part, frames, total)),
+                              cache=Path(cache_folder) if cache_folder else None, part=part)
 
 
 @contextmanager
@@ -227,23 +228,36 @@ def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_
         with manager, ProcessPoolExecutor(max_workers=min(jobs, len(to_render)), initializer=start_worker,
                                           initargs=(os.getpid(),)) as pool, ctrl_c_noted() as interrupted:
             progress = manager.Queue()
+            # Each beat in its parts, the parts of every beat queued before the second part of any, so the
+            # first beats finish (and are kept) early and the last parts share the cores at the end.
+            parts = {beat_id: beats.part_bounds(beats.beat_frames(plan, beat_id, q)) for beat_id in to_render}
+            order = sorted(((beat_id, index) for beat_id in to_render for index in range(len(parts[beat_id]))),
+                           key=lambda job: job[1])
             futures = {pool.submit(render_beat_job, str(timed_plan_path), beat_id, q.name,
-                                   str(scratch / f"{beat_id}.mp4"), progress, str(cache_folder)): beat_id
-                       for beat_id in to_render}
+                                   str(scratch / f"{beat_id}.part{index}.mp4"), progress, str(cache_folder),
+                                   parts[beat_id][index]): (beat_id, index)
+                       for beat_id, index in order}
+            finished: dict[str, dict[int, beats.BeatRender]] = {beat_id: {} for beat_id in to_render}
+            drawn: dict[tuple[str, int], int] = {}  # (beat, its part's first frame) -> frames drawn
             states: dict[str, str] = {}
             last_report = 0.0
             pending = set(futures)
 
             def keep(done) -> None:
-                """Store each finished beat in the cache (a render that failed stops the run, named)."""
+                """Store each beat in the cache once its parts are done (a render that failed stops the run,
+                named)."""
                 for future in done:
-                    beat_id = futures[future]
+                    beat_id, index = futures[future]
                     try:
-                        render = future.result()
+                        finished[beat_id][index] = future.result()
                     except FilmError:
                         raise
                     except Exception as error:  # a scene's own bug: name the beat
                         raise FilmError(f"rendering beat {beat_id!r} failed: {type(error).__name__}: {error}") from error
+                    if len(finished[beat_id]) < len(parts[beat_id]):
+                        continue
+                    render = beats.join_parts(beat_id, [finished[beat_id][number] for number in
+                                                        range(len(parts[beat_id]))], scratch / f"{beat_id}.mp4")
                     made.videos[beat_id] = cache.store(plan, beat_id, q, render.video, list(render.values_read))
                     made.rendered[beat_id] = render
                     states.pop(beat_id, None)
@@ -252,8 +266,11 @@ def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_
             while pending and not interrupted.is_set():
                 done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                 while not progress.empty():
-                    beat_id, frames, total = progress.get()
-                    states[beat_id] = f"{beat_id} {100 * frames // max(total, 1)}%"
+                    beat_id, bounds, frames, total = progress.get()
+                    first, end = bounds or (0, total)
+                    drawn[beat_id, first] = max(0, min(frames, end) - first)
+                    share = sum(count for (other, _), count in drawn.items() if other == beat_id) / max(total, 1)
+                    states[beat_id] = f"{beat_id} {min(100, int(100 * share))}%"
                 keep(done)
                 if states and time.monotonic() - last_report > 10:
                     say("  rendering: " + ", ".join(states.values()))
@@ -308,7 +325,7 @@ def assemble(plan: Plan, videos: list[Path], narration: Path, out_path: Path) ->
     folder = out_path.parent
     concat = folder / ".film.concat.txt"
     chapters = folder / ".film.chapters.txt"
-    concat.write_text("".join(f"file '{video.resolve()}'\n" for video in videos))
+    media.concat_list(videos, concat)
     chapters.write_text(ffmetadata(plan))
     try:
         pictures = ffmpeg.input(str(concat), format="concat", safe=0)
