@@ -215,7 +215,7 @@ def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_
     reused = made.reused
     say(f"beats: {len(reused)} cached" + (f" ({', '.join(reused)})" if reused else "")
         + (f"; rendering {len(to_render)} at {q.name} ({q.width}x{q.height}, {q.fps} fps) on "
-           f"{counted(min(jobs, len(to_render)), 'process', 'processes')}: {', '.join(to_render)}"
+           f"{counted(min(jobs, beats.PARTS * len(to_render)), 'process', 'processes')}: {', '.join(to_render)}"
            if to_render else "; nothing to render"))
     if not to_render:
         return made
@@ -225,7 +225,7 @@ def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_
     manager = SyncManager()
     manager.start(start_worker, (os.getpid(),))
     try:
-        with manager, ProcessPoolExecutor(max_workers=min(jobs, len(to_render)), initializer=start_worker,
+        with manager, ProcessPoolExecutor(max_workers=min(jobs, beats.PARTS * len(to_render)), initializer=start_worker,
                                           initargs=(os.getpid(),)) as pool, ctrl_c_noted() as interrupted:
             progress = manager.Queue()
             # Each beat in its parts, the parts of every beat queued before the second part of any, so the
