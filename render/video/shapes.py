@@ -22,6 +22,7 @@ from render.files import write_atomic
 log = logging.getLogger(__name__)
 
 FORMAT = 1
+written: set[tuple[int, Path]] = set()  # (Manim's key, folder): shapes this process has kept there or found
 
 
 def shape_name(mobject) -> str:
@@ -77,14 +78,22 @@ def kept_shapes(cache: Path | None):
         if not use_svg_cache:
             return parse(mobject, use_svg_cache)
         seed = svg_mobject.hash_obj(mobject.hash_seed)  # Manim's own key, as it computes it
-        if seed not in svg_mobject.SVG_HASH_TO_MOB_MAP:  # Manim's own cache, for this process
-            path = folder / shape_name(mobject)
+        in_memory = svg_mobject.SVG_HASH_TO_MOB_MAP  # Manim's own cache, for this process
+        if (seed, folder) in written:
+            return parse(mobject, use_svg_cache)
+        path = folder / shape_name(mobject)
+        if seed in in_memory:
+            if not path.is_file():  # parsed by an earlier render of this process that kept nothing
+                write_shape(path, in_memory[seed])
+        else:
             kept = read_shape(path)
             if kept is None:
                 parse(mobject, use_svg_cache)
-                write_shape(path, svg_mobject.SVG_HASH_TO_MOB_MAP[seed])
+                write_shape(path, in_memory[seed])
+                written.add((seed, folder))
                 return mobject
-            svg_mobject.SVG_HASH_TO_MOB_MAP[seed] = kept
+            in_memory[seed] = kept
+        written.add((seed, folder))
         return parse(mobject, use_svg_cache)
 
     svg_mobject.SVGMobject.init_svg_mobject = init_svg_mobject
