@@ -257,7 +257,8 @@ def render_beat(plan: Plan, narration: Path, beat_id: str, quality_name: str, ou
     q = quality(quality_name)
     silent = Path(out_dir) / f".{beat_id}.{q.name}.video.mp4"
     try:
-        render = render_beat_video(plan, beat_id, q, silent, cache=cache)
+        # Whole, in this one process: a look at a beat, not the film's (whose beats are rendered in parts).
+        render = render_video(plan, beat_id, q, silent, cache=cache)
         out_path = mux_beat_audio(silent, narration, beat.start, beat.duration, Path(out_dir) / f"{beat_id}.mp4")
     finally:
         silent.unlink(missing_ok=True)
