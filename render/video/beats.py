@@ -10,6 +10,8 @@ import atexit
 import dataclasses
 import functools
 import logging
+import multiprocessing.util
+import os
 import shutil
 import subprocess
 import tempfile
@@ -53,13 +55,20 @@ QUALITIES = {
 ENCODER = {"threads": "1", "preset": "superfast", "crf": "23"}
 
 
-@functools.lru_cache(maxsize=None)
 def own_folder(kind: str) -> Path:
     """This process's folder for typeset formulas ("tex") or laid-out text ("texts"): every formula and
     text is made once per process, however many beats it renders; a folder per process, so parallel
-    workers never read each other's half-written files."""
-    folder = Path(tempfile.mkdtemp(prefix=f"film-{kind}-"))
+    workers never read each other's half-written files (Manim writes a parsed SVG's copy beside it and
+    removes it). Per process id: a worker forked from a process that had one makes its own."""
+    return process_folder(kind, os.getpid())
+
+
+@functools.lru_cache(maxsize=None)
+def process_folder(kind: str, pid: int) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=f"film-{kind}-{pid}-"))
     atexit.register(shutil.rmtree, folder, True)
+    # A pool's worker leaves through multiprocessing's own exit (atexit does not run there).
+    multiprocessing.util.Finalize(None, shutil.rmtree, args=(folder, True), exitpriority=0)
     return folder
 
 
