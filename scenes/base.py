@@ -14,7 +14,7 @@ from manim.utils.iterables import list_update
 from render.errors import FilmError
 from render.plan.tracking import Tracked
 from render.plan.types import BUILT_IN_CUES, Plan
-from scenes.layers import Layers
+from scenes.layers import Layers, extent
 from scenes.style import BACKGROUND, LEAD, TRANSITION
 
 # A glyph keeps the SVG path its points were made from, read once and never changed: its copies share it.
@@ -156,8 +156,7 @@ def segment_crosses_box(start, end, box) -> bool:
 
 def bounding_box(mobject) -> tuple[float, float, float, float]:
     """(left, right, bottom, top), from the points once."""
-    points = mobject.get_all_points()
-    return points[:, 0].min(), points[:, 0].max(), points[:, 1].min(), points[:, 1].max()
+    return extent(mobject.get_all_points())
 
 
 def within(inner, outer, tolerance: float = 0.01) -> bool:

@@ -58,9 +58,14 @@ def boxes(mobjects, whole_family: bool) -> np.ndarray:
             rows.append((np.nan,) * 4)
             continue
         reach = max(stroke_reach(part) for part in parts) + smoothing
-        rows.append((points[:, 0].min() - reach, points[:, 0].max() + reach,
-                     points[:, 1].min() - reach, points[:, 1].max() + reach))
+        left, right, bottom, top = extent(points)
+        rows.append((left - reach, right + reach, bottom - reach, top + reach))
     return np.array(rows, dtype=float).reshape(-1, 4)
+
+
+def extent(points: np.ndarray) -> tuple[float, float, float, float]:
+    """(left, right, bottom, top) of some points."""
+    return points[:, 0].min(), points[:, 0].max(), points[:, 1].min(), points[:, 1].max()
 
 
 def looks(mobjects) -> list:
@@ -127,7 +132,8 @@ class Layers:
             camera.capture_mobjects(kept, include_submobjects=False)
             self.background = camera.pixel_array.copy()
             self.baked = {id(mobject) for mobject in kept}
-            self.still_looks = looks(self.still)
+            if self.still_looks is None:  # as they were first drawn, for check_still
+                self.still_looks = looks(self.still)
         camera.set_frame_to_background(self.background)
         # Manim's order for this frame's moving list, less what the background holds.
         in_order = camera.get_mobjects_to_display(scene.moving_mobjects)

@@ -213,9 +213,10 @@ def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_
         else:
             to_render.append(beat.id)
     reused = made.reused
+    workers = min(jobs, beats.PARTS * len(to_render))
     say(f"beats: {len(reused)} cached" + (f" ({', '.join(reused)})" if reused else "")
         + (f"; rendering {len(to_render)} at {q.name} ({q.width}x{q.height}, {q.fps} fps) on "
-           f"{counted(min(jobs, beats.PARTS * len(to_render)), 'process', 'processes')}: {', '.join(to_render)}"
+           f"{counted(workers, 'process', 'processes')}: {', '.join(to_render)}"
            if to_render else "; nothing to render"))
     if not to_render:
         return made
@@ -225,11 +226,11 @@ def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_
     manager = SyncManager()
     manager.start(start_worker, (os.getpid(),))
     try:
-        with manager, ProcessPoolExecutor(max_workers=min(jobs, beats.PARTS * len(to_render)), initializer=start_worker,
+        with manager, ProcessPoolExecutor(max_workers=workers, initializer=start_worker,
                                           initargs=(os.getpid(),)) as pool, ctrl_c_noted() as interrupted:
             progress = manager.Queue()
-            # Each beat in its parts, the parts of every beat queued before the second part of any, so the
-            # first beats finish (and are kept) early and the last parts share the cores at the end.
+            # Each beat in its parts: every beat's first part is queued before any second part, so a second part
+            # starts from what its first part typeset and parsed (kept in the cache), not at the same time.
             parts = {beat_id: beats.part_bounds(beats.beat_frames(plan, beat_id, q)) for beat_id in to_render}
             order = sorted(((beat_id, index) for beat_id in to_render for index in range(len(parts[beat_id]))),
                            key=lambda job: job[1])

@@ -75,25 +75,19 @@ def kept_shapes(cache: Path | None):
     parse = svg_mobject.SVGMobject.init_svg_mobject
 
     def init_svg_mobject(mobject, use_svg_cache: bool):
-        if not use_svg_cache:
-            return parse(mobject, use_svg_cache)
-        seed = svg_mobject.hash_obj(mobject.hash_seed)  # Manim's own key, as it computes it
-        in_memory = svg_mobject.SVG_HASH_TO_MOB_MAP  # Manim's own cache, for this process
-        if (seed, folder) in written:
-            return parse(mobject, use_svg_cache)
-        path = folder / shape_name(mobject)
-        if seed in in_memory:
+        seed = svg_mobject.hash_obj(mobject.hash_seed) if use_svg_cache else None  # Manim's own key
+        if seed is not None and (seed, folder) not in written:
+            written.add((seed, folder))
+            in_memory = svg_mobject.SVG_HASH_TO_MOB_MAP  # Manim's own cache, for this process
+            path = folder / shape_name(mobject)
+            if seed not in in_memory and (kept := read_shape(path)) is not None:
+                in_memory[seed] = kept
+            if seed not in in_memory:
+                parse(mobject, use_svg_cache)  # parsed, and put in Manim's cache
+                write_shape(path, in_memory[seed])
+                return mobject
             if not path.is_file():  # parsed by an earlier render of this process that kept nothing
                 write_shape(path, in_memory[seed])
-        else:
-            kept = read_shape(path)
-            if kept is None:
-                parse(mobject, use_svg_cache)
-                write_shape(path, in_memory[seed])
-                written.add((seed, folder))
-                return mobject
-            in_memory[seed] = kept
-        written.add((seed, folder))
         return parse(mobject, use_svg_cache)
 
     svg_mobject.SVGMobject.init_svg_mobject = init_svg_mobject
