@@ -123,8 +123,11 @@ class Measured(BeatScene):
         # The payoff: each measured wait resolves into its ideal prefill and the rest, network and queueing.
         self.hold_for_payoff(0.6 * len(ending.splits))
         for group, split in zip(groups, ending.splits):
-            ideal_bar = group[1][1]
-            self.play(ReplacementTransform(ideal_bar.rect.copy(), split), run_time=0.6)
+            ideal_bar, measured_bar = group[1][1], group[1][0]
+            # The measured wait lights as its ideal share is drawn into it: a 5 ms share alone is a sliver
+            # that barely moves the picture.
+            self.play(ReplacementTransform(ideal_bar.rect.copy(), split),
+                      Indicate(measured_bar.rect, color=TEXT, scale_factor=1.0), run_time=0.6)
         while self.seconds_until("end") > 1.1:
             self.play(Indicate(ending.network, scale_factor=1.08), *[Indicate(group[1][0].rect, color=HIGHLIGHT,
                                                                                scale_factor=1.0)
