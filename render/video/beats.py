@@ -23,7 +23,7 @@ import ffmpeg
 
 from render import media
 from render.errors import FilmError
-from render.files import atomic_path, link_or_copy, move
+from render.files import atomic_path, move
 from render.formatting import timestamp
 from render.plan.types import Plan
 from render.video.shapes import kept_shapes
@@ -84,10 +84,12 @@ def typesetting_dirs(cache: Path | None) -> dict[str, str]:
     for kind, setting in TYPESETTING.items():
         own = own_folder(kind)
         if cache is not None:
-            for entry in (Path(cache) / "typeset" / kind).glob("*.svg"):
+            for entry in typeset_files(Path(cache) / "typeset" / kind):
                 if not (own / entry.name).exists():
                     if complete_svg(entry):
-                        link_or_copy(entry, own / entry.name)
+                        # A copy, not a link: Manim writes files in its folders in place, and a link would
+                        # let two renders write one file at once.
+                        shutil.copyfile(entry, own / entry.name)
                     else:
                         entry.unlink(missing_ok=True)
         folders[setting] = str(own)
@@ -101,10 +103,15 @@ def keep_typesetting(cache: Path | None) -> None:
     for kind in TYPESETTING:
         shared = Path(cache) / "typeset" / kind
         shared.mkdir(parents=True, exist_ok=True)
-        for made in own_folder(kind).glob("*.svg"):
+        for made in typeset_files(own_folder(kind)):
             if not complete_svg(shared / made.name) and complete_svg(made):  # missing or damaged there
                 with atomic_path(shared / made.name) as temporary:
                     shutil.copyfile(made, temporary)
+
+
+def typeset_files(folder: Path) -> list[Path]:
+    """The SVGs typeset in a folder: not Manim's scratch copy of one it is parsing (`<name>_.svg`)."""
+    return [path for path in folder.glob("*.svg") if not path.stem.endswith("_")]
 
 
 def complete_svg(path: Path) -> bool:
