@@ -6,7 +6,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
-import svgelements
 from manim import FadeIn, FadeOut, Scene, config
 from manim.utils.exceptions import EndSceneEarlyException
 from manim.utils.iterables import list_update
@@ -14,12 +13,11 @@ from manim.utils.iterables import list_update
 from render.errors import FilmError
 from render.plan.tracking import Tracked
 from render.plan.types import BUILT_IN_CUES, Plan
+from scenes import copying  # noqa: F401  (copies share what never changes)
+from scenes.camera import KeptPathCamera
 from scenes.layers import Layers, extent
 from scenes.style import BACKGROUND, LEAD, TRANSITION
 
-# A glyph keeps the SVG path its points were made from, read once and never changed: its copies share it.
-# Deep-copying it was nine tenths of copying a text, which Manim does each time an animation begins.
-svgelements.Path.__deepcopy__ = lambda path, memo: path
 
 Progress = Callable[[int, int], None]  # (frames drawn, frames in the beat)
 MAX_STILL = 2.2        # seconds: a longer wait is filled with the beat's ambient motion
@@ -246,7 +244,7 @@ class BeatScene(Scene):
         # drip, a pulse on what was just named): set by a scene as its picture grows, cleared for a
         # deliberate hold. Any wait of MAX_STILL or more is filled with it.
         self.ambient: Callable[[], object] | None = None
-        super().__init__(**kwargs)
+        super().__init__(camera_class=KeptPathCamera, **kwargs)
 
     def setup(self) -> None:
         self.camera.background_color = BACKGROUND

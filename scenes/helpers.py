@@ -297,7 +297,8 @@ class Counter(VGroup):
         # counting beat's time): the frame's value becomes a copy of it, placed and faded as the frame needs.
         self.laid_out: dict[str, Text] = {}
         self.value = self._value_text().copy()
-        self.value.add_updater(lambda value: value.become(self._value_text()))
+        self.shows: tuple = ()  # what the value was last made to show, and the arrays it was drawn from
+        self.value.add_updater(self._follow)
         self.add(self.caption, self.value)
 
     def _value_text(self) -> Text:
@@ -305,6 +306,18 @@ class Counter(VGroup):
         if words not in self.laid_out:
             self.laid_out[words] = get_text(words, self.size, self.color, weight="BOLD")
         return self.laid_out[words].set_opacity(self.shown.get_value()).next_to(self.caption, DOWN, buff=0.1)
+
+    def _follow(self, value: Text) -> None:
+        # A counter holds its value most of its beat: rebuilt only when the words, their opacity or the caption's
+        # place change, or when something else (an animation) has set the value's points or colours since.
+        wanted = (self.formatter(self.tracker.get_value()), self.shown.get_value(), tuple(self.caption.get_bottom()))
+        drawn = [(part.points, part.fill_rgbas, part.stroke_rgbas) for part in value.family_members_with_points()]
+        if self.shows and self.shows[0] == wanted and len(drawn) == len(self.shows[1]) and all(
+                now is then for arrays, kept in zip(drawn, self.shows[1]) for now, then in zip(arrays, kept)):
+            return
+        value.become(self._value_text())
+        self.shows = (wanted, [(part.points, part.fill_rgbas, part.stroke_rgbas)
+                               for part in value.family_members_with_points()])
 
     def appear(self) -> Animation:
         return AnimationGroup(self.caption.animate.set_opacity(1), self.shown.animate.set_value(1))

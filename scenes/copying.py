@@ -1,0 +1,47 @@
+"""Copying a picture's objects without copying what never changes.
+
+Manim copies objects whenever an animation begins (its start, its target, the parts of a transform), and a
+copy is a deep copy, attribute by attribute: each number and string of each part went through
+`copy.deepcopy`, and each colour was rebuilt from its pickled form. Numbers, strings and colours are values
+(Manim makes a new colour rather than change one; so are its enums), so a copy shares them; arrays of numbers are copied at
+once; everything else is deep-copied as before. What a copy holds is what `copy.deepcopy` gave it.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import svgelements
+from manim import ManimColor, Mobject
+from manim.constants import CapStyleType, LineJointType
+
+SHARED = frozenset({int, float, bool, str, bytes, complex, type(None), np.float64, np.int64, np.bool_, ManimColor,
+                    LineJointType, CapStyleType})
+
+
+def copy_mobject(mobject: Mobject, memo: dict) -> Mobject:
+    cls = mobject.__class__
+    result = cls.__new__(cls)
+    memo[id(mobject)] = result
+    for key, value in mobject.__dict__.items():
+        kind = type(value)
+        if kind in SHARED:
+            pass
+        elif kind is np.ndarray and value.dtype != object:
+            copied = memo.get(id(value))
+            if copied is None:  # one array held twice is one array in the copy, as deepcopy has it
+                copied = memo[id(value)] = value.copy()
+            value = copied
+        else:
+            value = copy.deepcopy(value, memo)
+        setattr(result, key, value)
+    result.original_id = str(id(mobject))
+    return result
+
+
+Mobject.__deepcopy__ = copy_mobject
+ManimColor.__deepcopy__ = lambda color, memo: color
+# A glyph keeps the SVG path its points were made from, read once and never changed: its copies share it.
+# Deep-copying it was nine tenths of copying a text.
+svgelements.Path.__deepcopy__ = lambda path, memo: path
