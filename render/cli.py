@@ -292,7 +292,7 @@ def run_narration(args: argparse.Namespace) -> int:
 
 def run_film(args: argparse.Namespace) -> int:
     from render.video import beats
-    from render.video.film import make_film
+    from render.video.matrix import make_film
 
     beats.quality(args.quality)
     plan = plan_from(args)

@@ -127,7 +127,7 @@ def default_tiny_film(request, tmp_path_factory) -> MadeFilm:
     pytest-xdist, once for all the workers: each gets its own copy of the build, so a test that makes other
     films there never changes another worker's)."""
     from render.plan.resolve import resolve_plan
-    from render.video.film import make_film
+    from render.video.matrix import make_film
 
     def made_in(build: Path) -> MadeFilm:
         lines: list[str] = []

@@ -6,6 +6,7 @@ Dask's own --preload), whose one broken scene lets a test watch a task fail on b
 
 from __future__ import annotations
 
+import collections
 import os
 import signal
 import socket
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from render.cluster.films import check_workers, make_films
-from render.cluster.tasks import installation, render_beat_task
+from render.cluster.tasks import installation, render_part_task
 from render.cluster.variants import Variant, matrix_variants, parse_variants, plans_for
 from render.errors import FilmError
 from render.files import DATA_DIR
@@ -28,8 +29,9 @@ from render.plan.resolve import resolve_plan
 from render.plan.storyboard import load_storyboard
 from render.plan.types import Plan
 from render.specs.catalog import load_catalog
-from render.video.beats import quality
+from render.video.beats import PARTS, quality
 from render.video.cache import BeatCache, base_key, beat_slice
+from render.video.runner import Part
 from render.voice.narration import make_narration
 
 from conftest import FIXTURES, ROOT, run_film
@@ -137,7 +139,9 @@ def test_a_matrix_renders_each_shared_beat_once_and_its_film_is_make_films(clust
     assert {"two-waits", "measured"} <= shared and not shared & set(other.rendered)
     assert "prefill" in other.rendered and "roofline" in other.rendered  # they show the GPU
     videos = list((cluster.build / "cache" / "beats").glob("*.mp4"))
-    assert result.rendered == len(videos) == 18 - len(shared) == len({task.key for task in result.tasks})
+    assert result.rendered == len(videos) == 18 - len(shared)
+    # Each beat in its parts, each part a task that ran once.
+    assert len({task.key for task in result.tasks}) == len(result.tasks) == PARTS * result.rendered
     # (the cache was empty: a beat found there was rendered in this run, before its second film asked)
     assert result.shared + result.from_cache == len(shared) and result.requested == 18
     assert result.reuse_ratio == pytest.approx(18 / result.rendered)
@@ -191,7 +195,11 @@ def test_a_beat_that_fails_twice_fails_its_film_and_the_other_is_made(cluster):
     assert ran.returncode == 1, ran.stdout + ran.stderr
     assert (f"FAILED {failing}: beat 'prefill' failed twice: RuntimeError: a broken scene: prefill cannot be drawn "
             f"for the rtx-4090") in ran.stdout
-    assert cluster.attempts.read_text().splitlines() == [f"prefill {failing}"] * 2  # tried, and retried once
+    # The part that failed the film was tried, and retried once; the beat's other part was tried no more than
+    # that (it is dropped with the film, perhaps before its retry or before it starts).
+    tries = collections.Counter(cluster.attempts.read_text().splitlines())
+    assert all(line.startswith(f"prefill {failing} from frame ") for line in tries), tries
+    assert max(tries.values()) == 2 and len(tries) <= PARTS, tries
     assert "films made: 1 of 2 (1 failed)" in ran.stdout
     assert not (cluster.build / failing / "preview" / "film.mp4").exists()
     made = cluster.build / "preview"
@@ -202,8 +210,9 @@ def test_a_beat_that_fails_twice_fails_its_film_and_the_other_is_made(cluster):
 def test_a_worker_with_other_code_is_refused(cluster, monkeypatch):
     plan = resolve_plan()
     with cluster.client() as client:
-        future = client.submit(render_beat_task, plan.slice_for("two-waits").to_json(), "two-waits", "tiny",
-                               "prefill-decode-film 0.0.1 (code 000000000000, manim 0.1)", pure=False)
+        part = Part("two-waits-part0", "two-waits", 0, (0, 12), plan.slice_for("two-waits").to_json(), "tiny")
+        future = client.submit(render_part_task, part, "prefill-decode-film 0.0.1 (code 000000000000, manim 0.1)",
+                               pure=False)
         with pytest.raises(FilmError, match=r"worker tcp://127\.0\.0\.1:\d+ runs prefill-decode-film .* but the "
                                             r"client runs prefill-decode-film 0\.0\.1 .*install the same version"):
             future.result()

@@ -19,7 +19,8 @@ from render.media import probe
 from render.plan.resolve import resolve_plan
 from render.video.beats import QUALITIES
 from render.video.cache import BeatCache
-from render.video.film import check_film, make_film
+from render.video.film import check_film
+from render.video.matrix import make_film
 
 from conftest import ROOT, run_film
 
@@ -49,7 +50,7 @@ def test_a_run_killed_mid_render_leaves_nothing_that_blocks_the_next(tmp_path):
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         line = main.stdout.readline()
-        match = re.match(r"\s+done (\S+) in", line)
+        match = re.match(r"\s+rendered (\S+) in", line)
         if match:
             finished.append(match.group(1))
             break

@@ -471,7 +471,7 @@ def test_ctrl_c_stops_within_two_seconds_and_the_rerun_reuses_every_finished_bea
     try:
         for line in run.stdout:
             lines.append(line)
-            match = re.match(r"\s+done (\S+) in", line)
+            match = re.match(r"\s+rendered (\S+) in", line)
             if match:
                 finished.append(match.group(1))
                 break
@@ -594,10 +594,10 @@ def test_variant_options_get_the_right_message(variants, says):
 
 
 def test_counts_in_messages_agree_with_their_nouns():
-    from render.cluster.films import FilmRow, FilmsResult
+    from render.video.matrix import FilmRow, FilmsResult
     from render.formatting import counted
 
     assert (counted(1, "beat"), counted(2, "beat"), counted(1, "process", "processes"),
             counted(3, "process", "processes")) == ("1 beat", "2 beats", "1 process", "3 processes")
-    nothing_rendered = FilmsResult([], [FilmRow("f", None, "x", 0, 0, 9)], {"f": "x"}, 9, 1.0, "here", [])
+    nothing_rendered = FilmsResult([], [FilmRow("f", None, "x", 0, 0, 9)], {"f": "x"}, 9, 0, 1.0, "here", [])
     assert "each render served" not in nothing_rendered.table() and nothing_rendered.reuse_ratio == 0

@@ -169,7 +169,9 @@ def test_a_beat_rendered_in_parts_is_the_beat_rendered_whole(narrated, tmp_path,
     pictures.clear()
     parts = beats.part_bounds(whole.frames)
     assert len(parts) == beats.PARTS == 2 and parts[0][0] == 0 and parts[-1][1] == whole.frames
-    joined = beats.render_beat_video(narrated.plan, "batching", q, tmp_path / "joined.mp4")
+    joined = beats.join_parts("batching", [beats.render_video(narrated.plan, "batching", q,
+                                                              tmp_path / f".joined.part{index}.mp4", part=bounds)
+                                           for index, bounds in enumerate(parts)], tmp_path / "joined.mp4")
     assert joined.frames == whole.frames == media.frame_count(joined.video) == len(pictures)
     assert set(joined.values_read) == set(whole.values_read) and joined.layout == whole.layout == ()
     for index, (one, other) in enumerate(zip(whole_pictures, pictures)):

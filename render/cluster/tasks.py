@@ -1,9 +1,10 @@
-"""On a Dask worker: one beat rendered from its slice of the timed plan, returned as bytes.
+"""On a Dask worker: one part of a beat drawn from its slice of the timed plan, returned as bytes.
 
-A worker shares no folder with the client: the task receives the plan slice as JSON, renders
-into a scratch folder of its own, and returns the video's bytes with what the render found. The
-client stores them in its beat cache. A worker whose code differs from the client's would fill
-that cache with pictures the client's key does not describe, so the task refuses to run there.
+A worker shares no folder with the client: the task receives the part (with the plan slice as JSON),
+draws it into a scratch folder of its own, and returns the video's bytes with what the render found.
+The client joins a beat's parts and stores the beat in its beat cache. A worker whose code differs
+from the client's would fill that cache with pictures the client's key does not describe, so the
+task refuses to run there.
 """
 
 from __future__ import annotations
@@ -20,26 +21,19 @@ from pathlib import Path
 from render import __version__
 from render.errors import FilmError
 from render.files import PROJECT_ROOT
-from render.plan.types import Plan
 from render.video import beats
+from render.video.runner import Part, draw_part
 
 PROGRESS_TOPIC = "film-beat-progress"
-PROGRESS_EVERY = 2.0  # seconds between a task's progress events
 
 
 @dataclass(frozen=True)
-class RenderedBeat:
-    """What a worker sends back: the beat's video and what its render found."""
+class RenderedPart:
+    """What a worker sends back: the part's render (its video's path is the worker's) and the video's bytes."""
 
-    beat_id: str
+    render: beats.BeatRender
     video: bytes
-    frames: int
-    values_read: tuple[str, ...]
-    safe_area: tuple[str, ...]
-    layout: tuple[str, ...]
-    seconds: float      # the render itself
-    started: float      # wall clock on the worker (time.time()), for the scheduler's overhead
-    finished: float
+    on_worker: float    # seconds the task took there
     worker: str
 
 
@@ -57,37 +51,31 @@ def installation() -> str:
 
 
 # Manim's configuration belongs to the whole process: a worker started with several threads
-# renders its beats one after another.
+# renders its parts one after another.
 _ONE_RENDER_AT_A_TIME = threading.Lock()
 
 
-def render_beat_task(plan_slice: str, beat_id: str, quality_name: str, client_installation: str) -> RenderedBeat:
-    """Render one beat's pictures on this worker and return them."""
+def render_part_task(part: Part, client_installation: str) -> RenderedPart:
+    """Draw one part of a beat on this worker and return it."""
     from distributed import get_worker
 
+    started = time.perf_counter()
     worker = get_worker()
     here = installation()
     if here != client_installation:
         raise FilmError(f"worker {worker.address} runs {here}, but the client runs {client_installation}: "
                         f"install the same version of the project on every worker, then restart them")
-    started = time.time()
-    plan = Plan.from_json(plan_slice, f"beat {beat_id!r}'s slice of the timed plan")
     key = worker.get_current_task()
-    last_report = 0.0
 
-    def report(frames: int, total: int) -> None:
-        nonlocal last_report
-        if time.monotonic() - last_report >= PROGRESS_EVERY or frames == total:
-            last_report = time.monotonic()
-            worker.log_event(PROGRESS_TOPIC, {"key": key, "frames": frames, "total": total})
+    class Progress:  # what the local runner's queue is to its processes: frames drawn, as events
+        @staticmethod
+        def put(report: tuple[str, int]) -> None:
+            worker.log_event(PROGRESS_TOPIC, {"key": key, "frames": report[1]})
 
-    with _ONE_RENDER_AT_A_TIME, tempfile.TemporaryDirectory(prefix=f"film-{beat_id}-") as scratch:
-        # Its parts one after another, joined as `make film` joins them: the same file as it makes.
-        render = beats.render_beat_video(plan, beat_id, beats.quality(quality_name),
-                                         Path(scratch) / f"{beat_id}.mp4", progress=report)
+    with _ONE_RENDER_AT_A_TIME, tempfile.TemporaryDirectory(prefix=f"film-{part.beat_id}-") as scratch:
+        render = draw_part(part, str(Path(scratch) / f"{part.beat_id}.mp4"), None, Progress)
         video = render.video.read_bytes()
-    return RenderedBeat(beat_id, video, render.frames, render.values_read, render.safe_area, render.layout,
-                        render.seconds, started, time.time(), worker.address)
+    return RenderedPart(render, video, time.perf_counter() - started, worker.address)
 
 
 def empty_task(number: int) -> int:

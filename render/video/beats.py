@@ -165,7 +165,7 @@ def beat_frames(plan: Plan, beat_id: str, q: Quality) -> int:
 def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int | None = None,
                  progress=None, cache: Path | None = None, part: tuple[int, int] | None = None) -> BeatRender:
     """Render one beat's pictures (no sound) with Manim into `out_path`, or with `part` (first, end) only
-    those frames of it (see `render_beat_video`).
+    those frames of it (a part: see BeatScene; parts are joined by `join_parts`).
 
     `progress(frames drawn, frames in the beat)` is called as the render goes, when given; `cache`, the
     build's cache folder, keeps what was typeset for the next render.
@@ -221,17 +221,6 @@ def join_parts(beat_id: str, renders: list[BeatRender], out_path: Path) -> BeatR
                       sum(render.frames_layered for render in renders))
 
 
-def render_beat_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, progress=None,
-                      cache: Path | None = None) -> BeatRender:
-    """A beat's pictures as the film has them: its parts rendered one after another here, and joined (a
-    film's runner renders the parts at once, each in a process of its own, and joins them the same way)."""
-    out_path = Path(out_path)
-    renders = [render_video(plan, beat_id, q, out_path.with_name(f".{out_path.stem}.part{index}.mp4"),
-                            progress=progress, cache=cache, part=bounds)
-               for index, bounds in enumerate(part_bounds(beat_frames(plan, beat_id, q)))]
-    return join_parts(beat_id, renders, out_path)
-
-
 def lint_beat(plan: Plan, beat_id: str) -> tuple[str, ...]:
     """The layout problems of one beat (text over text, text too small, drawing outside the safe
     area, a length other than its slot's), from Manim's bounding boxes after every animation,
@@ -273,8 +262,10 @@ def render_beat(plan: Plan, narration: Path, beat_id: str, quality_name: str, ou
     q = quality(quality_name)
     silent = Path(out_dir) / f".{beat_id}.{q.name}.video.mp4"
     try:
-        # Whole, in this one process: a look at a beat, not the film's (whose beats are rendered in parts).
-        render = render_video(plan, beat_id, q, silent, cache=cache)
+        # In its parts at once, as the film has it (a look at a beat should cost its share of the cores).
+        from render.video.runner import draw_beat  # (the runner draws with this module)
+
+        render = draw_beat(plan, beat_id, q, silent, cache)
         out_path = mux_beat_audio(silent, narration, beat.start, beat.duration, Path(out_dir) / f"{beat_id}.mp4")
     finally:
         silent.unlink(missing_ok=True)

@@ -1,9 +1,7 @@
-"""`make film`: every beat rendered (cached, in parallel), joined, muxed with the narration, checked.
-
-The beat cache (render/video/cache.py) decides which beats must be rendered; they render in
-worker processes, each returning its BeatRender. The film is joined without re-encoding,
-muxed with the narration, chapters and metadata, written atomically and checked with
-ffprobe before it is declared done; a lock keeps two runs on one output folder apart.
+"""A film from its beats: joined without re-encoding, muxed with the narration, chapters and metadata,
+written atomically and checked with ffprobe before it is declared done, with its subtitles and poster; a
+lock keeps two runs on one output folder apart. Which beats to render, and where, is the matrix's
+(matrix.py: `make film` and `make films`).
 """
 
 from __future__ import annotations
@@ -14,28 +12,20 @@ import hashlib
 import json
 import logging
 import os
-import shutil
-import signal
-import sys
-import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from multiprocessing.managers import SyncManager
 from pathlib import Path
 
 import ffmpeg
 
 from render import media
 from render.errors import FilmError
-from render.formatting import counted
-from render.files import BUILD_DIR, atomic_path, cache_dir, output_dir, record_made, up_to_date, write_atomic
+from render.files import atomic_path, cache_dir, output_dir, record_made, up_to_date, write_atomic
 from render.plan.types import Plan
 from render.text import clean_text
 from render.video import beats
 from render.video.cache import CACHE_FORMAT, BeatCache
-from render.video.cues import check_cues
 from render.voice.narration import NarrationResult, make_narration
 
 log = logging.getLogger("film")
@@ -62,17 +52,6 @@ class BeatVideos:
     videos: dict[str, Path] = field(default_factory=dict)
     rendered: dict[str, beats.BeatRender] = field(default_factory=dict)
     reused: list[str] = field(default_factory=list)
-
-
-def render_beat_job(timed_plan_path: str, beat_id: str, quality_name: str, out_path: str,
-                    progress_queue, cache_folder: str | None = None,
-                    part: tuple[int, int] | None = None) -> beats.BeatRender:
-    """In a worker process: render one beat's pictures (or a part of them) and return what the render found."""
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="film: %(message)s")
-    plan = Plan.from_json(Path(timed_plan_path).read_text(), timed_plan_path)
-    return beats.render_video(plan, beat_id, beats.quality(quality_name), Path(out_path),
-                              progress=lambda frames, total: progress_queue.put((beat_id, part, frames, total)),
-                              cache=Path(cache_folder) if cache_folder else None, part=part)
 
 
 @contextmanager
@@ -104,25 +83,6 @@ def output_lock(folder: Path):
         handle.close()
 
 
-def start_worker(parent: int) -> None:
-    """In a render worker or the progress manager: it dies with the run's main process (even on SIGKILL),
-    and it ignores Ctrl-C, which the main process handles for the whole run (it stops the workers itself,
-    keeping every beat they finished)."""
-    media.die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.getLogger().setLevel(logging.WARNING)  # forked with the command's INFO: Manim's import notes are not news
-    if os.getppid() != parent:  # the main process died before we could ask
-        os._exit(1)
-
-
-def remove_stale_scratch(folder: Path) -> None:
-    """Scratch folders of runs whose process is gone (killed mid-render)."""
-    for scratch in folder.glob(".rendering-*"):
-        pid = scratch.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not process_alive(int(pid)):
-            shutil.rmtree(scratch, ignore_errors=True)
-
-
 # What only the run holding a folder's lock writes there (the film and its poster): a temporary one left
 # behind was a killed run's, since the lock is ours now.
 LOCKED_TEMPORARIES = (".film.*.tmp.mp4", ".poster.*.tmp.png")
@@ -134,34 +94,10 @@ def remove_stale_temporaries(folder: Path) -> None:
             stale.unlink(missing_ok=True)
 
 
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def film_dir(plan: Plan, quality_name: str, build_dir: Path) -> Path:
     """The film's folder; a preview (any quality but high) goes to a preview/ folder beside it."""
     folder = output_dir(plan.choice.name, plan.choice.is_default, build_dir)
     return folder if quality_name == "high" else folder / "preview"
-
-
-def make_film(plan: Plan, quality_name: str = "high", build_dir: Path = BUILD_DIR, jobs: int | None = None,
-              say=print) -> FilmResult:
-    started = time.perf_counter()
-    q = beats.quality(quality_name)
-    media.require_tools()
-    check_cues(plan)
-    folder = film_dir(plan, quality_name, build_dir)
-    with output_lock(folder):
-        narration = narrate(plan, build_dir)
-        made = render_all_beats(narration.plan, narration.timed_plan_path, q, cache_dir(build_dir),
-                                jobs or os.cpu_count() or 1, say)
-        return finish_film(narration, made, q, folder, build_dir, started, say)
 
 
 def narrate(plan: Plan, build_dir: Path) -> NarrationResult:
@@ -198,127 +134,6 @@ def finish_film(narration: NarrationResult, made: BeatVideos, q: beats.Quality, 
                       list(made.rendered), made.reused,
                       {beat_id: round(render.seconds / timed.beat(beat_id).duration, 2)
                        for beat_id, render in made.rendered.items()})
-
-
-def render_all_beats(plan: Plan, timed_plan_path: Path, q: beats.Quality, cache_folder: Path, jobs: int,
-                     say) -> BeatVideos:
-    cache = BeatCache(cache_folder)
-    made = BeatVideos()
-    to_render = []
-    for beat in plan.beats:
-        hit = cache.lookup(plan, beat.id, q)
-        if hit:
-            made.videos[beat.id] = hit
-            made.reused.append(beat.id)
-        else:
-            to_render.append(beat.id)
-    reused = made.reused
-    workers = min(jobs, beats.PARTS * len(to_render))
-    say(f"beats: {len(reused)} cached" + (f" ({', '.join(reused)})" if reused else "")
-        + (f"; rendering {len(to_render)} at {q.name} ({q.width}x{q.height}, {q.fps} fps) on "
-           f"{counted(workers, 'process', 'processes')}: {', '.join(to_render)}"
-           if to_render else "; nothing to render"))
-    if not to_render:
-        return made
-    remove_stale_scratch(cache.folder)
-    scratch = cache.folder / f".rendering-{os.getpid()}"
-    scratch.mkdir(parents=True, exist_ok=True)
-    manager = SyncManager()
-    manager.start(start_worker, (os.getpid(),))
-    try:
-        with manager, ProcessPoolExecutor(max_workers=workers, initializer=start_worker,
-                                          initargs=(os.getpid(),)) as pool, ctrl_c_noted() as interrupted:
-            progress = manager.Queue()
-            # Each beat in its parts: every beat's first part is queued before any second part, so a second part
-            # starts from what its first part typeset and parsed (kept in the cache), not at the same time.
-            parts = {beat_id: beats.part_bounds(beats.beat_frames(plan, beat_id, q)) for beat_id in to_render}
-            order = sorted(((beat_id, index) for beat_id in to_render for index in range(len(parts[beat_id]))),
-                           key=lambda job: job[1])
-            futures = {pool.submit(render_beat_job, str(timed_plan_path), beat_id, q.name,
-                                   str(scratch / f"{beat_id}.part{index}.mp4"), progress, str(cache_folder),
-                                   parts[beat_id][index]): (beat_id, index)
-                       for beat_id, index in order}
-            finished: dict[str, dict[int, beats.BeatRender]] = {beat_id: {} for beat_id in to_render}
-            drawn: dict[tuple[str, int], int] = {}  # (beat, its part's first frame) -> frames drawn
-            states: dict[str, str] = {}
-            last_report = 0.0
-            pending = set(futures)
-
-            def keep(done) -> None:
-                """Store each beat in the cache once its parts are done (a render that failed stops the run,
-                named)."""
-                for future in done:
-                    beat_id, index = futures[future]
-                    try:
-                        finished[beat_id][index] = future.result()
-                    except FilmError:
-                        raise
-                    except Exception as error:  # a scene's own bug: name the beat
-                        raise FilmError(f"rendering beat {beat_id!r} failed: {type(error).__name__}: {error}") from error
-                    if len(finished[beat_id]) < len(parts[beat_id]):
-                        continue
-                    render = beats.join_parts(beat_id, [finished[beat_id][number] for number in
-                                                        range(len(parts[beat_id]))], scratch / f"{beat_id}.mp4")
-                    made.videos[beat_id] = cache.store(plan, beat_id, q, render.video, list(render.values_read))
-                    made.rendered[beat_id] = render
-                    states.pop(beat_id, None)
-                    say(f"  done {beat_id} in {render.seconds:.1f} s ({len(made.videos)}/{len(plan.beats)})")
-
-            while pending and not interrupted.is_set():
-                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-                while not progress.empty():
-                    beat_id, bounds, frames, total = progress.get()
-                    first, end = bounds or (0, total)
-                    drawn[beat_id, first] = max(0, min(frames, end) - first)
-                    share = sum(count for (other, _), count in drawn.items() if other == beat_id) / max(total, 1)
-                    states[beat_id] = f"{beat_id} {min(100, int(100 * share))}%"
-                keep(done)
-                if states and time.monotonic() - last_report > 10:
-                    say("  rendering: " + ", ".join(states.values()))
-                    last_report = time.monotonic()
-            if interrupted.is_set():
-                stop_rendering(pool, pending, keep)
-                say(f"interrupted: {counted(len(made.rendered), 'beat')} rendered in this run "
-                    f"{'is' if len(made.rendered) == 1 else 'are'} kept in the cache"
-                    + (f" ({', '.join(made.rendered)}); the next run reuses "
-                       f"{'it' if len(made.rendered) == 1 else 'them'}" if made.rendered else ""))
-                raise KeyboardInterrupt
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return made
-
-
-# After Ctrl-C, how long beats about to finish may take to do so (and be kept) before the rest are stopped.
-STOP_GRACE_SECONDS = 0.8
-
-
-def stop_rendering(pool: ProcessPoolExecutor, pending: set, keep) -> None:
-    """Ctrl-C: start nothing more, keep what finishes within a moment, and stop the workers still drawing
-    (their beats were not finished; the cache has every one that was)."""
-    for future in pending:
-        future.cancel()  # not started: never will be
-    running = {future for future in pending if not future.cancelled()}
-    if running:
-        done, _ = wait(running, timeout=STOP_GRACE_SECONDS)
-        keep({future for future in done if not future.cancelled() and future.exception() is None})
-    for process in list(getattr(pool, "_processes", {}).values()):  # the executor's own workers
-        process.kill()
-    pool.shutdown(wait=True, cancel_futures=True)
-
-
-@contextmanager
-def ctrl_c_noted():
-    """While beats render, Ctrl-C (SIGINT) is noted rather than raised wherever the main process happens to be
-    (in the middle of storing a finished beat, say), so the loop stops at a point of its choosing."""
-    noted = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield noted
-        return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.set())
-    try:
-        yield noted
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def assemble(plan: Plan, videos: list[Path], narration: Path, out_path: Path) -> None:
