@@ -405,11 +405,13 @@ def run_render(args: argparse.Namespace) -> int:
         path = beats.render_beat(narration.plan, narration.track, args.beat, args.quality, out / "beats",
                                  cache=cache).video
     else:
-        timed = Narrator(plan, cache).narrate().plan  # a picture needs the speech's timings, not the track
+        # A picture needs the speech's timings, not the track; a still, only its own beat's.
+        narrator = Narrator(plan, cache)
         if args.command == "still":
-            path = beats.render_still(timed, args.beat, args.at, args.quality, out / "stills", cache=cache)
+            path = beats.render_still(narrator.timed_slice(args.beat), args.beat, args.at, args.quality, out / "stills",
+                                      cache=cache)
         else:
-            path = beats.make_sheet(timed, args.quality, out / "sheet.png", cache=cache)
+            path = beats.make_sheet(narrator.narrate().plan, args.quality, out / "sheet.png", cache=cache)
     print(display_path(path))
     return 0
 

@@ -8,9 +8,11 @@ Both the voice stage (decoding, time-stretching and levelling audio) and the vid
 from __future__ import annotations
 
 import ctypes
+import os
 import shutil
 import signal
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import ffmpeg
@@ -96,10 +98,12 @@ def decode_problems(path: Path, windows: list[tuple[float, float]] | None = None
 
     if windows is None:
         return problems(ffmpeg.input(str(path)).output("-", format="null", threads=2), f"decoding {path.name}")
-    found = problems(ffmpeg.input(str(path))["a"].output("-", format="null"), f"decoding {path.name}'s sound")
-    for start, seconds in windows:
-        found += problems(ffmpeg.input(str(path), ss=f"{max(0.0, start):.3f}", t=f"{seconds:.3f}")["v"]
-                          .output("-", format="null", threads=2), f"decoding {path.name} at {start:.2f} s")
+    checks = [(ffmpeg.input(str(path))["a"].output("-", format="null"), f"decoding {path.name}'s sound")]
+    checks += [(ffmpeg.input(str(path), ss=f"{max(0.0, start):.3f}", t=f"{seconds:.3f}")["v"]
+                .output("-", format="null", threads=2), f"decoding {path.name} at {start:.2f} s")
+               for start, seconds in windows]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:  # each an ffmpeg of its own, side by side
+        found = [line for lines in pool.map(lambda check: problems(*check), checks) for line in lines]
     return found[:3]
 
 

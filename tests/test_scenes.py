@@ -382,7 +382,10 @@ def test_make_scene_and_still_from_the_command_line(tmp_path):
     result = run_film("still", "--beat", "decode", "--at", "5.5", "--quality", "tiny", "--build", str(tmp_path))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("stills/decode@5.5.png")
-    assert (tmp_path / "stills" / "decode@5.5.png").exists()
+    # A still times its own beat only (the plan's slice for it): the same picture as from the whole timed plan.
+    timed = Narrator(resolve_plan(), tmp_path / "cache").narrate().plan
+    whole = beats.render_still(timed, "decode", 5.5, "tiny", tmp_path / "from-the-whole-plan")
+    assert np.array_equal(np.asarray(Image.open(whole)), np.asarray(Image.open(tmp_path / "stills" / "decode@5.5.png")))
     bad = run_film("scene", "--beat", "prefil", "--quality", "tiny", "--build", str(tmp_path))
     assert bad.returncode == 1 and "unknown beat 'prefil'" in bad.stderr and "Traceback" not in bad.stderr
 

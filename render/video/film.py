@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,8 +102,10 @@ def film_dir(plan: Plan, quality_name: str, build_dir: Path) -> Path:
 
 
 def narrate(plan: Plan, build_dir: Path) -> NarrationResult:
-    """The film's narration (cached by its words and voice): the track, subtitles and timed plan."""
-    return make_narration(plan, output_dir(plan.choice.name, plan.choice.is_default, build_dir), cache_dir(build_dir))
+    """The film's narration (cached by its words and voice): the subtitles and timed plan, and the track, levelled
+    while the beats render (`finish_film` waits for it)."""
+    return make_narration(plan, output_dir(plan.choice.name, plan.choice.is_default, build_dir), cache_dir(build_dir),
+                          level_in_background=True)
 
 
 def finish_film(narration: NarrationResult, made: BeatVideos, q: beats.Quality, folder: Path, build_dir: Path,
@@ -112,7 +115,7 @@ def finish_film(narration: NarrationResult, made: BeatVideos, q: beats.Quality, 
     timed = narration.plan
     film = folder / "film.mp4"
     ordered = [made.videos[beat.id] for beat in timed.beats]
-    key = film_key(timed, ordered, narration.track)
+    key = film_key(timed, ordered, narration.track_ready())
     key_file = folder / ".film.mp4.key"
     if up_to_date(film, key_file, key):
         say("film: up to date (every beat and the narration unchanged)")
@@ -217,14 +220,21 @@ def check_film(path: Path, plan: Plan, q: beats.Quality, videos: list[Path] | No
     sound_seconds = packets.get("audio", 0) * 1024 / 48_000  # an AAC packet is 1024 samples
     if abs(sound_seconds - plan.duration) > 0.05:
         problems.append(f"the sound lasts {sound_seconds:.3f} s, wanted {plan.duration:.3f} s")
-    if not problems and videos is not None:
-        own, wanted = media.packet_hashes(path), [digest for video in videos for digest in media.packet_hashes(video)]
-        if own != wanted:
-            first = next((index for index, (a, b) in enumerate(zip(own, wanted)) if a != b), min(len(own), len(wanted)))
-            problems.append(f"its pictures are not the beats' own: packet {first} of {len(wanted)} differs")
     if not problems:
+        # Each a program of its own (ffmpeg reading or decoding one file), run side by side.
         seams = [(beat.start - 2 / q.fps, 4 / q.fps) for beat in plan.beats[1:]] if videos is not None else None
-        problems += [f"it does not decode: {line}" for line in media.decode_problems(path, seams)]
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            decoded = pool.submit(media.decode_problems, path, seams)
+            if videos is not None:
+                own = pool.submit(media.packet_hashes, path)
+                beats_own = list(pool.map(media.packet_hashes, videos))
+                wanted = [digest for hashes in beats_own for digest in hashes]
+                if own.result() != wanted:
+                    first = next((index for index, (a, b) in enumerate(zip(own.result(), wanted)) if a != b),
+                                 min(len(own.result()), len(wanted)))
+                    problems.append(f"its pictures are not the beats' own: packet {first} of {len(wanted)} differs")
+            if not problems:
+                problems += [f"it does not decode: {line}" for line in decoded.result()]
     if problems:
         raise FilmError(f"the finished film {path} failed its check: " + "; ".join(problems))
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pydub import AudioSegment
@@ -111,6 +113,15 @@ class Narrator:
         stats = self.cache.stats
         return Narration(self.plan.timed(timings), speeches, self.voice_label, stats.synthesised, stats.reused,
                          stats.repaired)
+
+    def timed_slice(self, beat_id: str) -> Plan:
+        """The plan's slice for one beat (`Plan.slice_for`) with that beat's speech timing: all a picture of the
+        beat needs, without timing the others."""
+        beat = self.plan.beat(beat_id)
+        timing, _ = self.narrate_beat(beat)
+        part = self.plan.slice_for(beat.id)
+        return replace(part, beats=tuple(replace(other, timing=timing) if other.id == beat.id else other
+                                         for other in part.beats))
 
     # -- one beat -----------------------------------------------------------------------------
 
@@ -317,11 +328,37 @@ def align_to_reference(clip: AudioSegment, reference: Speech) -> Speech:
 # -- the whole track --------------------------------------------------------------------------
 
 
+class Levelling:
+    """The track being assembled and levelled, on a thread of its own when asked (so a film's beats render
+    meanwhile); a daemon thread, so Ctrl-C never waits for it (its ffmpeg dies with the process, and the
+    track is written whole or not at all)."""
+
+    def __init__(self, work: Callable[[], None], in_background: bool):
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(work,), daemon=True, name="levelling")
+        if in_background:
+            self.thread.start()
+        else:
+            work()
+
+    def _run(self, work: Callable[[], None]) -> None:
+        try:
+            work()
+        except BaseException as error:  # noqa: BLE001 - handed to whoever waits for the track
+            self.error = error
+
+    def wait(self) -> None:
+        if self.thread.ident is not None:  # started
+            self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
 @dataclass(frozen=True)
 class NarrationResult:
     plan: Plan            # the timed plan
     voice: str
-    track: Path
+    track: Path           # levelled once `track_ready()` returns
     srt: Path
     vtt: Path
     timed_plan_path: Path
@@ -329,35 +366,49 @@ class NarrationResult:
     reused: int
     repaired: int
     seconds: float
+    levelling: Levelling
+
+    def track_ready(self) -> Path:
+        """The levelled track, waited for (and its failure raised) if it is still being made."""
+        self.levelling.wait()
+        return self.track
 
 
-def make_narration(plan: Plan, out_dir: Path, cache_dir: Path) -> NarrationResult:
-    """Voice every beat, build the levelled track, the subtitles and the timed plan."""
+def make_narration(plan: Plan, out_dir: Path, cache_dir: Path, level_in_background: bool = False) -> NarrationResult:
+    """Voice every beat, build the subtitles, the timed plan and the levelled track (with
+    `level_in_background`, on a thread: wait for it with `track_ready()`)."""
     started = time.perf_counter()
     media.require_tools()
     narration = Narrator(plan, cache_dir).narrate()
     timed = narration.plan
-    track = assemble_track(timed, narration.speeches)
     paths = {name: Path(out_dir) / name for name in ("narration.wav", "film.srt", "film.vtt", "timed-plan.json")}
-    level_once(track, paths["narration.wav"], plan.narration.loudness_lufs, plan.narration.true_peak_dbtp)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
     write_atomic(paths["film.srt"], to_srt(timed.subtitles))
     write_atomic(paths["film.vtt"], to_vtt(timed.subtitles, plan.title))
     write_atomic(paths["timed-plan.json"], timed.to_json() + "\n")
+    levelling = Levelling(lambda: level_once(timed, narration.speeches, paths["narration.wav"],
+                                             plan.narration.loudness_lufs, plan.narration.true_peak_dbtp),
+                          level_in_background)
     return NarrationResult(timed, narration.voice, paths["narration.wav"], paths["film.srt"], paths["film.vtt"],
                            paths["timed-plan.json"], narration.synthesised, narration.reused, narration.repaired,
-                           time.perf_counter() - started)
+                           time.perf_counter() - started, levelling)
 
 
-def level_once(track: AudioSegment, out_path: Path, lufs: float, true_peak: float) -> None:
-    """Level the track unless the same track was levelled into `out_path` already (a no-op rerun)."""
-    recipe = hashlib.sha256(track.raw_data)
-    recipe.update(f"{lufs}:{true_peak}:{audio.LEVELLING_VERSION}".encode())
+def level_once(plan: Plan, speeches: dict[str, Speech], out_path: Path, lufs: float, true_peak: float) -> None:
+    """Assemble and level the track unless the same speeches, at the same places, were levelled into
+    `out_path` already (a rerun, or a look at a beat, changes nothing and costs a hash of the speeches)."""
+    recipe = hashlib.sha256(f"{lufs}:{true_peak}:{audio.LEVELLING_VERSION}:{MATCHING_HEADROOM_DB}:{plan.duration!r}"
+                            .encode())
+    for beat in plan.beats:
+        clip = speeches[beat.id].clip
+        recipe.update(f"{beat.id}:{beat.timing.speech_start!r}:{clip.frame_rate}:{clip.sample_width}:".encode())
+        recipe.update(hashlib.sha256(clip.raw_data).digest())
     key_file = out_path.with_name(f".{out_path.name}.key")
     if up_to_date(out_path, key_file, recipe.hexdigest()):
         log.info("%s is up to date", out_path.name)
         return
     key_file.unlink(missing_ok=True)
-    audio.level_track(track, out_path, lufs, true_peak)
+    audio.level_track(assemble_track(plan, speeches), out_path, lufs, true_peak)
     record_made(out_path, key_file, recipe.hexdigest())
 
 
