@@ -214,6 +214,40 @@ def test_typeset_text_and_formulas_are_kept_for_the_next_render_and_checked(narr
     assert np.array_equal(np.asarray(Image.open(first)), np.asarray(Image.open(again)))
 
 
+def test_a_texts_svg_is_read_to_the_shapes_manim_parses_from_it(tmp_path, monkeypatch):
+    """Pango's SVG of a text (glyphs placed with `use`) is read by the shapes' own reader: every outline's
+    points and colours exactly as Manim's parse of the same file makes them; a formula's SVG is Manim's."""
+    from manim import MathTex, Text, tempconfig
+    from manim.mobject.svg import svg_mobject
+
+    from render.video import shapes
+    from render.video.beats import typesetting_dirs
+    from scenes.style import FONT
+
+    monkeypatch.setattr(svg_mobject, "SVG_HASH_TO_MOB_MAP", {})  # nothing parsed before in this process counts
+    monkeypatch.setattr(shapes, "written", set())
+    read_by_us = []
+    glyphs = shapes.glyph_shapes
+    monkeypatch.setattr(shapes, "glyph_shapes", lambda *args: read_by_us.append(1) or glyphs(*args))
+
+    words = [("Prefill vs decode", "BOLD"), ("33.4 trillion", "BOLD"), ("8× B200 · DeepSeek-V3 · BF16", "NORMAL"),
+             ("tokens per second, per user", "NORMAL"), ("1,234 ms", "BOLD")]
+    with tempconfig({"media_dir": str(tmp_path), **typesetting_dirs(None)}):
+        manims = [Text(text, font=FONT, weight=weight, use_svg_cache=False) for text, weight in words]
+        read = []
+        with shapes.kept_shapes(tmp_path / "cache"):
+            for (text, weight), manim in zip(words, manims):
+                assert shapes.placed_glyphs(Path(manim.file_name)) is not None, text
+                read.append(Text(text, font=FONT, weight=weight, use_svg_cache=True))
+        formula = MathTex(r"T = \max\left(\frac{W}{B}, \frac{F}{P}\right)")
+    assert shapes.placed_glyphs(Path(formula.file_name)) is None and len(read_by_us) == len(words)
+    for manim, ours in zip(manims, read):
+        assert len(manim.submobjects) == len(ours.submobjects) > 5
+        for one, other in zip(manim.family_members_with_points(), ours.family_members_with_points()):
+            for attribute in ("points", "fill_rgbas", "stroke_rgbas", "stroke_width"):
+                assert np.array_equal(getattr(one, attribute), getattr(other, attribute)), (manim.text, attribute)
+
+
 def test_parsed_shapes_are_kept_for_the_next_render_and_checked(narrated, tmp_path, monkeypatch):
     """The shapes Manim parses from text and formula SVGs are kept: the next render parses none, and the
     same pixels come out; a damaged entry is parsed again and kept whole."""
@@ -222,9 +256,10 @@ def test_parsed_shapes_are_kept_for_the_next_render_and_checked(narrated, tmp_pa
 
     from render.video import shapes
 
-    parsed = []
-    parse = svgelements.SVG.parse
+    parsed = []  # a formula's SVG is parsed by svgelements, a text's by the shapes' own reader of Pango's SVG
+    parse, glyphs = svgelements.SVG.parse, shapes.glyph_shapes
     monkeypatch.setattr(svgelements.SVG, "parse", lambda *args, **kwargs: parsed.append(1) or parse(*args, **kwargs))
+    monkeypatch.setattr(shapes, "glyph_shapes", lambda *args: parsed.append(1) or glyphs(*args))
     cache = tmp_path / "cache"
     first = beats.render_still(narrated.plan, "prefill", 6.0, "tiny", tmp_path / "a", cache=cache)
     kept = sorted((cache / "typeset" / "shapes").glob("*.shape"))
