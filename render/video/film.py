@@ -102,10 +102,10 @@ def film_dir(plan: Plan, quality_name: str, build_dir: Path) -> Path:
 
 
 def narrate(plan: Plan, build_dir: Path) -> NarrationResult:
-    """The film's narration (cached by its words and voice): the subtitles and timed plan, and the track, levelled
-    while the beats render (`finish_film` waits for it)."""
+    """The film's narration (cached by its words and voice): the subtitles and timed plan, and the track, to be
+    levelled while the beats render (`levelling.start()`; `finish_film` waits for it)."""
     return make_narration(plan, output_dir(plan.choice.name, plan.choice.is_default, build_dir), cache_dir(build_dir),
-                          level_in_background=True)
+                          level_later=True)
 
 
 def finish_film(narration: NarrationResult, made: BeatVideos, q: beats.Quality, folder: Path, build_dir: Path,

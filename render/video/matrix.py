@@ -184,6 +184,7 @@ class FilmMatrix:
         waiting = sorted(job.waiting, key=[beat.id for beat in job.timed.beats].index)
         self.say(self.beats_line(job, waiting))
         self.submit_queued()
+        job.narration.levelling.start()  # after the parts are submitted: the render workers are forked by then
         self.finish_if_ready(job)
 
     def beats_line(self, job: FilmJob, waiting: list[str]) -> str:

@@ -329,27 +329,36 @@ def align_to_reference(clip: AudioSegment, reference: Speech) -> Speech:
 
 
 class Levelling:
-    """The track being assembled and levelled, on a thread of its own when asked (so a film's beats render
-    meanwhile); a daemon thread, so Ctrl-C never waits for it (its ffmpeg dies with the process, and the
-    track is written whole or not at all)."""
+    """The track being assembled and levelled: at once, or (`start`) on a thread of its own while a film's beats
+    render. A daemon thread, so Ctrl-C never waits for it (its ffmpeg dies with the process, and the track is
+    written whole or not at all). Started only once the render workers are forked: a process forked while
+    another thread holds a lock would start with that lock held for good."""
 
-    def __init__(self, work: Callable[[], None], in_background: bool):
+    def __init__(self, work: Callable[[], None]):
+        self.work = work
         self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, args=(work,), daemon=True, name="levelling")
-        if in_background:
-            self.thread.start()
-        else:
-            work()
+        self.thread: threading.Thread | None = None
+        self.done = False
 
-    def _run(self, work: Callable[[], None]) -> None:
+    def start(self) -> None:
+        if self.thread is None and not self.done:
+            self.thread = threading.Thread(target=self._run, daemon=True, name="levelling")
+            self.thread.start()
+
+    def _run(self) -> None:
         try:
-            work()
+            self.work()
         except BaseException as error:  # noqa: BLE001 - handed to whoever waits for the track
             self.error = error
+        self.done = True
 
     def wait(self) -> None:
-        if self.thread.ident is not None:  # started
+        """The track made: waited for if it is being made on its thread, made here if it was never started."""
+        if self.thread is not None:
             self.thread.join()
+        elif not self.done:
+            self.work()
+            self.done = True
         if self.error is not None:
             raise self.error
 
@@ -374,9 +383,9 @@ class NarrationResult:
         return self.track
 
 
-def make_narration(plan: Plan, out_dir: Path, cache_dir: Path, level_in_background: bool = False) -> NarrationResult:
-    """Voice every beat, build the subtitles, the timed plan and the levelled track (with
-    `level_in_background`, on a thread: wait for it with `track_ready()`)."""
+def make_narration(plan: Plan, out_dir: Path, cache_dir: Path, level_later: bool = False) -> NarrationResult:
+    """Voice every beat, build the subtitles, the timed plan and the levelled track (with `level_later`, when
+    `levelling.start()` puts it on a thread, or `track_ready()` asks for it)."""
     started = time.perf_counter()
     media.require_tools()
     narration = Narrator(plan, cache_dir).narrate()
@@ -387,8 +396,9 @@ def make_narration(plan: Plan, out_dir: Path, cache_dir: Path, level_in_backgrou
     write_atomic(paths["film.vtt"], to_vtt(timed.subtitles, plan.title))
     write_atomic(paths["timed-plan.json"], timed.to_json() + "\n")
     levelling = Levelling(lambda: level_once(timed, narration.speeches, paths["narration.wav"],
-                                             plan.narration.loudness_lufs, plan.narration.true_peak_dbtp),
-                          level_in_background)
+                                             plan.narration.loudness_lufs, plan.narration.true_peak_dbtp))
+    if not level_later:
+        levelling.wait()
     return NarrationResult(timed, narration.voice, paths["narration.wav"], paths["film.srt"], paths["film.vtt"],
                            paths["timed-plan.json"], narration.synthesised, narration.reused, narration.repaired,
                            time.perf_counter() - started, levelling)
