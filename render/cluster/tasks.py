@@ -72,8 +72,11 @@ def render_part_task(part: Part, client_installation: str) -> RenderedPart:
         def put(report: tuple[str, int]) -> None:
             worker.log_event(PROGRESS_TOPIC, {"key": key, "frames": report[1]})
 
+    # What this worker typesets is kept for its next parts (a beat's other part, the titles every beat shows),
+    # in the worker's own folder, which Dask removes with the worker.
+    kept = Path(worker.local_directory) / "film-typesetting"
     with _ONE_RENDER_AT_A_TIME, tempfile.TemporaryDirectory(prefix=f"film-{part.beat_id}-") as scratch:
-        render = draw_part(part, str(Path(scratch) / f"{part.beat_id}.mp4"), None, Progress)
+        render = draw_part(part, str(Path(scratch) / f"{part.beat_id}.mp4"), str(kept), Progress)
         video = render.video.read_bytes()
     return RenderedPart(render, video, time.perf_counter() - started, worker.address)
 

@@ -92,7 +92,8 @@ def looks(build: Path, plan, results: dict) -> None:
     each its own process, as the command line runs them."""
     beat, at = STILL
     still = ["still", "--beat", beat, "--at", str(at), "--build", str(build)]
-    cli(still)  # narrates the film (its cache is this folder's), so the stills below time the picture alone
+    cli(["narration", "--build", str(build)])  # the film's speech (this folder's cache): the looks below time
+    cli(still)                                  # the picture alone, as a user's look does once the film is voiced
     shutil.rmtree(build / "cache" / "typeset", ignore_errors=True)
     timed("still, cold typesetting", lambda: cli(still), results)
     timed("still, warm", lambda: cli(still), results)
