@@ -38,7 +38,8 @@ from render.video import beats
 from render.video.cache import BeatCache
 from render.video.cues import check_cues
 from render.video.film import BeatVideos, FilmResult, film_dir, finish_film, narrate, output_lock
-from render.video.runner import Drawn, LocalRunner, Part, Runner, ctrl_c_noted, remove_stale_scratch
+from render.video.runner import (Drawn, LocalRunner, Part, Runner, beat_parts, ctrl_c_noted, failure,
+                                 remove_stale_scratch)
 from render.voice.narration import NarrationResult
 
 log = logging.getLogger("film")
@@ -78,10 +79,14 @@ class BeatTask:
     beat_id: str
     job: FilmJob                 # the film whose slice of the plan was sent
     parts: list[Part]
-    frames: int                  # in the beat
     values_known: bool           # keyed by the full cache key (else by the scene's code and beat alone)
     waiting: list[FilmJob] = field(default_factory=list)  # every film that needs it, the first included
     drawn: dict[int, Drawn] = field(default_factory=dict)  # its parts back so far, by number
+
+    @property
+    def frames(self) -> int:
+        """In the beat: its last part ends there."""
+        return self.parts[-1].bounds[1]
 
 
 @dataclass(frozen=True)
@@ -216,12 +221,8 @@ class FilmMatrix:
         job.waiting.add(beat_id)
 
     def new_task(self, key: str, job: FilmJob, beat_id: str, values_known: bool) -> BeatTask:
-        frames = beats.beat_frames(job.timed, beat_id, self.q)
-        plan_slice = job.timed.slice_for(beat_id).to_json()
-        parts = [Part(f"{key}-part{index}", beat_id, index, bounds, plan_slice, self.q.name,
-                      priority=(self.total_films - job.index) * beats.PARTS + beats.PARTS - index)
-                 for index, bounds in enumerate(beats.part_bounds(frames))]
-        task = BeatTask(key, beat_id, job, parts, frames, values_known)
+        parts = beat_parts(key, job.timed, beat_id, self.q, priority=(self.total_films - job.index) * beats.PARTS)
+        task = BeatTask(key, beat_id, job, parts, values_known)
         self.tasks[key] = task
         self.of_part.update({part.key: task for part in parts})
         self.to_submit.append(task)
@@ -323,11 +324,7 @@ class FilmMatrix:
             self.finish_if_ready(job)
 
     def task_failed(self, task: BeatTask, error: BaseException) -> None:
-        if isinstance(error, FilmError):
-            why = str(error)
-        else:  # a scene's own bug, a killed worker, a version mismatch
-            why = (f"beat {task.beat_id!r} failed{' twice' if self.runner.retries else ''}: "
-                   f"{type(error).__name__}: {error}")
+        why = failure(task.beat_id, error, self.runner.retries)  # a scene's own bug, a killed worker, a mismatch
         for job in task.waiting:
             job.waiting.discard(task.beat_id)
             if job.failure:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Protocol
 
 from render import media
+from render.errors import FilmError
 from render.formatting import counted
 from render.plan.types import Plan
 from render.video import beats
@@ -56,6 +57,21 @@ class Drawn:
     worker: str           # where it was drawn
     on_worker: float      # seconds the task took there: reading the plan, drawing, encoding
     round_trip: float     # seconds from submitted to handed back, queueing included
+
+
+def beat_parts(key: str, plan: Plan, beat_id: str, q: beats.Quality, priority: int = 0) -> list[Part]:
+    """A beat's parts (beats.part_bounds), each keyed `<key>-part<n>`; a first part before a second (higher
+    priority), all above `priority`."""
+    plan_slice = plan.slice_for(beat_id).to_json()
+    return [Part(f"{key}-part{index}", beat_id, index, bounds, plan_slice, q.name, priority + beats.PARTS - index)
+            for index, bounds in enumerate(beats.part_bounds(beats.beat_frames(plan, beat_id, q)))]
+
+
+def failure(beat_id: str, error: BaseException, retries: int) -> str:
+    """Why a beat did not render, in one line: a FilmError's own words, else the beat and the error."""
+    if isinstance(error, FilmError):
+        return str(error)
+    return f"beat {beat_id!r} failed{' twice' if retries else ''}: {type(error).__name__}: {error}"
 
 
 class Runner(Protocol):
@@ -186,28 +202,22 @@ class LocalRunner:
 def draw_beat(plan: Plan, beat_id: str, q: beats.Quality, out_path: Path, cache_folder: Path | None,
               jobs: int | None = None) -> beats.BeatRender:
     """One beat's pictures as the film has them, its parts drawn at once by processes here (`make scene`), joined."""
-    from render.errors import FilmError
-
-    bounds = beats.part_bounds(beats.beat_frames(plan, beat_id, q))
-    plan_slice = plan.slice_for(beat_id).to_json()
+    parts = beat_parts(beat_id, plan, beat_id, q)
     out_path = Path(out_path)
     scratch = out_path.parent / f".rendering-{os.getpid()}"
     scratch.mkdir(parents=True, exist_ok=True)
-    runner = LocalRunner(min(jobs or os.cpu_count() or 1, len(bounds)), cache_folder)
+    runner = LocalRunner(min(jobs or os.cpu_count() or 1, len(parts)), cache_folder)
     drawn: dict[int, Drawn] = {}
     try:
         with runner.open(scratch):
-            for index, part in enumerate(bounds):
-                runner.submit(Part(f"{beat_id}-part{index}", beat_id, index, part, plan_slice, q.name))
-            while len(drawn) < len(bounds):
+            for part in parts:
+                runner.submit(part)
+            while len(drawn) < len(parts):
                 for back in runner.collect(timeout=1.0):
                     if back.error is not None:
-                        if isinstance(back.error, FilmError):
-                            raise back.error
-                        raise FilmError(f"rendering beat {beat_id!r} failed: {type(back.error).__name__}: "
-                                        f"{back.error}") from back.error
+                        raise FilmError(failure(beat_id, back.error, runner.retries)) from back.error
                     drawn[back.part.index] = back
-        return beats.join_parts(beat_id, [drawn[index].render for index in range(len(bounds))], out_path)
+        return beats.join_parts(beat_id, [drawn[part.index].render for part in parts], out_path)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
