@@ -13,7 +13,7 @@ from manim.utils.iterables import list_update
 from render.errors import FilmError
 from render.plan.tracking import Tracked
 from render.plan.types import BUILT_IN_CUES, Plan
-from scenes import copying  # noqa: F401  (copies share what never changes)
+from scenes import copying, families  # noqa: F401  (copies share what never changes; families listed in one pass)
 from scenes.camera import KeptPathCamera
 from scenes.layers import Layers, extent
 from scenes.style import BACKGROUND, LEAD, TRANSITION

@@ -180,6 +180,32 @@ def test_a_beat_rendered_in_parts_is_the_beat_rendered_whole(narrated, tmp_path,
     assert not list(tmp_path.glob(".joined.part*"))  # the parts are gone once joined
 
 
+def test_frames_reach_the_encoder_through_kept_buffers_and_make_the_same_video(narrated, tmp_path, monkeypatch):
+    """Manim's frames, handed to its encoder through a few kept buffers (not a new 8 MB array and two PyAV
+    copies per frame at 1080p), make the same file, byte for byte, as Manim's own hand-over; the buffers are
+    reused, and one the renderer keeps (its background) is never handed back."""
+    from contextlib import nullcontext
+
+    from render.video import frames
+
+    made = {}
+    for name, handing in (("manims", nullcontext), ("kept", frames.kept_frame_buffers)):
+        monkeypatch.setattr(beats, "kept_frame_buffers", handing)
+        made[name] = beats.render_video(narrated.plan, "two-waits", beats.QUALITIES["tiny"], tmp_path / f"{name}.mp4")
+    assert made["kept"].frames == made["manims"].frames > 10
+    assert made["kept"].video.read_bytes() == made["manims"].video.read_bytes()
+
+    from manim import Square, tempconfig
+    from manim.renderer.cairo_renderer import CairoRenderer
+
+    with tempconfig({"pixel_width": 64, "pixel_height": 36}), frames.kept_frame_buffers():
+        renderer = CairoRenderer()
+        renderer.camera.capture_mobjects([Square()])
+        kept = renderer.get_frame()  # as Manim keeps its background: never written, never handed back
+        written = renderer.get_frame()
+        assert kept is not written and np.array_equal(kept, renderer.camera.pixel_array)
+
+
 def test_an_updater_that_moves_an_object_it_does_not_own_is_named(narrated, tmp_path):
     """The background of still objects is right only while they stay still: an updater on one object that
     moves another is a scene's mistake, named, not a picture with the old one left in it."""
@@ -278,6 +304,24 @@ def test_parsed_shapes_are_kept_for_the_next_render_and_checked(narrated, tmp_pa
     kept[1].write_bytes(b"\0" * kept[1].stat().st_size)  # the right size, nothing in it
     assert np.array_equal(still_again("c"), np.asarray(Image.open(first))) and len(parsed) == 2
     assert np.array_equal(still_again("d"), np.asarray(Image.open(first))) and not parsed
+
+
+def test_a_family_is_listed_as_manim_lists_it():
+    """Families listed in one pass (scenes/families.py) are Manim's lists: its order, a part held twice
+    listed once (where Manim keeps it), a part that holds its own ancestor not followed back."""
+    from manim import Circle, Square, VGroup
+
+    from scenes import families
+
+    a, b, c = Square(), Circle(), Square()
+    shared = VGroup(a, VGroup(b, a), c)
+    looped = VGroup(Square(), VGroup(Circle()))
+    looped.submobjects[1].submobjects.append(looped)
+    for group in (shared, VGroup(shared, b, VGroup(shared)), looped, VGroup(), Square()):
+        assert families.get_family(group) == families.manims_get_family(group)
+    assert families.get_family(shared) == [shared, shared.submobjects[1], b, a, c]  # `a` where it is last
+    from manim import Mobject
+    assert Mobject.get_family is families.get_family
 
 
 def test_a_still_outside_its_beat_is_refused(narrated, tmp_path):

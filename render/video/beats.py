@@ -26,6 +26,7 @@ from render.errors import FilmError
 from render.files import atomic_path, move
 from render.formatting import timestamp
 from render.plan.types import Plan
+from render.video.frames import kept_frame_buffers
 from render.video.shapes import kept_shapes
 
 log = logging.getLogger("film")
@@ -188,7 +189,7 @@ def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int 
         "video_encoder_options": dict(ENCODER),
     }
     try:
-        with tempconfig(settings), kept_shapes(cache):
+        with tempconfig(settings), kept_shapes(cache), kept_frame_buffers():
             scene = scene_type(plan, beat_id, progress, part=part)
             scene.render()
             produced = Path(scene.renderer.file_writer.movie_file_path)
