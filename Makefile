@@ -3,6 +3,8 @@
 #   make preview the same film at 480p15, into build/preview/
 #   make films   many films at once on a Dask cluster: VARIANTS="h100-sxm/llama-3.1-8b/bf16 …" or
 #                MATRIX=all|gpus|models [SCHEDULER=tcp://host:8786] [QUALITY=low] (README: Rendering many films)
+#   make studio  a page on 127.0.0.1 that draws each beat again as the storyboard, data/ or scenes/ are saved
+#                [BEAT=prefill] [QUALITY=low] [PORT=…] (README: Reviewing)
 #   make review  a page to check the film in a browser: build/…/review/index.html
 #   make page    the film's publishable page, its maths a reader can move: build/…/page/index.html (make film writes it too)
 #   make test    set up whatever is missing, then run the test suite
@@ -19,7 +21,7 @@
 # A $ in a value is make syntax: make would expand it before any program saw the value, so a
 # choice holding one is refused here rather than silently changed.
 CHOICE_VARIABLES := GPU GPUS MODEL DTYPE KV_DTYPE COMPARE_GPU MEASURED VOICE RECORDINGS BEAT AT QUALITY JOBS PYTHON \
-  VARIANTS MATRIX SCHEDULER
+  VARIANTS MATRIX SCHEDULER PORT
 $(foreach variable,$(CHOICE_VARIABLES),$(if $(findstring $$,$(value $(variable))),\
   $(error $(variable)= contains '$$', which make would expand; give ids, numbers and paths without it)))
 
@@ -37,7 +39,7 @@ VOICE_CHOICES := $(PLAN_CHOICES) $(call arg,VOICE,voice) $(call arg,RECORDINGS,r
 FILM_CHOICES := $(VOICE_CHOICES) $(call arg,JOBS,jobs)
 FILMS_CHOICES := $(FILM_CHOICES) $(call arg,VARIANTS,variants) $(call arg,MATRIX,matrix) $(call arg,SCHEDULER,scheduler)
 
-.PHONY: setup setup-film test plan roofline narration scene still sheet film films preview review page bench goldens \
+.PHONY: setup setup-film test plan roofline narration scene still sheet film films preview studio review page bench goldens \
   check-choices clean
 
 setup:
@@ -79,6 +81,9 @@ films: setup-film
 
 preview: setup-film
 	@$(FILM) film --quality low $(FILM_CHOICES)
+
+studio: setup-film
+	@$(FILM) studio $(VOICE_CHOICES) $(call arg,BEAT,beat) $(call arg,QUALITY,quality) $(call arg,PORT,port)
 
 review: setup-film
 	@$(FILM) review $(VOICE_CHOICES)

@@ -121,6 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_plan_arguments(review)
     review.set_defaults(run=run_review)
 
+    studio = commands.add_parser("studio", help="a page on 127.0.0.1 that draws each beat again as its files are saved")
+    add_plan_arguments(studio)
+    studio.add_argument("--beat", help="show and draw this beat only")
+    studio.add_argument("--quality", default="low", help="its stills' and clips' quality (default: %(default)s)")
+    studio.add_argument("--port", type=whole_number(0, 65535), default=0,
+                        help="the port on 127.0.0.1 (default: a free one, printed)")
+    studio.set_defaults(run=run_studio)
+
     measure = commands.add_parser("measure", help="measure TTFT and decode speed of an OpenAI-compatible endpoint")
     measure.add_argument("--base-url", required=True, help="the API's base URL, e.g. http://localhost:8000/v1")
     measure.add_argument("--model", required=True, help="the model name the endpoint serves")
@@ -414,6 +422,33 @@ def run_render(args: argparse.Namespace) -> int:
             path = beats.make_sheet(narrator.narrate().plan, args.quality, out / "sheet.png", cache=cache)
     print(display_path(path))
     return 0
+
+
+def run_studio(args: argparse.Namespace) -> int:
+    """`make studio`: see render/studio/."""
+    from render.publish import web
+    from render.studio.server import Broadcast, run_studio as serve
+    from render.studio.session import Studio
+    from render.video import beats
+    from render.video.film import output_lock
+    from render.voice.narration import make_narration
+
+    beats.quality(args.quality)
+    plan = plan_from(args)  # a bad choice or storyboard at the start is refused as make film refuses it
+    if args.beat is not None:
+        plan.beat(args.beat)
+    folder = out_dir_of(plan, args) / "studio"
+    cache = cache_dir(args.build)
+    broadcast = Broadcast()
+    def narrate(resolved):  # the timed plan at once (the stills need only that); the track levelled meanwhile
+        narration = make_narration(resolved, folder, cache, level_later=True)
+        narration.levelling.start()
+        return narration
+
+    studio = Studio(lambda: plan_from(args), narrate, folder, cache, args.quality, args.beat, broadcast.publish)
+    page = web.render("studio.html", title=plan.title, label=plan.choice.long_label, duration=plan.duration)
+    with output_lock(folder):
+        return serve(studio, Path(args.storyboard), args.port, page, broadcast)
 
 
 def run_measure(args: argparse.Namespace) -> int:

@@ -74,6 +74,21 @@ def test_the_page_shows_the_films_own_formulas_as_mathml():
     assert blocks["decode"]["latex"][1] == r"\text{bytes per step} = W + B\,C\,k"
 
 
+def test_every_ratio_the_pages_explain_is_written_as_a_ratio():
+    """A ratio is written as one (1.6×, 13%), never in its parts' unit: the memory-bandwidth ratio was once
+    written '0 GB/s' because its name holds 'bandwidth'."""
+    from render.plan.resolve import resolve_plan
+    from render.plan.tracking import value_at
+    from render.publish.explain import EXPLANATIONS, number_row
+
+    plan = resolve_plan(recordings=None)
+    ratios = [path for path in EXPLANATIONS if path.endswith(("_ratio", "speedup"))]
+    assert "numbers.compare.bandwidth_ratio" in ratios
+    for path in ratios:
+        written = number_row(plan, path, value_at(plan, path)).value
+        assert re.fullmatch(r"[\d.,]+(×|%)", written), (path, written)
+
+
 def test_the_folder_is_self_contained_and_small(pages):
     page, plan = pages["default"]
     html = page.read_text()

@@ -1,0 +1,200 @@
+"""`make studio`: the studio's page on 127.0.0.1, kept up to date as the storyboard, data and scenes are saved.
+
+    GET /            the page (render/publish/studio.html)
+    GET /state       everything the page shows, as JSON
+    GET /events      server-sent events: everything the page shows, then each change: `beat` (one beat's view),
+                     `problem` (null once mended), `update` (one begins, or ends: what it drew, why, how long)
+    GET /media/…     the stills and clips (only files of the studio's own media folder)
+
+The files are watched by `watchfiles` on a thread of its own, which collects the saves made while an update
+runs (newer saves stop that update at its next step). Ctrl-C stops the drawing processes, the server and
+the watcher, and releases the studio's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import mimetypes
+import queue
+import signal
+import threading
+import time
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from render.files import PROJECT_ROOT
+from render.studio.session import Studio
+
+log = logging.getLogger("film")
+
+HEARTBEAT_SECONDS = 10
+IGNORED_SUFFIXES = (".pyc", ".swp", ".swx", "~", ".tmp")
+
+
+class Broadcast:
+    """Events for every open page: each page has its own queue."""
+
+    def __init__(self):
+        self.listeners: list[queue.Queue] = []
+        self.lock = threading.Lock()
+
+    def publish(self, kind: str, data) -> None:
+        with self.lock:
+            for listener in self.listeners:
+                listener.put((kind, data))
+
+    def listen(self) -> queue.Queue:
+        listener: queue.Queue = queue.Queue()
+        with self.lock:
+            self.listeners.append(listener)
+        return listener
+
+    def leave(self, listener: queue.Queue) -> None:
+        with self.lock:
+            if listener in self.listeners:
+                self.listeners.remove(listener)
+
+
+class StudioServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, port: int, studio: Studio, broadcast: Broadcast, page: str):
+        super().__init__(("127.0.0.1", port), Handler)
+        self.studio, self.broadcast, self.page = studio, broadcast, page
+        self.closing = threading.Event()
+
+    @property
+    def address(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/"
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: StudioServer
+
+    def log_message(self, format, *args) -> None:  # noqa: A002 - the page's requests are not news
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        path = urlparse(self.path).path
+        if path == "/":
+            self.send(self.server.page.encode(), "text/html; charset=utf-8")
+        elif path == "/state":
+            self.send(json.dumps(self.server.studio.state()).encode(), "application/json")
+        elif path == "/events":
+            self.events()
+        elif path.startswith("/media/"):
+            self.media(unquote(path.removeprefix("/media/")))
+        else:
+            self.send_error(HTTPStatus.NOT_FOUND)
+
+    def send(self, body: bytes, kind: str) -> None:
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def media(self, name: str) -> None:
+        folder = (self.server.studio.folder / "media").resolve()
+        path = (folder / name).resolve()
+        if path.parent != folder or not path.is_file() or name.startswith("."):
+            self.send_error(HTTPStatus.NOT_FOUND)
+            return
+        self.send(path.read_bytes(), mimetypes.guess_type(path.name)[0] or "application/octet-stream")
+
+    def events(self) -> None:
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        listener = self.server.broadcast.listen()
+        state = self.server.studio.state()  # what the page shows so far, then every change from here on
+        for view in state["beats"]:
+            listener.put(("beat", view))
+        listener.put(("problem", state["problem"]))
+        if state["update"]:
+            listener.put(("update", {"busy": False, **state["update"]}))
+        try:
+            while not self.server.closing.is_set():
+                try:
+                    kind, data = listener.get(timeout=HEARTBEAT_SECONDS)
+                    self.wfile.write(f"event: {kind}\ndata: {json.dumps(data)}\n\n".encode())
+                except queue.Empty:
+                    self.wfile.write(b": still here\n\n")
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            self.server.broadcast.leave(listener)
+
+
+def watched(storyboard: Path) -> list[Path]:
+    """The storyboard's folder (an editor may save by writing a new file in its place), data/ and scenes/."""
+    return [Path(storyboard).resolve().parent, PROJECT_ROOT / "data", PROJECT_ROOT / "scenes"]
+
+
+def wanted_change(path: str, storyboard: Path) -> bool:
+    """A save that can change a beat: the storyboard itself, or a file under data/ or scenes/ (not an editor's
+    swap file, a hidden file or Python's bytecode)."""
+    path = Path(path).resolve()
+    if path.parent == Path(storyboard).resolve().parent and path != Path(storyboard).resolve():
+        return False
+    return not (path.name.startswith(".") or path.name.endswith(IGNORED_SUFFIXES) or "__pycache__" in path.parts)
+
+
+def run_studio(studio: Studio, storyboard: Path, port: int, page: str, broadcast: Broadcast,
+               say=lambda line: print(line, flush=True)) -> int:
+    """Serve the page, draw what the files hold, and keep drawing what their saves change, until Ctrl-C."""
+    import watchfiles
+
+    server = StudioServer(port, studio, broadcast, page)
+    serving = threading.Thread(target=server.serve_forever, name="studio-server", daemon=True)
+    serving.start()
+    say(f"studio: {server.address}  (Ctrl-C stops it)")
+    stop = threading.Event()
+    saves: queue.Queue = queue.Queue()
+
+    def watch() -> None:
+        for changes in watchfiles.watch(*watched(storyboard), stop_event=stop, debounce=200, step=50,
+                                        rust_timeout=500, yield_on_timeout=False):
+            edited = sorted({str(Path(path).resolve().relative_to(PROJECT_ROOT)) if Path(path).resolve()
+                             .is_relative_to(PROJECT_ROOT) else path for _, path in changes if wanted_change(path, storyboard)})
+            if edited:
+                saves.put((edited, time.monotonic()))
+                studio.interrupted.set()  # newer edits: the update under way stops at its next step
+
+    watcher = threading.Thread(target=watch, name="studio-watcher", daemon=True)
+    watcher.start()
+    try:
+        edited, saved_at = ["(start)"], time.monotonic()
+        while True:
+            studio.interrupted.clear()
+            started = time.monotonic()
+            studio.update(edited, saved_at)
+            update = studio.last_update
+            if update.get("problem"):
+                say(f"studio: {update['problem']['message']}")
+            else:
+                say(f"studio: updated in {time.monotonic() - started:.1f} s; drew "
+                    f"{', '.join(update.get('drawn') or ()) or 'nothing'}")
+            edited, saved_at = saves.get()
+            while not saves.empty():  # saves made meanwhile: one update for them all, timed from the first
+                more, _ = saves.get_nowait()
+                edited = sorted(set(edited) | set(more))
+    except KeyboardInterrupt:
+        say("studio: stopped")
+        return 130
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the cleaning up short
+        stop.set()
+        studio.interrupted.set()
+        studio.stop_drawing()
+        server.closing.set()
+        server.shutdown()
+        server.server_close()
+        watcher.join(timeout=2)

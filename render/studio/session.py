@@ -1,0 +1,359 @@
+"""What the studio shows and how an edit reaches it: resolve, narrate, tell which beats changed, draw them.
+
+One update, after a save: the storyboard and data are resolved again (a bad file is a problem shown on the
+page, and the last good pictures stay, marked stale); the narration is voiced again where its words changed
+(cached by words, as for the film); each beat's key is compared with the one it was last drawn with, in its
+three parts (the scene's code, the beat's words and timing, the plan values its scene read), and the beats
+whose key changed are drawn again: their stills at every cue first, then their clip with the narration. The
+drawing happens in fresh processes each update, so an edited scene is imported anew; clips go through the
+build's beat cache, the one `make film` and `make preview` use.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import multiprocessing
+import os
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from render import formatting as fmt, media
+from render.errors import FilmError
+from render.files import PROJECT_ROOT
+from render.plan.registry import scene_entry
+from render.plan.tracking import value_at
+from render.plan.types import Plan
+from render.video import beats
+from render.video.cache import BeatCache, beat_slice, scene_sources, values_key
+
+STILL_DELAY = 0.5  # seconds after a cue, as the review page takes them: what the voice names has appeared
+
+
+@dataclass
+class Problem:
+    """Something an update could not get past, as the page shows it."""
+    message: str
+    file: str = ""
+    line: int | None = None
+    beat: str = ""
+
+
+@dataclass
+class BeatView:
+    """One beat as the page shows it."""
+    id: str
+    title: str
+    clock: str
+    narration: str
+    cues: list[dict] = field(default_factory=list)       # {name, at (s into the beat), clause}
+    stills: list[dict] = field(default_factory=list)     # {cue, url}
+    clip: str = ""
+    numbers: list[dict] = field(default_factory=list)    # {path, value, meaning}
+    status: str = "waiting"                              # waiting, drawing stills, drawing the clip, ready
+    stale: bool = False                                  # what it shows is older than the files
+    why: str = ""                                        # why it was last drawn again
+    timing: dict = field(default_factory=dict)           # seconds from the save: {"still": …, "clip": …}
+    findings: list[str] = field(default_factory=list)    # the layout lint's and the safe area's findings
+    problem: dict | None = None                          # its scene failed: {message, file, line}
+
+
+def key_parts(plan: Plan, beat_id: str, reads: list[str] | None) -> dict[str, str]:
+    """The parts of a beat's cache key, each a short digest: what a change to each would mean. `reads`: the
+    plan values its scene read when it was last drawn (None: never)."""
+    code = hashlib.sha256()
+    for path in scene_sources(scene_entry(beat_id).module):
+        code.update(path.name.encode() + path.read_bytes())
+    return {"the scene's code": code.hexdigest()[:12],
+            "its words or their timing": hashlib.sha256(json.dumps(beat_slice(plan, beat_id), sort_keys=True)
+                                               .encode()).hexdigest()[:12],
+            "the numbers it shows": values_key(plan, reads) if reads is not None else "not drawn yet"}
+
+
+def why_drawn(before: dict[str, str] | None, now: dict[str, str]) -> str:
+    if before is None:
+        return "first look"
+    changed = [name for name in now if before.get(name) != now[name]]
+    return " and ".join(changed) + " changed" if changed else ""
+
+
+def problem_from_error(error: BaseException, beat: str = "") -> Problem:
+    """A problem naming the file and line it comes from: the deepest frame in the project's scenes (or, failing
+    that, in the project), else what the error's message names."""
+    frames = traceback.extract_tb(error.__traceback__)
+    ours = [frame for frame in frames if Path(frame.filename).resolve().is_relative_to(PROJECT_ROOT / "scenes")] \
+        or [frame for frame in frames if Path(frame.filename).resolve().is_relative_to(PROJECT_ROOT)]
+    message = str(error) if isinstance(error, FilmError) else f"{type(error).__name__}: {error}"
+    if ours and not isinstance(error, FilmError):
+        where = ours[-1]
+        return Problem(message, os.path.relpath(where.filename, PROJECT_ROOT), where.lineno, beat)
+    return Problem(message, *place_named(message), beat=beat)
+
+
+def place_named(message: str) -> tuple[str, int | None]:
+    """The file (and line) a message names: 'script/storyboard.yaml, line 12: …' or 'data/gpus.yaml: …'."""
+    import re
+
+    found = re.search(r"([\w./-]+\.(?:yaml|yml|py|json))(?:[,:]\s*line\s+(\d+)|:(\d+))?", message)
+    if not found:
+        return "", None
+    line = found.group(2) or found.group(3)
+    return found.group(1), int(line) if line else None
+
+
+# -- in the drawing processes -------------------------------------------------------------------------------
+
+
+def start_drawing_process() -> None:
+    """A drawing process dies with the fork server that made it (which ends with the studio), and leaves Ctrl-C
+    to the studio, which stops it itself."""
+    media.die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def draw_stills(plan_json: str, beat_id: str, times: list[float], names: list[str], quality: str, folder: str,
+                cache: str) -> dict:
+    try:
+        plan = Plan.from_json(plan_json)
+        paths = beats.render_frames(plan, beat_id, times, quality, Path(folder), names, cache=Path(cache))
+        return {"stills": [path.name for path in paths]}
+    except BaseException as error:  # shown on the page: the studio goes on
+        return {"problem": asdict(problem_from_error(error, beat_id))}
+
+
+def draw_clip(plan_json: str, beat_id: str, quality: str, out: str, cache: str) -> dict:
+    try:
+        plan = Plan.from_json(plan_json)
+        render = beats.render_video(plan, beat_id, beats.quality(quality), Path(out), cache=Path(cache))
+        return {"render": render}
+    except BaseException as error:
+        return {"problem": asdict(problem_from_error(error, beat_id))}
+
+
+def drawing_context():
+    """Processes forked from a server that has Manim imported already (a second saved), but not the scenes:
+    each update's processes import the scenes as the files hold them now."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["manim", "render.video.beats"])
+    return context
+
+
+# -- the studio ---------------------------------------------------------------------------------------------
+
+
+class Studio:
+    """The studio's state, and the updates that change it. `publish(kind, data)` tells the page."""
+
+    def __init__(self, make_plan: Callable[[], Plan], narrate: Callable[[Plan], object], folder: Path,
+                 cache_folder: Path, quality: str, focus: str | None, publish: Callable[[str, object], None],
+                 jobs: int = 2):
+        self.make_plan, self.narrate = make_plan, narrate
+        self.folder, self.cache_folder = Path(folder), Path(cache_folder)
+        self.quality = beats.quality(quality)
+        self.focus, self.publish, self.jobs = focus, publish, jobs
+        self.cache = BeatCache(self.cache_folder)
+        self.views: dict[str, BeatView] = {}
+        self.drawn_with: dict[str, dict[str, str]] = {}  # beat -> the key parts its pictures were drawn with
+        self.reads: dict[str, list[str]] = {}             # beat -> the plan values its scene read then
+        self.problem: Problem | None = None
+        self.last_update: dict = {}
+        self.version = 0
+        self.interrupted = threading.Event()  # set when newer edits wait: the update stops at its next step
+        self.pool: ProcessPoolExecutor | None = None
+        (self.folder / "media").mkdir(parents=True, exist_ok=True)
+
+    # What the page asks for when it opens.
+    def state(self) -> dict:
+        return {"beats": [asdict(view) for view in self.views.values()], "problem": self.problem and asdict(self.problem),
+                "update": self.last_update}
+
+    def update(self, edited: list[str], saved_at: float) -> None:
+        """Bring the page up to date with the files (see the module's note)."""
+        self.publish("update", {"busy": True, "edited": edited})
+        phases = {}
+        try:
+            plan = self.make_plan()
+            phases["resolve"] = round(time.monotonic() - saved_at, 2)
+            narration = self.narrate(plan)
+            phases["voice"] = round(time.monotonic() - saved_at, 2)
+        except FilmError as error:
+            self.fail(problem_from_error(error))
+            return
+        timed = narration.plan
+        if self.problem is not None:
+            self.problem = None
+            self.publish("problem", None)
+        shown = [beat for beat in timed.beats if self.focus in (None, beat.id)]
+        parts = {beat.id: key_parts(timed, beat.id, self.reads_of(timed, beat.id)) for beat in shown}
+        changed = []
+        for beat in shown:
+            view = self.view_of(timed, beat.id)
+            why = why_drawn(self.drawn_with.get(beat.id), parts[beat.id]) or ("its last drawing failed"
+                                                                             if view.problem else "")
+            if why:
+                view.why, view.status, view.stale = why, "waiting", bool(view.stills or view.clip)
+                changed.append(beat.id)
+            else:  # as drawn (a broken file mended as it was): not stale after all
+                view.stale = False
+            self.views[beat.id] = view
+            self.publish("beat", asdict(view))
+        # The beats whose words changed first (an edit of the narration, or of a number it speaks), then in film order.
+        changed.sort(key=lambda beat_id: self.drawn_with.get(beat_id, {}).get("its words or their timing")
+                     == parts[beat_id]["its words or their timing"])
+        for gone in set(self.views) - {beat.id for beat in shown}:
+            del self.views[gone]
+        if changed:
+            self.draw(timed, narration, changed, saved_at)
+        self.last_update = {"edited": edited, "drawn": changed, "seconds": round(time.monotonic() - saved_at, 2),
+                            "why": {beat_id: self.views[beat_id].why for beat_id in changed if beat_id in self.views},
+                            "interrupted": self.interrupted.is_set(), "phases": phases}
+        self.publish("update", {"busy": False, **self.last_update})
+
+    def fail(self, problem: Problem) -> None:
+        self.problem = problem
+        for view in self.views.values():
+            if view.stills or view.clip:
+                view.stale = True
+                self.publish("beat", asdict(view))
+        self.publish("problem", asdict(problem))
+        self.last_update = {"problem": asdict(problem)}
+        self.publish("update", {"busy": False, **self.last_update})
+
+    def view_of(self, plan: Plan, beat_id: str) -> BeatView:
+        """The beat's view with this plan's words, cues and numbers (its pictures as they were)."""
+        beat = plan.beat(beat_id)
+        old = self.views.get(beat_id)
+        cues = [{"name": cue, "at": round(min(at - beat.start + STILL_DELAY, beat.duration - 0.1), 2),
+                 "clause": clause_at(beat, at)}
+                for cue, at in sorted((beat.timing.cues if beat.timing else {}).items(), key=lambda item: item[1])
+                if cue != "end"]
+        view = BeatView(beat.id, beat.title, fmt.timestamp(round(beat.start)), beat.narration, cues)
+        if old is not None:
+            for name in ("stills", "clip", "status", "stale", "why", "timing", "findings", "problem"):
+                setattr(view, name, getattr(old, name))
+        view.numbers = self.numbers_of(plan, beat_id)
+        return view
+
+    def reads_of(self, plan: Plan, beat_id: str) -> list[str] | None:
+        """What the beat's scene read when last drawn: here, or (its code and words as they are) by any render."""
+        return self.reads.get(beat_id) or self.cache.known_reads(plan, beat_id, self.quality)
+
+    def numbers_of(self, plan: Plan, beat_id: str) -> list[dict]:
+        from render.publish.explain import number_row
+
+        rows = []
+        for path in self.reads_of(plan, beat_id) or []:
+            value = value_at(plan, path)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                row = number_row(plan, path, value)
+                rows.append({"path": path, "value": row.value, "meaning": row.meaning})
+        return rows
+
+    def draw(self, plan: Plan, narration, changed: list[str], saved_at: float) -> None:
+        """The changed beats' stills (every beat's first), then their clips, each published when it is ready."""
+        plan_json = plan.to_json()
+        context = drawing_context()
+        self.pool = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=start_drawing_process)
+        self.version += 1
+        version = self.version
+        try:
+            pending: dict[Future, tuple[str, str]] = {}
+            for beat_id in changed:
+                view = self.views[beat_id]
+                view.status, view.timing = "drawing stills", {}
+                self.publish("beat", asdict(view))
+                names = [f"{beat_id}--{cue['name']}-{version}.png" for cue in view.cues]
+                future = self.pool.submit(draw_stills, plan_json, beat_id, [cue["at"] for cue in view.cues], names,
+                                          self.quality.name, str(self.folder / "media"), str(self.cache_folder))
+                pending[future] = (beat_id, "stills")
+            for beat_id in changed:
+                if self.cache.lookup(plan, beat_id, self.quality) is None:
+                    out = self.folder / "media" / f".{beat_id}-{version}.video.mp4"
+                    future = self.pool.submit(draw_clip, plan_json, beat_id, self.quality.name, str(out),
+                                              str(self.cache_folder))
+                    pending[future] = (beat_id, "clip")
+                else:
+                    pending[self.done_now({})] = (beat_id, "clip")
+            finished: dict[str, set[str]] = {beat_id: set() for beat_id in changed}
+            while pending and not self.interrupted.is_set():
+                done, _ = wait(list(pending), timeout=0.5, return_when=FIRST_COMPLETED)
+                for future in done:
+                    beat_id, kind = pending.pop(future)
+                    finished[beat_id].add(kind)
+                    self.finish(plan, narration, beat_id, kind, future.result(), finished[beat_id], saved_at, version)
+        finally:
+            self.stop_drawing()
+
+    @staticmethod
+    def done_now(result: dict) -> Future:
+        future: Future = Future()
+        future.set_result(result)
+        return future
+
+    def finish(self, plan: Plan, narration, beat_id: str, kind: str, result: dict, finished: set[str],
+               saved_at: float, version: int) -> None:
+        """Show what a drawing process made of a beat (`kind`: its stills or its clip; `finished`: what of the
+        beat is done this update)."""
+        view = self.views[beat_id]
+        if "problem" in result:
+            view.problem, view.status = result["problem"], "failed"
+            view.stale = bool(view.stills or view.clip)
+            self.publish("beat", asdict(view))
+            return
+        if kind == "stills":
+            old = {still["url"] for still in view.stills}
+            view.stills = [{"cue": cue["name"], "url": f"media/{name}"} for cue, name in zip(view.cues, result["stills"])]
+            self.remove_media(old - {still["url"] for still in view.stills})
+            view.timing = {**view.timing, "still": round(time.monotonic() - saved_at, 2)}
+            view.problem = None
+        else:
+            if "render" in result:
+                render = result["render"]
+                self.cache.store(plan, beat_id, self.quality, render.video, list(render.values_read))
+                view.findings = list(render.layout) + [f"outside the safe area: {item}" for item in render.safe_area]
+            video = self.cache.lookup(plan, beat_id, self.quality)
+            clip = self.folder / "media" / f"{beat_id}-{version}.mp4"
+            beat = plan.beat(beat_id)
+            beats.mux_beat_audio(video, narration.track_ready(), beat.start, beat.duration, clip)
+            self.remove_media({view.clip} - {""})
+            view.clip = f"media/{clip.name}"
+            view.timing = {**view.timing, "clip": round(time.monotonic() - saved_at, 2)}
+            view.numbers = self.numbers_of(plan, beat_id)
+            self.reads[beat_id] = self.cache.values_read(plan, beat_id, self.quality)
+            self.drawn_with[beat_id] = key_parts(plan, beat_id, self.reads[beat_id])
+        if finished >= {"stills", "clip"}:
+            view.status, view.stale = "ready", False
+        else:
+            view.status = "drawing the clip" if "stills" in finished else "drawing stills"
+        self.publish("beat", asdict(view))
+
+    def remove_media(self, urls: set[str]) -> None:
+        for url in urls:
+            (self.folder / url).unlink(missing_ok=True)
+
+    def stop_drawing(self) -> None:
+        """The drawing processes gone: let go when their work is done, stopped when it is not (Ctrl-C, or newer
+        edits)."""
+        pool, self.pool = self.pool, None
+        if pool is None:
+            return
+        if any(not future.done() for future in list(pool._pending_work_items.values())):
+            for process in list((pool._processes or {}).values()):
+                process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+        del pool
+        gc.collect()  # its queues' semaphores released now, not reported as leaked when the studio ends
+
+
+def clause_at(beat, at: float) -> str:
+    """The words being spoken at film time `at`."""
+    clauses = beat.timing.clauses if beat.timing else ()
+    spoken = [clause for clause in clauses if clause.start <= at + 1e-6]
+    return spoken[-1].text if spoken else ""

@@ -1,0 +1,221 @@
+"""`make studio` in the real Chromium: a studio started on a copy of the project, its files edited as a user
+saves them, and the page watched as it changes."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from test_review import chromium
+
+# Bounds set from measurement on two cores (the suite's other process busy beside it): a narration edit's
+# still took 6-9 s and its clip 10-16 s at the tests' tiny size, a scene edit's two beats about as long.
+STILL_BOUND, CLIP_BOUND = 30.0, 60.0
+PROJECT_PARTS = ("render", "scenes", "script", "data", "pyproject.toml")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, default_tiny_film) -> Path:
+    """A copy of the project, its build cache the session's tiny film's (speech, typesetting, beats: the
+    studio's first look draws stills only)."""
+    copy = tmp_path_factory.mktemp("project")
+    for part in PROJECT_PARTS:
+        source = ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, copy / part)
+    shutil.copytree(default_tiny_film.build / "cache", copy / "build" / "cache", symlinks=True)
+    return copy
+
+
+def studio_children(pid: int) -> set[int]:
+    """Every process descended from `pid` (Manim's drawing processes, the fork server, ffmpeg)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                parents[int(entry.name)] = int(fields[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+@pytest.fixture(scope="module")
+def studio(project):
+    process = subprocess.Popen([sys.executable, "-m", "render.cli", "studio", "--quality", "tiny", "--build",
+                                str(project / "build")], cwd=project, env={**os.environ, "PYTHONPATH": str(project)},
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    address = None
+    deadline = time.monotonic() + 60
+    while address is None and time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        found = re.search(r"studio: (http://127\.0\.0\.1:\d+/)", line)
+        address = found and found.group(1)
+    if address is None:
+        process.kill()
+        pytest.fail("the studio printed no address:\n" + "".join(lines))
+    import threading
+    threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
+    yield process, address, lines
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def page(studio):
+    _, address, _ = studio
+    driver = chromium()
+    driver.get(address)
+    yield driver
+    driver.quit()
+
+
+def wait_for(driver, script: str, timeout: float, *args):
+    from selenium.webdriver.support.ui import WebDriverWait
+    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(lambda d: d.execute_script(script, *args))
+
+
+PICTURES = """return Array.from(document.querySelectorAll('article.beat')).map(function (a) {
+  return [a.id.slice(5), a.dataset.status, Array.from(a.querySelectorAll('.stills img')).map(function (i) {
+    return i.getAttribute('src'); }), (a.querySelector('video.clip') || {}).getAttribute('src'),
+    a.classList.contains('stale')]; });"""
+
+
+def pictures(driver) -> dict[str, tuple]:
+    return {beat: (status, tuple(stills), clip, stale) for beat, status, stills, clip, stale in
+            driver.execute_script(PICTURES)}
+
+
+def all_ready(driver, timeout: float) -> dict[str, tuple]:
+    wait_for(driver, "var a = document.querySelectorAll('article.beat'); return a.length == 9 && "
+                     "Array.from(a).every(function (x) { return x.dataset.status == 'ready'; });", timeout)
+    return pictures(driver)
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(studio, page, project):
+    process, address, lines = studio
+    assert address.startswith("http://127.0.0.1:")
+    first = all_ready(page, 120)
+    assert all(stills and clip and not stale for _, stills, clip, stale in first.values()), first
+    shot = page.get_screenshot_as_png()
+    assert len(shot) > 10_000
+
+    # One word of one beat's narration: that beat's stills and clip are drawn again, no other beat's.
+    saved = time.monotonic()
+    edit(project / "script" / "storyboard.yaml", "So treat them as [[budgets]]two budgets:",
+         "So treat them as [[budgets]]two separate budgets:")
+    wait_for(page, "var a = document.getElementById('beat-two-budgets');"
+                   "return a.querySelector('.stills img').getAttribute('src') != arguments[0];", STILL_BOUND,
+             first["two-budgets"][1][0])
+    still_seconds = time.monotonic() - saved
+    wait_for(page, "var a = document.getElementById('beat-two-budgets'); return a.dataset.status == 'ready' && "
+                   "a.querySelector('video.clip').getAttribute('src') != arguments[0];", CLIP_BOUND,
+             first["two-budgets"][2])
+    clip_seconds = time.monotonic() - saved
+    after = pictures(page)
+    assert [beat for beat in first if after[beat][1:3] != first[beat][1:3]] == ["two-budgets"]
+    why = page.find_element("css selector", "#beat-two-budgets .why").text
+    assert "its words or their timing changed" in why and "From the save" in why, why
+    assert "drew two-budgets" in wait_for(page, "return document.getElementById('status').textContent;", 10)
+    print(f"narration edit: still {still_seconds:.1f} s, clip {clip_seconds:.1f} s")
+
+    # A broken storyboard: the page names the file and line; the last good pictures stay, marked stale.
+    storyboard = project / "script" / "storyboard.yaml"
+    good = storyboard.read_text()
+    storyboard.write_text(good.replace("beats:", "beats: [unclosed", 1))
+    wait_for(page, "return !document.getElementById('problem').hidden;", 30)
+    where = page.find_element("css selector", "#problem .where").text
+    assert re.search(r"storyboard\.yaml:\d+", where), where
+    broken = pictures(page)
+    assert all(broken[beat][1:3] == after[beat][1:3] and broken[beat][3] for beat in after)  # kept, stale
+
+    # Mended: the problem goes, nothing is drawn again (the files are as they were), nothing is stale.
+    storyboard.write_text(good)
+    wait_for(page, "return document.getElementById('problem').hidden;", 30)
+    wait_for(page, "return document.querySelectorAll('article.beat.stale').length == 0;", 30)
+    assert {beat: view[1:3] for beat, view in pictures(page).items()} == {beat: view[1:3] for beat, view in after.items()}
+
+    # A scene's colour: the beats whose drawing uses that scene's code are drawn again, and only they (its own
+    # two beats, and batching, which draws the measured sweep with it).
+    from render.plan.registry import SCENES
+    from render.video.cache import scene_sources
+
+    using = sorted(entry.beat for entry in SCENES
+                   if ROOT / "scenes" / "measured_timings.py" in scene_sources(entry.module))
+    assert {"measured", "cache-rides-along"} <= set(using) and "two-waits" not in using
+    saved = time.monotonic()
+    edit(project / "scenes" / "measured_timings.py", 'BAR_LENGTH * ideal / longest, COMPUTE)',
+         'BAR_LENGTH * ideal / longest, MEMORY)')
+    for beat in using:
+        wait_for(page, f"var a = document.getElementById('beat-{beat}'); return a.dataset.status == 'ready' && "
+                       "a.querySelector('video.clip').getAttribute('src') != arguments[0];", CLIP_BOUND,
+                 after[beat][2])
+    print(f"scene edit: {len(using)} clips {time.monotonic() - saved:.1f} s")
+    scene_edited = pictures(page)
+    assert sorted(beat for beat in after if scene_edited[beat][1:3] != after[beat][1:3]) == using
+    assert "the scene's code changed" in page.find_element("css selector", "#beat-measured .why").text
+
+    # A datasheet's number: the beats that show it (or speak it) are drawn again, for what it changed.
+    saved = time.monotonic()
+    before_data = pictures(page)
+    edit(project / "data" / "gpus.yaml", "    bandwidth: 2.039e12", "    bandwidth: 1.935e12")  # the A100 (PCIe's)
+    wait_for(page, "var a = document.getElementById('beat-wasted-money'); return a.dataset.status == 'ready' && "
+                   "a.querySelector('video.clip').getAttribute('src') != arguments[0];", CLIP_BOUND,
+             before_data["wasted-money"][2])
+    wait_for(page, "return !document.getElementById('status').classList.contains('busy');", CLIP_BOUND)
+    print(f"data edit: wasted-money's clip {time.monotonic() - saved:.1f} s")
+    data_edited = pictures(page)
+    redrawn = {beat for beat in after if data_edited[beat][1:3] != before_data[beat][1:3]}
+    # (Those that read the GPU table, or the other GPU's numbers, are; two-waits and the measured beats read neither.)
+    assert "wasted-money" in redrawn and not redrawn & {"two-waits", "measured", "cache-rides-along"}, redrawn
+    assert "the numbers it shows" in page.find_element("css selector", "#beat-wasted-money .why").text
+    shown = page.find_element("css selector", "#beat-wasted-money ul.numbers").get_attribute("textContent")
+    assert "1.94 TB/s" in shown and "2.04 TB/s" not in shown, shown  # the other GPU's bandwidth, as now written
+
+    # Ctrl-C: every process of the studio gone, its port free again.
+    family = studio_children(process.pid)
+    assert family  # the fork server at least
+    process.send_signal(signal.SIGINT)
+    assert process.wait(20) == 130
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and studio_children(process.pid) | {pid for pid in family
+                                                                          if Path(f"/proc/{pid}").exists()}:
+        time.sleep(0.2)
+    alive = [pid for pid in family if Path(f"/proc/{pid}").exists()
+             and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"]
+    assert not alive, alive
+    port = int(address.rsplit(":", 1)[1].strip("/"))
+    with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=2):
+        pass  # nothing listens there
+    with socket.socket() as probe:  # and a server may listen there again (the page's closed connections wait
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # out TCP's TIME_WAIT, as after any server)
+        probe.bind(("127.0.0.1", port))
+        probe.listen()
+    assert any("studio: stopped" in line for line in lines), lines
