@@ -28,7 +28,7 @@ LLAMA_BUILD_TIMEOUT = 1500  # seconds: the build takes three or four minutes on 
 # The longest files first, so that the suite's two processes end together instead of one finishing the
 # layout lint alone (a file's tests stay together: `--dist loadfile`).
 LONGEST_FIRST = ("test_layout.py", "test_scenes.py", "test_cluster.py", "test_hardening.py", "test_film.py",
-                 "test_hostile_input.py")
+                 "test_hostile_input.py", "test_studio.py")
 
 
 def pytest_collection_modifyitems(session, config, items):

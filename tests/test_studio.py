@@ -199,11 +199,14 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
     shown = page.find_element("css selector", "#beat-wasted-money ul.numbers").get_attribute("textContent")
     assert "1.94 TB/s" in shown and "2.04 TB/s" not in shown, shown  # the other GPU's bandwidth, as now written
 
-    # Ctrl-C: every process of the studio gone, its port free again.
+    # Ctrl-C while it draws: every process of the studio gone, its port free again.
+    edit(project / "script" / "storyboard.yaml", "two separate budgets:", "two budgets:")
+    wait_for(page, "return document.getElementById('beat-two-budgets').dataset.status == 'drawing stills';", 30)
     family = studio_children(process.pid)
     assert family  # the fork server at least
     process.send_signal(signal.SIGINT)
     assert process.wait(20) == 130
+    assert not any("leaked" in line or "Traceback" in line for line in lines), lines
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and studio_children(process.pid) | {pid for pid in family
                                                                           if Path(f"/proc/{pid}").exists()}:
@@ -219,3 +222,32 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
         probe.bind(("127.0.0.1", port))
         probe.listen()
     assert any("studio: stopped" in line for line in lines), lines
+
+
+def test_a_problem_names_the_scene_file_and_line_or_the_file_its_message_names():
+    """A scene's exception points at the line of the scene that raised it; a storyboard's error at the file and
+    line its message gives."""
+    from render.errors import FilmError
+    from render.studio.session import problem_from_error
+
+    scene = ROOT / "scenes" / "two_waits.py"
+    code = compile("\n" * 41 + "raise ValueError('no such colour')", str(scene), "exec")
+    try:
+        exec(code, {})
+    except ValueError as error:
+        problem = problem_from_error(error, "two-waits")
+    assert (problem.file, problem.line, problem.beat) == ("scenes/two_waits.py", 42, "two-waits")
+    assert problem.message == "ValueError: no such colour"
+    problem = problem_from_error(FilmError("script/storyboard.yaml, line 12: beat 'decode' waits for cue 'tap'"))
+    assert (problem.file, problem.line) == ("script/storyboard.yaml", 12)
+
+
+def test_the_cue_an_edit_touched_first_is_drawn_first():
+    from render.studio.session import touched_cue
+
+    before = [{"name": "a", "clause": "one,", "at": 1.0}, {"name": "b", "clause": "two,", "at": 2.0},
+              {"name": "c", "clause": "three.", "at": 3.0}]
+    moved = [dict(cue) for cue in before]
+    moved[1]["clause"], moved[2]["at"] = "two more,", 3.4
+    assert touched_cue(before, moved) == "b"
+    assert touched_cue(before, before) is None and touched_cue([], before) is None

@@ -29,6 +29,7 @@ from render.files import PROJECT_ROOT
 from render.studio.session import Studio
 
 log = logging.getLogger("film")
+logging.getLogger("watchfiles").setLevel(logging.WARNING)  # its "1 change detected" is not news here
 
 HEARTBEAT_SECONDS = 10
 IGNORED_SUFFIXES = (".pyc", ".swp", ".swx", "~", ".tmp")

@@ -162,6 +162,7 @@ class Studio:
         self.views: dict[str, BeatView] = {}
         self.drawn_with: dict[str, dict[str, str]] = {}  # beat -> the key parts its pictures were drawn with
         self.reads: dict[str, list[str]] = {}             # beat -> the plan values its scene read then
+        self.touched: dict[str, str | None] = {}          # beat -> the first cue whose words or time an edit changed
         self.problem: Problem | None = None
         self.last_update: dict = {}
         self.version = 0
@@ -194,7 +195,9 @@ class Studio:
         parts = {beat.id: key_parts(timed, beat.id, self.reads_of(timed, beat.id)) for beat in shown}
         changed = []
         for beat in shown:
+            before = self.views.get(beat.id)
             view = self.view_of(timed, beat.id)
+            self.touched[beat.id] = touched_cue(before.cues if before else [], view.cues)
             why = why_drawn(self.drawn_with.get(beat.id), parts[beat.id]) or ("its last drawing failed"
                                                                              if view.problem else "")
             if why:
@@ -264,30 +267,44 @@ class Studio:
         self.version += 1
         version = self.version
         try:
-            pending: dict[Future, tuple[str, str]] = {}
+            pending: dict[Future, tuple[str, str, list[dict]]] = {}
+            stills_left: dict[str, int] = {}
+            first, rest = [], []  # (beat, its cues): each edited beat's touched cue, before any other still
             for beat_id in changed:
                 view = self.views[beat_id]
                 view.status, view.timing = "drawing stills", {}
                 self.publish("beat", asdict(view))
-                names = [f"{beat_id}--{cue['name']}-{version}.png" for cue in view.cues]
-                future = self.pool.submit(draw_stills, plan_json, beat_id, [cue["at"] for cue in view.cues], names,
+                touched = [cue for cue in view.cues if cue["name"] == self.touched.get(beat_id)]
+                if touched:
+                    first.append((beat_id, touched))
+                rest.append((beat_id, [cue for cue in view.cues if cue not in touched]))
+            for beat_id, cues in first + rest:
+                if not cues:
+                    continue
+                names = [f"{beat_id}--{cue['name']}-{version}.png" for cue in cues]
+                future = self.pool.submit(draw_stills, plan_json, beat_id, [cue["at"] for cue in cues], names,
                                           self.quality.name, str(self.folder / "media"), str(self.cache_folder))
-                pending[future] = (beat_id, "stills")
+                pending[future] = (beat_id, "stills", cues)
+                stills_left[beat_id] = stills_left.get(beat_id, 0) + 1
             for beat_id in changed:
                 if self.cache.lookup(plan, beat_id, self.quality) is None:
                     out = self.folder / "media" / f".{beat_id}-{version}.video.mp4"
                     future = self.pool.submit(draw_clip, plan_json, beat_id, self.quality.name, str(out),
                                               str(self.cache_folder))
-                    pending[future] = (beat_id, "clip")
+                    pending[future] = (beat_id, "clip", [])
                 else:
-                    pending[self.done_now({})] = (beat_id, "clip")
+                    pending[self.done_now({})] = (beat_id, "clip", [])
             finished: dict[str, set[str]] = {beat_id: set() for beat_id in changed}
             while pending and not self.interrupted.is_set():
                 done, _ = wait(list(pending), timeout=0.5, return_when=FIRST_COMPLETED)
                 for future in done:
-                    beat_id, kind = pending.pop(future)
-                    finished[beat_id].add(kind)
-                    self.finish(plan, narration, beat_id, kind, future.result(), finished[beat_id], saved_at, version)
+                    beat_id, kind, cues = pending.pop(future)
+                    if kind == "stills":
+                        stills_left[beat_id] -= 1
+                    if kind == "clip" or not stills_left[beat_id]:
+                        finished[beat_id].add(kind)
+                    self.finish(plan, narration, beat_id, kind, future.result(), cues, finished[beat_id], saved_at,
+                                version)
         finally:
             self.stop_drawing()
 
@@ -297,10 +314,10 @@ class Studio:
         future.set_result(result)
         return future
 
-    def finish(self, plan: Plan, narration, beat_id: str, kind: str, result: dict, finished: set[str],
-               saved_at: float, version: int) -> None:
-        """Show what a drawing process made of a beat (`kind`: its stills or its clip; `finished`: what of the
-        beat is done this update)."""
+    def finish(self, plan: Plan, narration, beat_id: str, kind: str, result: dict, cues: list[dict],
+               finished: set[str], saved_at: float, version: int) -> None:
+        """Show what a drawing process made of a beat (`kind`: stills, at `cues`, or its clip; `finished`: what
+        of the beat is all done this update)."""
         view = self.views[beat_id]
         if "problem" in result:
             view.problem, view.status = result["problem"], "failed"
@@ -308,10 +325,13 @@ class Studio:
             self.publish("beat", asdict(view))
             return
         if kind == "stills":
-            old = {still["url"] for still in view.stills}
-            view.stills = [{"cue": cue["name"], "url": f"media/{name}"} for cue, name in zip(view.cues, result["stills"])]
-            self.remove_media(old - {still["url"] for still in view.stills})
-            view.timing = {**view.timing, "still": round(time.monotonic() - saved_at, 2)}
+            made = {cue["name"]: f"media/{name}" for cue, name in zip(cues, result["stills"])}
+            kept = {still["cue"]: still["url"] for still in view.stills}
+            self.remove_media({url for cue, url in kept.items() if cue in made})
+            view.stills = [{"cue": cue["name"], "url": made.get(cue["name"]) or kept.get(cue["name"])}
+                           for cue in view.cues if made.get(cue["name"]) or kept.get(cue["name"])]
+            if "still" not in view.timing:  # the first of its stills (the cue the edit touched, if it touched one)
+                view.timing = {**view.timing, "still": round(time.monotonic() - saved_at, 2)}
             view.problem = None
         else:
             if "render" in result:
@@ -344,12 +364,31 @@ class Studio:
         pool, self.pool = self.pool, None
         if pool is None:
             return
-        if any(not future.done() for future in list(pool._pending_work_items.values())):
-            for process in list((pool._processes or {}).values()):
+        if any(not item.future.done() for item in list(pool._pending_work_items.values())):
+            # Stopped, not waited for: a pool whose processes were killed mid-task may never drain its queues.
+            processes = list((pool._processes or {}).values())
+            for process in processes:
                 process.terminate()
-        pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.join(2)
+                if process.is_alive():
+                    process.kill()
+            manager = pool._executor_manager_thread
+            if manager is not None:
+                manager.join(2)  # it lets go of the pool's queues once it sees the processes gone
+        else:
+            pool.shutdown(wait=True)
         del pool
         gc.collect()  # its queues' semaphores released now, not reported as leaked when the studio ends
+
+
+def touched_cue(before: list[dict], now: list[dict]) -> str | None:
+    """The first cue whose clause or time differs from before (None: none does, or the beat is new)."""
+    if not before:
+        return None
+    earlier = {cue["name"]: (cue["clause"], cue["at"]) for cue in before}
+    return next((cue["name"] for cue in now if earlier.get(cue["name"]) != (cue["clause"], cue["at"])), None)
 
 
 def clause_at(beat, at: float) -> str:
