@@ -213,7 +213,11 @@ class Studio:
         for gone in set(self.views) - {beat.id for beat in shown}:
             del self.views[gone]
         if changed:
-            self.draw(timed, narration, changed, saved_at)
+            try:
+                self.draw(timed, narration, changed, saved_at)
+            except FilmError as error:  # the track could not be made, say: shown, and the studio goes on
+                self.fail(problem_from_error(error))
+                return
         self.last_update = {"edited": edited, "drawn": changed, "seconds": round(time.monotonic() - saved_at, 2),
                             "why": {beat_id: self.views[beat_id].why for beat_id in changed if beat_id in self.views},
                             "interrupted": self.interrupted.is_set(), "phases": phases}
@@ -295,16 +299,30 @@ class Studio:
                 else:
                     pending[self.done_now({})] = (beat_id, "clip", [])
             finished: dict[str, set[str]] = {beat_id: set() for beat_id in changed}
-            while pending and not self.interrupted.is_set():
-                done, _ = wait(list(pending), timeout=0.5, return_when=FIRST_COMPLETED)
+            unvoiced: list[tuple[str, dict]] = []  # clips drawn before the track is levelled: joined to it then
+            while (pending or unvoiced) and not self.interrupted.is_set():
+                if pending:
+                    done, _ = wait(list(pending), timeout=0.2, return_when=FIRST_COMPLETED)
+                else:
+                    done = set()
+                    if narration.levelling.thread is None:
+                        narration.track_ready()  # (levelled here, had it not been started)
+                    else:
+                        narration.levelling.thread.join(0.2)
                 for future in done:
                     beat_id, kind, cues = pending.pop(future)
-                    if kind == "stills":
-                        stills_left[beat_id] -= 1
-                    if kind == "clip" or not stills_left[beat_id]:
+                    if kind == "clip":
+                        unvoiced.append((beat_id, future.result()))
+                        continue
+                    stills_left[beat_id] -= 1
+                    if not stills_left[beat_id]:
                         finished[beat_id].add(kind)
                     self.finish(plan, narration, beat_id, kind, future.result(), cues, finished[beat_id], saved_at,
                                 version)
+                while unvoiced and narration.levelling.done:
+                    beat_id, result = unvoiced.pop(0)
+                    finished[beat_id].add("clip")
+                    self.finish(plan, narration, beat_id, "clip", result, [], finished[beat_id], saved_at, version)
         finally:
             self.stop_drawing()
 
