@@ -11,23 +11,24 @@ build's beat cache, the one `make film` and `make preview` use.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
+import pickle
 import signal
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from render import formatting as fmt, media
 from render.errors import FilmError
-from render.files import PROJECT_ROOT
+from render.files import PROJECT_ROOT, atomic_path
 from render.plan.registry import scene_entry
 from render.plan.tracking import value_at
 from render.plan.types import Plan
@@ -139,10 +140,74 @@ def draw_clip(plan_json: str, beat_id: str, quality: str, out: str, cache: str) 
 
 def drawing_context():
     """Processes forked from a server that has Manim imported already (a second saved), but not the scenes:
-    each update's processes import the scenes as the files hold them now."""
+    each drawing imports the scenes as the files hold them now."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["manim", "render.video.beats"])
     return context
+
+
+def run_drawing(task: Callable[..., dict], args: tuple, result: str) -> None:
+    """In a drawing process: one task, its result left in a file (whole, or not at all)."""
+    start_drawing_process()
+    outcome = task(*args)
+    with atomic_path(Path(result)) as temporary:
+        temporary.write_bytes(pickle.dumps(outcome))
+
+
+class Drawings:
+    """At most `jobs` drawing processes at once, one task each, each result in a file. No queue or lock is
+    shared with them, so stopping one mid-task (Ctrl-C, newer edits) leaves nothing behind to drain."""
+
+    def __init__(self, jobs: int, scratch: Path):
+        self.jobs, self.scratch = jobs, scratch
+        self.context = drawing_context()
+        self.waiting: deque = deque()
+        self.running: dict = {}  # process -> (its key, its result file)
+        self.made = 0
+
+    def submit(self, key, task: Callable[..., dict], *args) -> None:
+        self.waiting.append((key, task, args))
+
+    def __bool__(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def start_more(self) -> None:
+        while self.waiting and len(self.running) < self.jobs:
+            key, task, args = self.waiting.popleft()
+            self.made += 1
+            result = self.scratch / f".drawing-{os.getpid()}-{self.made}.pickle"
+            process = self.context.Process(target=run_drawing, args=(task, args, str(result)), daemon=True)
+            process.start()
+            self.running[process] = (key, result)
+
+    def finished(self, timeout: float) -> list[tuple[object, dict]]:
+        """(key, result) of each task that ended within `timeout` seconds."""
+        self.start_more()
+        ended = multiprocessing.connection.wait([process.sentinel for process in self.running], timeout)
+        found = []
+        for process in [process for process in self.running if process.sentinel in ended]:
+            key, result = self.running.pop(process)
+            process.join()
+            try:
+                found.append((key, pickle.loads(result.read_bytes())))
+            except (OSError, pickle.UnpicklingError, EOFError):
+                found.append((key, {"problem": asdict(Problem(
+                    f"the drawing process ended (exit code {process.exitcode}) before it finished"))}))
+            result.unlink(missing_ok=True)
+        self.start_more()
+        return found
+
+    def stop(self) -> None:
+        self.waiting.clear()
+        for process in self.running:
+            process.terminate()
+        for process, (_, result) in self.running.items():
+            process.join(2)
+            if process.is_alive():
+                process.kill()
+                process.join()
+            result.unlink(missing_ok=True)
+        self.running.clear()
 
 
 # -- the studio ---------------------------------------------------------------------------------------------
@@ -167,7 +232,7 @@ class Studio:
         self.last_update: dict = {}
         self.version = 0
         self.interrupted = threading.Event()  # set when newer edits wait: the update stops at its next step
-        self.pool: ProcessPoolExecutor | None = None
+        self.drawings: Drawings | None = None
         (self.folder / "media").mkdir(parents=True, exist_ok=True)
 
     # What the page asks for when it opens.
@@ -266,12 +331,10 @@ class Studio:
     def draw(self, plan: Plan, narration, changed: list[str], saved_at: float) -> None:
         """The changed beats' stills (every beat's first), then their clips, each published when it is ready."""
         plan_json = plan.to_json()
-        context = drawing_context()
-        self.pool = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=start_drawing_process)
+        self.drawings = drawings = Drawings(self.jobs, self.folder / "media")
         self.version += 1
         version = self.version
         try:
-            pending: dict[Future, tuple[str, str, list[dict]]] = {}
             stills_left: dict[str, int] = {}
             first, rest = [], []  # (beat, its cues): each edited beat's touched cue, before any other still
             for beat_id in changed:
@@ -286,51 +349,41 @@ class Studio:
                 if not cues:
                     continue
                 names = [f"{beat_id}--{cue['name']}-{version}.png" for cue in cues]
-                future = self.pool.submit(draw_stills, plan_json, beat_id, [cue["at"] for cue in cues], names,
-                                          self.quality.name, str(self.folder / "media"), str(self.cache_folder))
-                pending[future] = (beat_id, "stills", cues)
+                drawings.submit((beat_id, "stills", cues), draw_stills, plan_json, beat_id, [cue["at"] for cue in cues],
+                                names, self.quality.name, str(self.folder / "media"), str(self.cache_folder))
                 stills_left[beat_id] = stills_left.get(beat_id, 0) + 1
+            unvoiced: list[tuple[str, dict]] = []  # clips drawn before the track is levelled: joined to it then
             for beat_id in changed:
                 if self.cache.lookup(plan, beat_id, self.quality) is None:
                     out = self.folder / "media" / f".{beat_id}-{version}.video.mp4"
-                    future = self.pool.submit(draw_clip, plan_json, beat_id, self.quality.name, str(out),
-                                              str(self.cache_folder))
-                    pending[future] = (beat_id, "clip", [])
+                    drawings.submit((beat_id, "clip", []), draw_clip, plan_json, beat_id, self.quality.name, str(out),
+                                    str(self.cache_folder))
                 else:
-                    pending[self.done_now({})] = (beat_id, "clip", [])
+                    unvoiced.append((beat_id, {}))  # already in the beat cache
             finished: dict[str, set[str]] = {beat_id: set() for beat_id in changed}
-            unvoiced: list[tuple[str, dict]] = []  # clips drawn before the track is levelled: joined to it then
-            while (pending or unvoiced) and not self.interrupted.is_set():
-                if pending:
-                    done, _ = wait(list(pending), timeout=0.2, return_when=FIRST_COMPLETED)
+            while (drawings or unvoiced) and not self.interrupted.is_set():
+                if drawings:
+                    done = drawings.finished(timeout=0.2)
                 else:
-                    done = set()
+                    done = []
                     if narration.levelling.thread is None:
                         narration.track_ready()  # (levelled here, had it not been started)
                     else:
                         narration.levelling.thread.join(0.2)
-                for future in done:
-                    beat_id, kind, cues = pending.pop(future)
+                for (beat_id, kind, cues), result in done:
                     if kind == "clip":
-                        unvoiced.append((beat_id, future.result()))
+                        unvoiced.append((beat_id, result))
                         continue
                     stills_left[beat_id] -= 1
                     if not stills_left[beat_id]:
                         finished[beat_id].add(kind)
-                    self.finish(plan, narration, beat_id, kind, future.result(), cues, finished[beat_id], saved_at,
-                                version)
+                    self.finish(plan, narration, beat_id, kind, result, cues, finished[beat_id], saved_at, version)
                 while unvoiced and narration.levelling.done:
                     beat_id, result = unvoiced.pop(0)
                     finished[beat_id].add("clip")
                     self.finish(plan, narration, beat_id, "clip", result, [], finished[beat_id], saved_at, version)
         finally:
             self.stop_drawing()
-
-    @staticmethod
-    def done_now(result: dict) -> Future:
-        future: Future = Future()
-        future.set_result(result)
-        return future
 
     def finish(self, plan: Plan, narration, beat_id: str, kind: str, result: dict, cues: list[dict],
                finished: set[str], saved_at: float, version: int) -> None:
@@ -377,28 +430,10 @@ class Studio:
             (self.folder / url).unlink(missing_ok=True)
 
     def stop_drawing(self) -> None:
-        """The drawing processes gone: let go when their work is done, stopped when it is not (Ctrl-C, or newer
-        edits)."""
-        pool, self.pool = self.pool, None
-        if pool is None:
-            return
-        if any(not item.future.done() for item in list(pool._pending_work_items.values())):
-            # Stopped, not waited for: a pool whose processes were killed mid-task may never drain its queues.
-            processes = list((pool._processes or {}).values())
-            for process in processes:
-                process.terminate()
-            pool.shutdown(wait=False, cancel_futures=True)
-            for process in processes:
-                process.join(2)
-                if process.is_alive():
-                    process.kill()
-            manager = pool._executor_manager_thread
-            if manager is not None:
-                manager.join(2)  # it lets go of the pool's queues once it sees the processes gone
-        else:
-            pool.shutdown(wait=True)
-        del pool
-        gc.collect()  # its queues' semaphores released now, not reported as leaked when the studio ends
+        """The drawing processes gone: stopped if they are still at work (Ctrl-C, or newer edits)."""
+        drawings, self.drawings = self.drawings, None
+        if drawings is not None:
+            drawings.stop()
 
 
 def touched_cue(before: list[dict], now: list[dict]) -> str | None:
