@@ -60,7 +60,8 @@ def studio_children(pid: int) -> set[int]:
 def studio(project):
     process = subprocess.Popen([sys.executable, "-m", "render.cli", "studio", "--quality", "tiny", "--build",
                                 str(project / "build")], cwd=project, env={**os.environ, "PYTHONPATH": str(project)},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
     lines: list[str] = []
     address = None
     deadline = time.monotonic() + 60
@@ -78,7 +79,7 @@ def studio(project):
     threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
     yield process, address, lines
     if process.poll() is None:
-        process.kill()
+        os.killpg(process.pid, signal.SIGKILL)
         process.wait()
 
 
@@ -204,7 +205,7 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
     wait_for(page, "return document.getElementById('beat-two-budgets').dataset.status == 'drawing stills';", 30)
     family = studio_children(process.pid)
     assert family  # the fork server at least
-    process.send_signal(signal.SIGINT)
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group, drawing processes included
     assert process.wait(20) == 130
     assert not any("leaked" in line or "Traceback" in line for line in lines), lines
     deadline = time.monotonic() + 10
