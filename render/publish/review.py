@@ -78,14 +78,17 @@ def make_review(plan: Plan, film: Path, shown: dict[str, list[str]], build_dir: 
     return final / "index.html"
 
 
+def still_times(beat) -> list[tuple[str, float, float]]:
+    """(cue, its film time, the still's film time) of each cue of a beat, in order: the review page's stills and
+    the studio's are taken then."""
+    cues = sorted((beat.timing.cues if beat.timing else {}).items(), key=lambda item: item[1])
+    return [(cue, at, min(at + STILL_DELAY, beat.end - 0.1)) for cue, at in cues if cue != "end"]
+
+
 def take_stills(plan: Plan, film: Path, work: Path, say: Callable[[str], None]) -> list[Still]:
     wanted = []
     for beat in plan.beats:
-        cues = sorted((beat.timing.cues if beat.timing else {}).items(), key=lambda item: item[1])
-        for cue, at in cues:
-            if cue in ("end",):
-                continue
-            at = min(at + STILL_DELAY, beat.end - 0.1)
+        for cue, _, at in still_times(beat):
             name = f"stills/{beat.id}--{cue}.jpg"
             wanted.append(Still(beat.id, cue, at, name, f"{beat.title} at {fmt.timestamp(round(at, 1))}, "
                                                          f"when the voice reaches '{cue}'"))

@@ -32,11 +32,9 @@ from render.files import PROJECT_ROOT, atomic_path
 from render.plan.registry import scene_entry
 from render.plan.tracking import value_at
 from render.plan.types import Plan
+from render.publish.review import still_times
 from render.video import beats
 from render.video.cache import BeatCache, beat_slice, scene_sources, values_key
-
-STILL_DELAY = 0.5  # seconds after a cue, as the review page takes them: what the voice names has appeared
-
 
 @dataclass
 class Problem:
@@ -302,10 +300,8 @@ class Studio:
         """The beat's view with this plan's words, cues and numbers (its pictures as they were)."""
         beat = plan.beat(beat_id)
         old = self.views.get(beat_id)
-        cues = [{"name": cue, "at": round(min(at - beat.start + STILL_DELAY, beat.duration - 0.1), 2),
-                 "clause": clause_at(beat, at)}
-                for cue, at in sorted((beat.timing.cues if beat.timing else {}).items(), key=lambda item: item[1])
-                if cue != "end"]
+        cues = [{"name": cue, "at": round(still - beat.start, 2), "clause": clause_at(beat, at)}
+                for cue, at, still in still_times(beat)]
         view = BeatView(beat.id, beat.title, fmt.timestamp(round(beat.start)), beat.narration, cues)
         if old is not None:
             for name in ("stills", "clip", "status", "stale", "why", "timing", "findings", "problem"):
