@@ -180,25 +180,81 @@ def test_a_beat_rendered_in_parts_is_the_beat_rendered_whole(narrated, tmp_path,
     assert not list(tmp_path.glob(".joined.part*"))  # the parts are gone once joined
 
 
-def test_frames_reach_the_encoder_through_kept_buffers_and_make_the_same_video(narrated, tmp_path, monkeypatch):
+def decoded_frames(path: Path) -> list[np.ndarray]:
+    """Each frame's YUV planes, as decoded (one array: Y, then U and V)."""
+    import av
+
+    with av.open(str(path)) as container:
+        return [frame.to_ndarray() for frame in container.decode(video=0)]
+
+
+def as_yuv(pixels: np.ndarray) -> np.ndarray:
+    """RGBA pixels converted as the encoder converts them (one array: Y, then U and V)."""
+    import av
+
+    return av.VideoFrame.from_ndarray(pixels, format="rgba").reformat(format="yuv420p", threads=1).to_ndarray()
+
+
+def test_frames_reach_the_encoder_through_kept_buffers_and_holds_are_encoded_once(narrated, tmp_path, monkeypatch):
     """Manim's frames, handed to its encoder through a few kept buffers (not a new 8 MB array and two PyAV
-    copies per frame at 1080p), make the same file, byte for byte, as Manim's own hand-over; the buffers are
-    reused, and one the renderer keeps (its background) is never handed back."""
+    copies per frame at 1080p), make the same pictures as Manim's own hand-over: every frame of a move
+    decodes to exactly Manim's; a still hold's picture is encoded once (at a finer quality) and each repeat
+    is a frame that skips every macroblock, decoding to exactly the frame before it, and the hold ends at
+    least as close to the drawn pixels as x264's repeats brought it. The buffers are reused, and one the
+    renderer keeps (its background) is never handed back."""
     from contextlib import nullcontext
+
+    from manim.scene.scene_file_writer import SceneFileWriter
 
     from render.video import frames
 
-    made = {}
-    for name, handing in (("manims", nullcontext), ("kept", frames.kept_frame_buffers)):
+    sent, held_pixels = [], {}
+    write = SceneFileWriter.write_frame
+
+    def keep(writer, frame, repeat: int = 1):
+        if repeat > 1:
+            held_pixels[len(sent)] = as_yuv(frame).astype(float)
+        sent.append((hashlib.sha256(frame.tobytes()).hexdigest(), repeat))
+        return write(writer, frame, repeat=repeat)
+
+    monkeypatch.setattr(SceneFileWriter, "write_frame", keep)
+    made, pictures, writes = {}, {}, {}
+    for name, handing in (("manims", lambda held_crf: nullcontext()), ("kept", frames.kept_frame_buffers)):
+        sent.clear()
+        held_pixels.clear()
         monkeypatch.setattr(beats, "kept_frame_buffers", handing)
-        made[name] = beats.render_video(narrated.plan, "two-waits", beats.QUALITIES["tiny"], tmp_path / f"{name}.mp4")
-    assert made["kept"].frames == made["manims"].frames > 10
-    assert made["kept"].video.read_bytes() == made["manims"].video.read_bytes()
+        made[name] = beats.render_video(narrated.plan, "two-budgets", beats.QUALITIES["tiny"], tmp_path / f"{name}.mp4")
+        pictures[name], writes[name] = decoded_frames(made[name].video), list(sent)
+    assert writes["kept"] == writes["manims"]  # the same pixels drawn, handed over the same way
+    assert made["kept"].frames == made["manims"].frames == len(pictures["kept"]) == len(pictures["manims"]) > 10
+    held, repeats, moving = [], [], []  # frame numbers: a hold's first frame, its repeats, a move's frames
+    for _, repeat in writes["kept"]:
+        start = len(held) + len(repeats) + len(moving)
+        if repeat == 1:
+            moving.append(start)
+        else:
+            held.append(start)
+            repeats += range(start + 1, start + repeat)
+    assert len(repeats) > 0.3 * made["kept"].frames and moving
+    kept, manims = pictures["kept"], pictures["manims"]
+    assert all(np.array_equal(kept[index], manims[index]) for index in moving)
+    assert all(np.array_equal(kept[index], kept[index - 1]) for index in repeats)
+
+    # Each hold's last frame against the pixels drawn, in YUV (squared error, as PSNR counts it): no worse.
+    holds = [(number, start + writes["kept"][number][1] - 1) for number, start in
+             zip((number for number, (_, repeat) in enumerate(writes["kept"]) if repeat > 1), held)]
+
+    def error(video: list[np.ndarray]) -> float:
+        return sum(float(np.mean((video[last].astype(float) - held_pixels[number]) ** 2)) for number, last in holds)
+
+    assert error(kept) <= error(manims)
+    packets = media.probe(made["kept"].video, count_packets=None)["streams"][0]
+    assert int(packets["nb_read_packets"]) == made["kept"].frames
 
     from manim import Square, tempconfig
     from manim.renderer.cairo_renderer import CairoRenderer
 
-    with tempconfig({"pixel_width": 64, "pixel_height": 36}), frames.kept_frame_buffers():
+    with tempconfig({"pixel_width": 64, "pixel_height": 36}), frames.kept_frame_buffers(beats.HELD_CRF):
         renderer = CairoRenderer()
         renderer.camera.capture_mobjects([Square()])
         kept = renderer.get_frame()  # as Manim keeps its background: never written, never handed back

@@ -29,11 +29,11 @@ from render.plan import codec
 from render.plan.registry import scene_entry
 from render.plan.tracking import value_at
 from render.plan.types import Plan
-from render.video.beats import ENCODER, Quality
+from render.video.beats import ENCODER, HELD_CRF, Quality
 
 log = logging.getLogger("film")
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 
 _IMPORTS: dict[Path, tuple[tuple[int, int], list[str]]] = {}
@@ -89,7 +89,7 @@ def base_key(plan: Plan, beat_id: str, q: Quality) -> str:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     digest.update(json.dumps(beat_slice(plan, beat_id), sort_keys=True).encode())
-    digest.update(f"{q}:{importlib.metadata.version('manim')}:{CACHE_FORMAT}:{sorted(ENCODER.items())}".encode())
+    digest.update(f"{q}:{importlib.metadata.version('manim')}:{CACHE_FORMAT}:{sorted(ENCODER.items())}:{HELD_CRF}".encode())
     return digest.hexdigest()[:24]
 
 

@@ -6,8 +6,14 @@ bytes object and then row by row into a newly allocated picture: in the profile,
 Manim's copy and 5-6 ms for PyAV's (16 ms alone, when every buffer is new), about what x264 itself takes
 to encode the frame (6 ms at our settings). Here a frame's array comes from a few kept ones, handed
 back once the encoder has taken the frame, and each encoder copies it into one RGBA picture it keeps (the
-encoder's conversion to YUV makes a new picture of each frame, so that one is free to fill again). The
-pixels, and the video, are the same, byte for byte.
+encoder's conversion to YUV makes a new picture of each frame, so that one is free to fill again).
+
+A held picture (Manim hands a still hold over as one frame to repeat, in a segment of its own) is
+converted to YUV once and encoded once: its repeats are P frames that skip every macroblock (h264.py),
+written when the segment ends (or encoded by x264 after all, should another frame follow them in the same
+segment), each decoding to exactly the frame before it. x264 used to spend a whole frame's work on each
+repeat, refining the held picture a little each time; encoded once, it is encoded at a finer quality
+instead (`held_crf`), which ends better than the refinement did (see beats.ENCODER).
 """
 
 from __future__ import annotations
@@ -16,17 +22,20 @@ import collections
 from contextlib import contextmanager
 from fractions import Fraction
 
+from render.video.h264 import SkipFrames
+
 
 @contextmanager
-def kept_frame_buffers():
-    """While rendering: frames reach Manim's segment encoders through kept buffers (see the module's note)."""
+def kept_frame_buffers(held_crf: str | None = None):
+    """While rendering: frames reach Manim's segment encoders through kept buffers, a held picture's repeats as
+    skip frames (see the module's note); `held_crf`: x264's CRF for a segment that is one held picture."""
     import av
     import numpy as np
     from manim.renderer.cairo_renderer import CairoRenderer
     from manim.scene import video_segment_encoder
 
     encoder_class = video_segment_encoder.VideoSegmentEncoder
-    original_write, original_get = encoder_class.write_frame, CairoRenderer.get_frame
+    original_write, original_finish, original_get = encoder_class.write_frame, encoder_class.finish, CairoRenderer.get_frame
     # Arrays the encoder has finished with. Only an array that went to an encoder comes back here: one the
     # renderer keeps (its background, a still) never does.
     returned: collections.deque = collections.deque()
@@ -50,21 +59,89 @@ def kept_frame_buffers():
             plane = picture.planes[0]
             encoder._rows = np.frombuffer(plane, np.uint8).reshape(height, plane.line_size)[:, : width * 4]
         np.copyto(encoder._rows, pixels.reshape(height, width * 4))
-        time_base = Fraction(encoder.spec.frame_rate.denominator, encoder.spec.frame_rate.numerator)
+        returned.append(pixels)
         try:
-            for _ in range(repeat):
-                picture.pts = encoder._next_pts
-                picture.time_base = time_base
-                encoder._next_pts += 1
-                for packet in encoder._stream.encode(picture):
-                    encoder._container.mux(packet)
+            # As the stream's own encode would convert it (its threads, so the same pixels), once for all repeats.
+            context = encoder._stream.codec_context
+            converted = picture.reformat(context.width, context.height, context.format, threads=context.thread_count)
+            encode_held(encoder)  # another frame follows them: x264 encodes them after all
+            if repeat > 1 and encoder._next_pts == 0 and held_crf:
+                # A segment that starts with a hold is one (a wait): its picture is encoded once, so at a finer
+                # quality (x264 opens the stream at its first frame, taking the options then).
+                context.options = {**context.options, "crf": held_crf}
+            encode(encoder, converted)
+            if repeat > 1 and encoder_skip_frames(encoder) is not None:
+                encoder._held = (converted, repeat - 1)
+            else:
+                for _ in range(repeat - 1):
+                    encode(encoder, converted)
         except BaseException as error:
             raise encoder._operation_error("encode", error) from error
-        returned.append(pixels)
 
-    encoder_class.write_frame, CairoRenderer.get_frame = write_frame, get_frame
+    def finish(encoder) -> None:
+        held = getattr(encoder, "_held", None)
+        if held is None or encoder._closed:
+            original_finish(encoder)
+            return
+        # Manim's finish, with the held repeats written between x264's last packets and the close.
+        encoder._held, encoder._closed = None, True
+        try:
+            try:
+                write_skip_frames(encoder, held[1])
+            finally:
+                encoder._container.close()
+        except Exception as error:
+            raise encoder._operation_error("finish", error) from error
+
+    encoder_class.write_frame, encoder_class.finish, CairoRenderer.get_frame = write_frame, finish, get_frame
     try:
         yield
     finally:
-        encoder_class.write_frame, CairoRenderer.get_frame = original_write, original_get
+        encoder_class.write_frame, encoder_class.finish, CairoRenderer.get_frame = original_write, original_finish, original_get
+
+
+def encode(encoder, converted) -> None:
+    """One frame through x264, at the encoder's next time; its packets muxed, and counted since the last IDR."""
+    converted.pts = encoder._next_pts
+    converted.time_base = Fraction(encoder.spec.frame_rate.denominator, encoder.spec.frame_rate.numerator)
+    encoder._next_pts += 1
+    mux(encoder, encoder._stream.encode(converted))
+
+
+def mux(encoder, packets) -> None:
+    for packet in packets:
+        encoder._since_key = 0 if packet.is_keyframe else getattr(encoder, "_since_key", 0) + 1
+        encoder._container.mux(packet)
+
+
+def encode_held(encoder) -> None:
+    held = getattr(encoder, "_held", None)
+    if held is not None:
+        encoder._held = None
+        for _ in range(held[1]):
+            encode(encoder, held[0])
+
+
+def encoder_skip_frames(encoder) -> SkipFrames | None:
+    if not hasattr(encoder, "_skip_frames"):
+        encoder._skip_frames = SkipFrames.for_stream(encoder._stream.codec_context.extradata)
+    return encoder._skip_frames
+
+
+def write_skip_frames(encoder, count: int) -> None:
+    """The held picture's last `count` repeats, as frames that copy the one before: x264 is drained first, so
+    they follow its last frame, and the stream's frame numbers go on from there."""
+    import av
+
+    mux(encoder, encoder._stream.encode())
+    skip_frames = encoder._skip_frames
+    time_base = Fraction(encoder.spec.frame_rate.denominator, encoder.spec.frame_rate.numerator)
+    for _ in range(count):
+        packet = av.Packet(skip_frames.frame(encoder._since_key + 1))
+        packet.pts = packet.dts = encoder._next_pts
+        packet.duration = 1
+        packet.time_base = time_base
+        packet.stream = encoder._stream
+        encoder._next_pts += 1
+        mux(encoder, [packet])
 
