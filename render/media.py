@@ -50,6 +50,16 @@ def aac_output(video, sound, path: Path, duration: float, extra=(), **options):
                          t=f"{duration:.6f}", use_editlist=0, movflags=MP4_FLAGS, **options)
 
 
+def encode_sound(track: Path, out_path: Path, duration: float, bitrate: str) -> Path:
+    """A track as the film's sound: AAC at 48 kHz in an MP4 of exactly `duration` with no edit list, shifted as
+    aac_output shifts it, so a film can take its packets as they are; atomically."""
+    sound = ffmpeg.input(str(track))["a"].filter("atrim", start_sample=AAC_PRIMING_SAMPLES).filter("apad")
+    with atomic_path(out_path) as temporary:
+        run(ffmpeg.output(sound, str(temporary), acodec="aac", ar=48000, audio_bitrate=bitrate, t=f"{duration:.6f}",
+                          use_editlist=0, movflags=MP4_FLAGS, format="mp4"), f"encoding {out_path.name}")
+    return out_path
+
+
 def packet_counts(path: Path) -> dict[str, int]:
     """Packets of each kind of stream, counted from the file's index (no decoding)."""
     streams = probe(path, count_packets=None)["streams"]

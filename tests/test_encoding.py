@@ -130,3 +130,34 @@ def test_a_frame_after_a_hold_in_the_same_segment_has_x264_encode_the_repeats(tm
     for index, seed in enumerate([0] * 5 + [1] + [2] * 4):  # each frame nearest its own picture
         errors = [np.mean((pictures[index].astype(float) - source) ** 2) for source in sources]
         assert int(np.argmin(errors)) == seed, f"frame {index}"
+
+
+def test_frames_lent_from_the_pool_encode_as_manims_own_hand_over(tmp_path):
+    """At a width whose rows need no padding (1080p's, or 128 pixels), the renderer's copy of each frame is made
+    into a picture the encoder converts as it is: the file is Manim's own, byte for byte, for moving frames."""
+    from contextlib import nullcontext
+
+    from manim import RIGHT, Square, tempconfig
+    from manim._config.video_encoder import VideoEncoderSpec
+    from manim.renderer.cairo_renderer import CairoRenderer
+    from manim.scene.video_segment_encoder import VideoSegmentEncoder
+
+    spec = VideoEncoderSpec("mp4", "libx264", "yuv420p", 128, 72, Fraction(15), tuple(beats.ENCODER.items()))
+
+    def made(name: str, handing) -> bytes:
+        with tempconfig({"pixel_width": 128, "pixel_height": 72}), handing:
+            renderer = CairoRenderer()
+            encoder = VideoSegmentEncoder(target=tmp_path / f"{name}.mp4", spec=spec)
+            lent = set()
+            for step in range(12):
+                renderer.camera.reset()
+                renderer.camera.capture_mobjects([Square(fill_opacity=1).shift(RIGHT * step * 0.4)])
+                frame = renderer.get_frame()
+                lent.add(frame.ctypes.data)
+                encoder.write_frame(frame)
+            encoder.finish()
+        return (tmp_path / f"{name}.mp4").read_bytes(), len(lent)
+
+    kept, pictures = made("kept", frames.kept_frame_buffers(beats.HELD_CRF))
+    manims, _ = made("manims", nullcontext())
+    assert kept == manims and pictures == 1  # each picture given back once converted, and lent again

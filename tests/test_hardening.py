@@ -100,6 +100,18 @@ def test_a_truncated_narration_track_is_levelled_again(made):
     assert float(probe(result.film)["streams"][1]["duration"]) == pytest.approx(154, abs=0.1)
 
 
+def test_a_truncated_film_sound_is_made_again(made):
+    """The film's AAC sound is made from the track beside it while the beats render, and copied into the film:
+    cut short, it is made again (not trusted), and the film keeps its whole sound."""
+    plan, build, first = made
+    sound = build / "film-sound.m4a"
+    good = sound.read_bytes()
+    sound.write_bytes(good[:2000])
+    lines, result = again(made)
+    assert sound.read_bytes() == good and not result.rendered
+    assert float(probe(result.film)["streams"][1]["duration"]) == pytest.approx(154, abs=0.1)
+
+
 def test_a_damaged_cached_beat_of_the_same_size_is_rendered_again(made):
     plan, build, first = made
     # This film's entry (the copied cache may hold other films' beats too: their tests share the build).

@@ -105,7 +105,7 @@ def narrate(plan: Plan, build_dir: Path) -> NarrationResult:
     """The film's narration (cached by its words and voice): the subtitles and timed plan, and the track, to be
     levelled while the beats render (`levelling.start()`; `finish_film` waits for it)."""
     return make_narration(plan, output_dir(plan.choice.name, plan.choice.is_default, build_dir), cache_dir(build_dir),
-                          level_later=True)
+                          level_later=True, film_sound=True)
 
 
 def finish_film(narration: NarrationResult, made: BeatVideos, q: beats.Quality, folder: Path, build_dir: Path,
@@ -115,13 +115,14 @@ def finish_film(narration: NarrationResult, made: BeatVideos, q: beats.Quality, 
     timed = narration.plan
     film = folder / "film.mp4"
     ordered = [made.videos[beat.id] for beat in timed.beats]
-    key = film_key(timed, ordered, narration.track_ready())
+    narration.track_ready()  # and the film's sound made from it
+    key = film_key(timed, ordered, narration.film_sound)
     key_file = folder / ".film.mp4.key"
     if up_to_date(film, key_file, key):
         say("film: up to date (every beat and the narration unchanged)")
     else:
         key_file.unlink(missing_ok=True)
-        assemble(timed, ordered, narration.track, film)
+        assemble(timed, ordered, narration.film_sound, film)
         check_film(film, timed, q, ordered)
         record_made(film, key_file, key)
     for source in (narration.srt, narration.vtt):
@@ -139,8 +140,9 @@ def finish_film(narration: NarrationResult, made: BeatVideos, q: beats.Quality, 
                        for beat_id, render in made.rendered.items()})
 
 
-def assemble(plan: Plan, videos: list[Path], narration: Path, out_path: Path) -> None:
-    """Join the beats without re-encoding, add the narration (AAC), chapters and metadata; atomically."""
+def assemble(plan: Plan, videos: list[Path], sound: Path, out_path: Path) -> None:
+    """Join the beats and the film's sound (narration.film_sound), neither re-encoded, with chapters and metadata;
+    atomically."""
     folder = out_path.parent
     concat = folder / ".film.concat.txt"
     chapters = folder / ".film.chapters.txt"
@@ -148,26 +150,26 @@ def assemble(plan: Plan, videos: list[Path], narration: Path, out_path: Path) ->
     chapters.write_text(ffmetadata(plan))
     try:
         pictures = ffmpeg.input(str(concat), format="concat", safe=0)
-        sound = ffmpeg.input(str(narration))
+        sound = ffmpeg.input(str(sound))
         metadata = ffmpeg.input(str(chapters), format="ffmetadata")
         with atomic_path(out_path) as temporary:
             # The metadata input has no streams; mapping its optional data streams ("d?", none) keeps it
             # in ffmpeg-python's graph as input 2, where map_metadata and map_chapters find it.
-            joined = media.aac_output(pictures["v"], sound["a"], temporary, plan.duration, extra=[metadata["d?"]],
-                                      audio_bitrate="192k", map_metadata=2, map_chapters=2)
+            joined = ffmpeg.output(pictures["v"], sound["a"], metadata["d?"], str(temporary), c="copy",
+                                   use_editlist=0, movflags=media.MP4_FLAGS, map_metadata=2, map_chapters=2)
             media.run(joined, "joining the beats into the film")
     finally:
         concat.unlink(missing_ok=True)
         chapters.unlink(missing_ok=True)
 
 
-def film_key(plan: Plan, videos: list[Path], narration: Path) -> str:
-    """What the film is made of: the beats' cache entries (named by their keys), the narration, the chapters."""
+def film_key(plan: Plan, videos: list[Path], sound: Path) -> str:
+    """What the film is made of: the beats' cache entries (named by their keys), its sound, the chapters."""
     digest = hashlib.sha256()
     for video in videos:
         digest.update(video.name.encode())
-    narration_key = narration.with_name(f".{narration.name}.key")
-    digest.update(narration_key.read_bytes() if narration_key.exists() else narration.read_bytes())
+    sound_key = sound.with_name(f".{sound.name}.key")
+    digest.update(sound_key.read_bytes() if sound_key.exists() else sound.read_bytes())
     digest.update(ffmetadata(plan).encode())
     digest.update(str(CACHE_FORMAT).encode())
     return digest.hexdigest()

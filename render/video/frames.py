@@ -4,9 +4,10 @@ Manim copies the camera's pixels into a new array for each frame written, and it
 makes every frame with `VideoFrame.from_ndarray`, which copies those 8 MB (at 1080p) twice more, to a
 bytes object and then row by row into a newly allocated picture: in the profile, 2.3 ms a frame for
 Manim's copy and 5-6 ms for PyAV's (16 ms alone, when every buffer is new), about what x264 itself takes
-to encode the frame (6 ms at our settings). Here a frame's array comes from a few kept ones, handed
-back once the encoder has taken the frame, and each encoder copies it into one RGBA picture it keeps (the
-encoder's conversion to YUV makes a new picture of each frame, so that one is free to fill again).
+to encode the frame (6 ms at our settings). Here Manim's one copy is made straight into the pixels of an
+RGBA picture from a small pool, which the encoder converts to YUV as it is and hands back: one copy a
+frame where there were three. (Where a picture's rows are padded, at widths whose rows are not a multiple
+of 64 bytes, the copy goes into a kept array and the encoder copies that into a picture of its own.)
 
 A held picture (Manim hands a still hold over as one frame to repeat, in a segment of its own) is
 converted to YUV once and encoded once: its repeats are P frames that skip every macroblock (h264.py),
@@ -36,12 +37,17 @@ def kept_frame_buffers(held_crf: str | None = None):
 
     encoder_class = video_segment_encoder.VideoSegmentEncoder
     original_write, original_finish, original_get = encoder_class.write_frame, encoder_class.finish, CairoRenderer.get_frame
-    # Arrays the encoder has finished with. Only an array that went to an encoder comes back here: one the
-    # renderer keeps (its background, a still) never does.
-    returned: collections.deque = collections.deque()
+    # The renderer's copy of each frame is made straight into an RGBA picture the encoder converts as it is
+    # (a pool, each picture handed back once converted); where a picture's rows are padded (not the one
+    # C-contiguous array Manim takes), into a kept array the encoder copies into its own picture.
+    pool = Pictures(av, np)
+    returned: collections.deque = collections.deque()  # kept arrays the encoder has copied
 
     def get_frame(renderer):
         pixels = renderer.camera.pixel_array
+        taken = pool.take(pixels)
+        if taken is not None:
+            return taken
         while returned:  # (pop and append are atomic: the encoders' threads hand arrays back)
             frame = returned.pop()
             if frame.shape == pixels.shape and frame.dtype == pixels.dtype:
@@ -51,19 +57,25 @@ def kept_frame_buffers(held_crf: str | None = None):
 
     def write_frame(encoder, pixels, *, repeat: int = 1) -> None:
         encoder._validate_frame(pixels, repeat)
-        height, width = pixels.shape[:2]
-        picture = getattr(encoder, "_picture", None)
-        if picture is None:
-            # The encoder's conversion to YUV makes a new picture of each frame, so this one is free to fill again.
-            picture = encoder._picture = av.VideoFrame(width, height, "rgba")
-            plane = picture.planes[0]
-            encoder._rows = np.frombuffer(plane, np.uint8).reshape(height, plane.line_size)[:, : width * 4]
-        np.copyto(encoder._rows, pixels.reshape(height, width * 4))
-        returned.append(pixels)
+        pooled = pool.picture_of(pixels)
+        if pooled is not None:
+            picture = pooled
+        else:
+            height, width = pixels.shape[:2]
+            picture = getattr(encoder, "_picture", None)
+            if picture is None:
+                # The conversion to YUV makes a new picture of each frame, so this one is free to fill again.
+                picture = encoder._picture = av.VideoFrame(width, height, "rgba")
+                plane = picture.planes[0]
+                encoder._rows = np.frombuffer(plane, np.uint8).reshape(height, plane.line_size)[:, : width * 4]
+            np.copyto(encoder._rows, pixels.reshape(height, width * 4))
+            returned.append(pixels)
         try:
             # As the stream's own encode would convert it (its threads, so the same pixels), once for all repeats.
             context = encoder._stream.codec_context
             converted = picture.reformat(context.width, context.height, context.format, threads=context.thread_count)
+            if pooled is not None:
+                pool.give_back(pixels)
             encode_held(encoder)  # another frame follows them: x264 encodes them after all
             if repeat > 1 and encoder._next_pts == 0 and held_crf:
                 # A segment that starts with a hold is one (a wait): its picture is encoded once, so at a finer
@@ -98,6 +110,41 @@ def kept_frame_buffers(held_crf: str | None = None):
         yield
     finally:
         encoder_class.write_frame, encoder_class.finish, CairoRenderer.get_frame = original_write, original_finish, original_get
+
+
+class Pictures:
+    """RGBA pictures, each lent to the renderer as the array over its pixels and given back once converted."""
+
+    def __init__(self, av, np):
+        self.av, self.np = av, np
+        self.free: collections.deque = collections.deque()  # arrays given back (by the encoders' threads)
+        self.pictures: dict[int, object] = {}                 # an array's address -> its picture
+
+    def take(self, pixels):
+        """An array over a free picture's pixels, holding a copy of `pixels`; None where a picture's rows are padded."""
+        np = self.np
+        while self.free:
+            array = self.free.pop()
+            if array.shape == pixels.shape:
+                np.copyto(array, pixels)
+                return array
+        height, width = pixels.shape[:2]
+        picture = self.av.VideoFrame(width, height, "rgba")
+        plane = picture.planes[0]
+        if plane.line_size != width * 4 or pixels.shape[2:] != (4,) or pixels.dtype != np.uint8:
+            return None
+        array = np.frombuffer(plane, np.uint8).reshape(height, width, 4)
+        self.pictures[array.ctypes.data] = picture
+        np.copyto(array, pixels)
+        return array
+
+    def picture_of(self, pixels):
+        """The picture `pixels` is the array over, if one of ours."""
+        picture = self.pictures.get(pixels.ctypes.data)
+        return picture if picture is not None and pixels.base is not None else None
+
+    def give_back(self, array) -> None:
+        self.free.append(array)
 
 
 def encode(encoder, converted) -> None:

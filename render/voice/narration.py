@@ -367,7 +367,7 @@ class Levelling:
 class NarrationResult:
     plan: Plan            # the timed plan
     voice: str
-    track: Path           # levelled once `track_ready()` returns
+    track: Path           # levelled once `track_ready()` returns (and the film's sound, with film_sound, made)
     srt: Path
     vtt: Path
     timed_plan_path: Path
@@ -382,10 +382,21 @@ class NarrationResult:
         self.levelling.wait()
         return self.track
 
+    @property
+    def film_sound(self) -> Path:
+        """The film's sound (AAC), made from the track with it (make_narration's `film_sound`)."""
+        return self.track.with_name(FILM_SOUND)
 
-def make_narration(plan: Plan, out_dir: Path, cache_dir: Path, level_later: bool = False) -> NarrationResult:
+
+FILM_SOUND = "film-sound.m4a"
+FILM_SOUND_BITRATE = "192k"
+
+
+def make_narration(plan: Plan, out_dir: Path, cache_dir: Path, level_later: bool = False,
+                   film_sound: bool = False) -> NarrationResult:
     """Voice every beat, build the subtitles, the timed plan and the levelled track (with `level_later`, when
-    `levelling.start()` puts it on a thread, or `track_ready()` asks for it)."""
+    `levelling.start()` puts it on a thread, or `track_ready()` asks for it); with `film_sound`, the film's
+    AAC sound from the track too, on the same thread (the film only copies it in)."""
     started = time.perf_counter()
     media.require_tools()
     narration = Narrator(plan, cache_dir).narrate()
@@ -395,8 +406,13 @@ def make_narration(plan: Plan, out_dir: Path, cache_dir: Path, level_later: bool
     write_atomic(paths["film.srt"], to_srt(timed.subtitles))
     write_atomic(paths["film.vtt"], to_vtt(timed.subtitles, plan.title))
     write_atomic(paths["timed-plan.json"], timed.to_json() + "\n")
-    levelling = Levelling(lambda: level_once(timed, narration.speeches, paths["narration.wav"],
-                                             plan.narration.loudness_lufs, plan.narration.true_peak_dbtp))
+    def level() -> None:
+        level_once(timed, narration.speeches, paths["narration.wav"], plan.narration.loudness_lufs,
+                   plan.narration.true_peak_dbtp)
+        if film_sound:
+            encode_film_sound(paths["narration.wav"], Path(out_dir) / FILM_SOUND, timed.duration)
+
+    levelling = Levelling(level)
     if not level_later:
         levelling.wait()
     return NarrationResult(timed, narration.voice, paths["narration.wav"], paths["film.srt"], paths["film.vtt"],
@@ -420,6 +436,18 @@ def level_once(plan: Plan, speeches: dict[str, Speech], out_path: Path, lufs: fl
     key_file.unlink(missing_ok=True)
     audio.level_track(assemble_track(plan, speeches), out_path, lufs, true_peak)
     record_made(out_path, key_file, recipe.hexdigest())
+
+
+def encode_film_sound(track: Path, out_path: Path, duration: float) -> None:
+    """The film's AAC sound from the levelled track, unless made from this very track already."""
+    track_key = track.with_name(f".{track.name}.key")
+    recipe = hashlib.sha256(f"{FILM_SOUND_BITRATE}:{duration!r}:".encode() + track_key.read_bytes()).hexdigest()
+    key_file = out_path.with_name(f".{out_path.name}.key")
+    if up_to_date(out_path, key_file, recipe):
+        return
+    key_file.unlink(missing_ok=True)
+    media.encode_sound(track, out_path, duration, FILM_SOUND_BITRATE)
+    record_made(out_path, key_file, recipe)
 
 
 def assemble_track(plan: Plan, speeches: dict[str, Speech]) -> AudioSegment:
