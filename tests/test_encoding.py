@@ -12,7 +12,7 @@ import pytest
 
 from render.video import beats, frames, h264
 
-ULTRAFAST = {"threads": "1", "preset": "ultrafast", "crf": "28"}
+ULTRAFAST = beats.ENCODER
 
 
 def picture(width: int, height: int, seed: int) -> np.ndarray:
@@ -115,6 +115,13 @@ def test_manims_encoder_writes_a_hold_once_and_its_repeats_as_skip_frames(tmp_pa
     moves = segment(tmp_path, [(seed, 1) for seed in range(8)])
     with av.open(str(moves)) as container:
         assert min(packet.size for packet in container.demux(video=0) if packet.size) > 40
+
+    def parameter_sets(path: Path) -> bytes:
+        with av.open(str(path)) as container:
+            return bytes(container.streams.video[0].codec_context.extradata)
+
+    # One picture parameter set for both, whatever their CRF: an MP4 declares one for the whole beat.
+    assert parameter_sets(held) == parameter_sets(moves) == parameter_sets(coarse)
 
 
 def test_a_frame_after_a_hold_in_the_same_segment_has_x264_encode_the_repeats(tmp_path):

@@ -55,7 +55,9 @@ QUALITIES = {
 # third less CPU than superfast, at 1.7 times its bytes (the film: 20 MB -> 36 MB). veryfast scored lower
 # (0.99646 on batching). One thread: with x264's sliced threads the same frames now and then encoded to
 # different bytes, and a film made twice (or on another machine) must be the same file.
-ENCODER = {"threads": "1", "preset": "ultrafast", "crf": "28"}
+# x264's "stitchable": every segment's picture parameter set the same whatever its CRF (x264 would write the CRF
+# in it), so a held picture's segment (HELD_CRF) joins the others under the one set an MP4 declares.
+ENCODER = {"threads": "1", "preset": "ultrafast", "crf": "28", "x264-params": "stitchable=1"}
 # A still hold's picture is encoded once and repeated by frames that skip every macroblock (frames.py), where
 # x264 spent a whole frame's work on each repeat, refining the picture a little each time. So the held picture
 # is encoded finer, at the CRF that leaves every hold at least as close to the drawn pixels as the refinement
