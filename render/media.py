@@ -8,6 +8,7 @@ Both the voice stage (decoding, time-stretching and levelling audio) and the vid
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import shutil
 import signal
@@ -60,17 +61,25 @@ def encode_sound(track: Path, out_path: Path, duration: float, bitrate: str) -> 
     return out_path
 
 
-def packet_counts(path: Path) -> dict[str, int]:
-    """Packets of each kind of stream, counted from the file's index (no decoding)."""
-    streams = probe(path, count_packets=None)["streams"]
-    return {stream["codec_type"]: int(stream.get("nb_read_packets", 0)) for stream in streams}
+def packet_digests(path: Path) -> dict[str, list[str]]:
+    """An MD5 of each packet's bytes, in order, for each kind of stream ("video", "audio"), read without decoding
+    (in this process, by PyAV: the digests ffmpeg's framehash muxer gives, without a program to start)."""
+    import av
+
+    digests: dict[str, list[str]] = {}
+    try:
+        with av.open(str(path)) as container:
+            for packet in container.demux():
+                if packet.size:  # (the demuxer's empty flushing packets)
+                    digests.setdefault(packet.stream.type, []).append(hashlib.md5(bytes(packet)).hexdigest())
+    except (av.error.FFmpegError, OSError) as error:
+        raise FilmError(f"reading {Path(path).name}'s packets failed: {error}") from None
+    return digests
 
 
 def packet_hashes(path: Path) -> list[str]:
-    """An MD5 of each video packet's bytes, in order, read without decoding (ffmpeg's framehash muxer)."""
-    out, _ = run(ffmpeg.input(str(path)).output("-", map="0:v", c="copy", f="framehash", hash="md5"),
-                 f"reading {path.name}'s pictures")
-    return [line.rsplit(",", 1)[1].strip() for line in out.decode().splitlines() if line and not line.startswith("#")]
+    """An MD5 of each video packet's bytes, in order (packet_digests)."""
+    return packet_digests(path).get("video", [])
 
 
 def concat_list(videos: list[Path], path: Path) -> Path:

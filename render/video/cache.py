@@ -24,6 +24,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from render import media
 from render.files import PROJECT_ROOT, move, write_atomic
 from render.plan import codec
 from render.plan.registry import scene_entry
@@ -99,6 +100,18 @@ def values_key(plan: Plan, paths: list[str]) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def recorded_packets(video: Path) -> list[str]:
+    """A beat video's packet digests (media.packet_hashes): as recorded when the cache stored it (a lookup checks
+    the file is still those bytes), or read from the file where nothing is recorded beside it."""
+    try:
+        packets = json.loads(Path(video).with_suffix(".json").read_text())["packets"]
+        if isinstance(packets, list):
+            return packets
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return media.packet_hashes(video)
+
+
 @dataclass(frozen=True)
 class CacheEntry:
     video: Path
@@ -107,7 +120,7 @@ class CacheEntry:
 
 class BeatCache:
     """build/cache/beats/: <beat>-<base>.json lists the values the scene read; <beat>-<base>-<values>.mp4
-    is the video, with <beat>-<base>-<values>.json holding its size and checksum."""
+    is the video, with <beat>-<base>-<values>.json holding its size, checksum and packets' digests."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder) / "beats"
@@ -150,7 +163,8 @@ class BeatCache:
         if not entry.video.exists():
             return None
         data = entry.video.read_bytes()
-        if len(data) != recorded.get("size") or hashlib.sha256(data).hexdigest() != recorded.get("sha256"):
+        if len(data) != recorded.get("size") or hashlib.sha256(data).hexdigest() != recorded.get("sha256") \
+                or not isinstance(recorded.get("packets"), list):
             log.warning("cached %s is damaged; rendering it again", entry.video.name)
             return None
         return entry.video
@@ -165,6 +179,7 @@ class BeatCache:
         else:
             data = rendered.read_bytes()
             move(rendered, entry.video)
-        write_atomic(entry.meta, json.dumps({"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}))
+        write_atomic(entry.meta, json.dumps({"size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+                                             "packets": media.packet_hashes(entry.video)}))
         write_atomic(self.reads_path(plan, beat_id, q), json.dumps({"values_read": list(values_read)}))
         return entry.video

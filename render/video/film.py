@@ -26,7 +26,7 @@ from render.files import atomic_path, cache_dir, output_dir, record_made, up_to_
 from render.plan.types import Plan
 from render.text import clean_text
 from render.video import beats
-from render.video.cache import CACHE_FORMAT, BeatCache
+from render.video.cache import CACHE_FORMAT, BeatCache, recorded_packets
 from render.voice.narration import NarrationResult, make_narration
 
 log = logging.getLogger("film")
@@ -101,11 +101,12 @@ def film_dir(plan: Plan, quality_name: str, build_dir: Path) -> Path:
     return folder if quality_name == "high" else folder / "preview"
 
 
-def narrate(plan: Plan, build_dir: Path) -> NarrationResult:
+def narrate(plan: Plan, build_dir: Path, on_beat=None) -> NarrationResult:
     """The film's narration (cached by its words and voice): the subtitles and timed plan, and the track, to be
-    levelled while the beats render (`levelling.start()`; `finish_film` waits for it)."""
+    levelled while the beats render (`levelling.start()`; `finish_film` waits for it). `on_beat(beat id, its
+    timing)` as each beat is voiced."""
     return make_narration(plan, output_dir(plan.choice.name, plan.choice.is_default, build_dir), cache_dir(build_dir),
-                          level_later=True, film_sound=True)
+                          level_later=True, film_sound=True, on_beat=on_beat)
 
 
 def finish_film(narration: NarrationResult, made: BeatVideos, q: beats.Quality, folder: Path, build_dir: Path,
@@ -215,30 +216,35 @@ def check_film(path: Path, plan: Plan, q: beats.Quality, videos: list[Path] | No
     titles = [chapter.get("tags", {}).get("title") for chapter in info.get("chapters", [])]
     if titles != [beat.title for beat in plan.beats]:
         problems.append(f"chapters {titles}, wanted the nine beats")
-    packets = media.packet_counts(path)
-    frames, wanted_frames = packets.get("video", 0), round(plan.duration * q.fps)
-    if frames != wanted_frames:
-        problems.append(f"the video holds {frames} frames ({frames / q.fps:.3f} s), wanted {wanted_frames}")
-    sound_seconds = packets.get("audio", 0) * 1024 / 48_000  # an AAC packet is 1024 samples
-    if abs(sound_seconds - plan.duration) > 0.05:
-        problems.append(f"the sound lasts {sound_seconds:.3f} s, wanted {plan.duration:.3f} s")
     if not problems:
-        # Each a program of its own (ffmpeg reading or decoding one file), run side by side.
-        seams = [(beat.start - 2 / q.fps, 4 / q.fps) for beat in plan.beats[1:]] if videos is not None else None
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            decoded = pool.submit(media.decode_problems, path, seams)
-            if videos is not None:
-                own = pool.submit(media.packet_hashes, path)
-                beats_own = list(pool.map(media.packet_hashes, videos))
-                wanted = [digest for hashes in beats_own for digest in hashes]
-                if own.result() != wanted:
-                    first = next((index for index, (a, b) in enumerate(zip(own.result(), wanted)) if a != b),
-                                 min(len(own.result()), len(wanted)))
-                    problems.append(f"its pictures are not the beats' own: packet {first} of {len(wanted)} differs")
-            if not problems:
-                problems += [f"it does not decode: {line}" for line in decoded.result()]
+        problems += packet_and_decode_problems(path, plan, q, videos)
     if problems:
         raise FilmError(f"the finished film {path} failed its check: " + "; ".join(problems))
+
+
+def packet_and_decode_problems(path: Path, plan: Plan, q: beats.Quality, videos: list[Path] | None) -> list[str]:
+    """The film's packets counted (and, given its beats' videos, compared with theirs) while ffmpeg decodes it:
+    at its joins and in its sound, given the beats, else whole."""
+    seams = [(beat.start - 2 / q.fps, 4 / q.fps) for beat in plan.beats[1:]] if videos is not None else None
+    problems = []
+    with ThreadPoolExecutor(max_workers=1) as pool:  # ffmpeg's own programs, while this process reads the packets
+        decoded = pool.submit(media.decode_problems, path, seams)
+        packets = media.packet_digests(path)
+        frames, wanted_frames = len(packets.get("video", [])), round(plan.duration * q.fps)
+        if frames != wanted_frames:
+            problems.append(f"the video holds {frames} frames ({frames / q.fps:.3f} s), wanted {wanted_frames}")
+        sound_seconds = len(packets.get("audio", [])) * 1024 / 48_000  # an AAC packet is 1024 samples
+        if abs(sound_seconds - plan.duration) > 0.05:
+            problems.append(f"the sound lasts {sound_seconds:.3f} s, wanted {plan.duration:.3f} s")
+        if not problems and videos is not None:
+            own, wanted = packets["video"], [digest for video in videos for digest in recorded_packets(video)]
+            if own != wanted:
+                first = next((index for index, (a, b) in enumerate(zip(own, wanted)) if a != b),
+                             min(len(own), len(wanted)))
+                problems.append(f"its pictures are not the beats' own: packet {first} of {len(wanted)} differs")
+        if not problems:
+            problems += [f"it does not decode: {line}" for line in decoded.result()]
+    return problems
 
 
 def make_poster(film: Path, plan: Plan, out_path: Path) -> Path:

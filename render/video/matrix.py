@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from render import media
@@ -167,6 +167,7 @@ class FilmMatrix:
         self.tasks: dict[str, BeatTask] = {}      # running, by key
         self.of_part: dict[str, BeatTask] = {}    # running, by part key
         self.to_submit: list[BeatTask] = []
+        self.submitted: set[str] = set()          # part keys given to the runner
         self.failed_groups: set[str] = set()
         self.records: list[TaskRecord] = []       # one per part drawn
         self.beats_rendered = 0
@@ -176,16 +177,25 @@ class FilmMatrix:
     # -- films ----------------------------------------------------------------------------------
 
     def add_film(self, plan: Plan) -> None:
+        """The film's narration, each beat looked up in the cache (or its parts given to the runner) as soon as
+        it is voiced, so the first beats render while the rest are voiced."""
         job = FilmJob(plan, len(self.jobs), film_dir(plan, self.q.name, self.build_dir), time.perf_counter())
         self.jobs.append(job)
+        timings: dict = {}
+
+        def voiced(beat_id: str, timing) -> None:
+            timings[beat_id] = timing
+            # The beats voiced so far timed: a beat's cache key and its slice need only its own timing.
+            so_far = replace(plan, beats=tuple(replace(beat, timing=timings.get(beat.id)) for beat in plan.beats))
+            self.need(job, beat_id, first_look=True, timed=so_far)
+            self.submit_queued(first_parts_only=True)  # a second part waits: it starts from what its first typesets
+
         try:
             job.lock.enter_context(output_lock(job.folder))
-            job.narration = narrate(plan, self.build_dir)
+            job.narration = narrate(plan, self.build_dir, on_beat=voiced)
         except FilmError as error:
             self.fail(job, str(error))
             return
-        for beat in job.timed.beats:
-            self.need(job, beat.id, first_look=True)
         waiting = sorted(job.waiting, key=[beat.id for beat in job.timed.beats].index)
         self.say(self.beats_line(job, waiting))
         self.submit_queued()
@@ -196,45 +206,53 @@ class FilmMatrix:
         reused = job.made.reused
         cached = f"{len(reused)} cached" + (f" ({', '.join(reused)})" if reused else "")
         if self.one_film:
-            parts = sum(len(task.parts) for task in self.to_submit)
+            parts = sum(len(task.parts) for task in self.tasks.values() if job in task.waiting)
             return (f"beats: {cached}" + (f"; rendering {len(waiting)} at {self.q.name} ({self.q.width}x{self.q.height}, "
                                           f"{self.q.fps} fps) on {self.runner.where(parts)}: {', '.join(waiting)}"
                                           if waiting else "; nothing to render"))
         return f"  {job.name}: narrated; beats: {cached}" + (f", {len(waiting)} to render ({', '.join(waiting)})"
                                                               if waiting else "")
 
-    def need(self, job: FilmJob, beat_id: str, first_look: bool) -> None:
-        """The film needs this beat: from the cache, from a task already asked for, or a new task."""
-        hit = self.cache.lookup(job.timed, beat_id, self.q)
+    def need(self, job: FilmJob, beat_id: str, first_look: bool, timed: Plan | None = None) -> None:
+        """The film needs this beat: from the cache, from a task already asked for, or a new task. `timed`: a plan
+        with this beat timed (the film's timed plan, unless given)."""
+        timed = timed or job.timed
+        hit = self.cache.lookup(timed, beat_id, self.q)
         if hit:
             job.made.videos[beat_id] = hit
             job.made.reused.append(beat_id)
             if not first_look:  # another film's render, waited for
                 job.shared.append(beat_id)
             return
-        key = self.cache.key(job.timed, beat_id, self.q)
-        values_known = self.cache.known_reads(job.timed, beat_id, self.q) is not None
+        key = self.cache.key(timed, beat_id, self.q)
+        values_known = self.cache.known_reads(timed, beat_id, self.q) is not None
         if key in self.failed_groups:  # its first film's render failed: this film tries its own
             key = f"{key}-for-{job.name}"
-        task = self.tasks.get(key) or self.new_task(key, job, beat_id, values_known)
+        task = self.tasks.get(key) or self.new_task(key, job, timed, beat_id, values_known)
         task.waiting.append(job)
         job.waiting.add(beat_id)
 
-    def new_task(self, key: str, job: FilmJob, beat_id: str, values_known: bool) -> BeatTask:
-        parts = beat_parts(key, job.timed, beat_id, self.q, priority=(self.total_films - job.index) * beats.PARTS)
+    def new_task(self, key: str, job: FilmJob, timed: Plan, beat_id: str, values_known: bool) -> BeatTask:
+        parts = beat_parts(key, timed, beat_id, self.q, priority=(self.total_films - job.index) * beats.PARTS)
         task = BeatTask(key, beat_id, job, parts, values_known)
         self.tasks[key] = task
         self.of_part.update({part.key: task for part in parts})
         self.to_submit.append(task)
         return task
 
-    def submit_queued(self) -> None:
-        """The tasks asked for since the last call, every first part before any second part."""
-        queued, self.to_submit = self.to_submit, []
+    def submit_queued(self, first_parts_only: bool = False) -> None:
+        """The parts of the tasks asked for since the last call, every first part before any second part (or, with
+        `first_parts_only`, the first parts now and the rest at a later call)."""
         if self.stopping:
             return
-        for part in sorted((part for task in queued for part in task.parts), key=lambda part: part.index):
+        parts = sorted((part for task in self.to_submit if self.tasks.get(task.key) is task for part in task.parts
+                        if part.key not in self.submitted and (part.index == 0 or not first_parts_only)),
+                       key=lambda part: part.index)
+        for part in parts:
             self.runner.submit(part)
+            self.submitted.add(part.key)
+        if not first_parts_only:
+            self.to_submit = []
 
     def finish_if_ready(self, job: FilmJob) -> None:
         if job.failure or job.narration is None or job.waiting or job.result or self.stopping:

@@ -38,7 +38,8 @@ STOP_GRACE_SECONDS = 0.8   # after Ctrl-C, how long parts about to finish may ta
 class Part:
     """One part of one beat, as a runner is given it."""
 
-    key: str                  # the task's name: its beat's task key and the part's number
+    key: str                  # the part's name: its task's key and the part's number
+    task: str                 # its task's key: the beat's parts share it
     beat_id: str
     index: int                # which part of the beat
     bounds: tuple[int, int]   # its frames: first .. end - 1
@@ -63,7 +64,7 @@ def beat_parts(key: str, plan: Plan, beat_id: str, q: beats.Quality, priority: i
     """A beat's parts (beats.part_bounds), each keyed `<key>-part<n>`; a first part before a second (higher
     priority), all above `priority`."""
     plan_slice = plan.slice_for(beat_id).to_json()
-    return [Part(f"{key}-part{index}", beat_id, index, bounds, plan_slice, q.name, priority + beats.PARTS - index)
+    return [Part(f"{key}-part{index}", key, beat_id, index, bounds, plan_slice, q.name, priority + beats.PARTS - index)
             for index, bounds in enumerate(beats.part_bounds(beats.beat_frames(plan, beat_id, q)))]
 
 
@@ -122,8 +123,9 @@ def start_worker(parent: int) -> None:
 
 
 class LocalRunner:
-    """Parts drawn by a pool of processes on this machine, in the order given, each keeping what it typeset
-    in the build's cache for the next."""
+    """Parts drawn by a pool of processes on this machine, each keeping what it typeset in the build's cache for
+    the next. A part starts when a process is free, the most wanted first (see `preference`), so the run ends on
+    short parts and the cores finish together."""
 
     retries = 0
 
@@ -134,7 +136,9 @@ class LocalRunner:
         self.pool: ProcessPoolExecutor | None = None
         self.manager: SyncManager | None = None
         self.queue = None
-        self.futures: dict[Future, tuple[Part, float]] = {}  # -> (its part, when submitted)
+        self.futures: dict[Future, tuple[Part, float]] = {}  # started -> (its part, when submitted)
+        self.waiting: dict[str, tuple[Part, float]] = {}    # given, not started: key -> (part, when submitted)
+        self.took: dict[str, tuple[float, int]] = {}         # part key -> (seconds it took to draw, its frames)
         self.drawn: dict[str, int] = {}
 
     def where(self, parts: int) -> str:
@@ -152,21 +156,43 @@ class LocalRunner:
                 self.manager.shutdown()
 
     def submit(self, part: Part) -> None:
-        if self.pool is None:  # started with the first part: a run with nothing to draw starts no process
-            self.manager = SyncManager()
-            self.manager.start(start_worker, (os.getpid(),))
-            self.queue = self.manager.Queue()
-            self.pool = ProcessPoolExecutor(max_workers=self.jobs, initializer=start_worker, initargs=(os.getpid(),))
-        future = self.pool.submit(draw_part_here, part, str(self.scratch / f"{part.key}.mp4"),
-                                  str(self.cache_folder) if self.cache_folder else None, self.queue)
-        self.futures[future] = (part, time.perf_counter())
+        self.waiting[part.key] = (part, time.perf_counter())
+        self.start_parts()
+
+    def start_parts(self) -> None:
+        """Start the most wanted waiting parts while a process is free."""
+        while self.waiting and len(self.futures) < self.jobs:
+            part, submitted = self.waiting.pop(max(self.waiting.values(), key=lambda entry: self.preference(entry[0]))[0].key)
+            if self.pool is None:  # started with the first part: a run with nothing to draw starts no process
+                self.manager = SyncManager()
+                self.manager.start(start_worker, (os.getpid(),))
+                self.queue = self.manager.Queue()
+                self.pool = ProcessPoolExecutor(max_workers=self.jobs, initializer=start_worker,
+                                                initargs=(os.getpid(),))
+            future = self.pool.submit(draw_part_here, part, str(self.scratch / f"{part.key}.mp4"),
+                                      str(self.cache_folder) if self.cache_folder else None, self.queue)
+            self.futures[future] = (part, submitted)
+
+    def preference(self, part: Part) -> tuple:
+        """Which waiting part starts first (the greatest): the higher priority (an earlier film, a beat's first part
+        before its second); then one whose beat's earlier parts are drawn (it starts from what they typeset); then
+        the longest, guessed from those parts (seconds a frame) or, before any, from its frames alone. So the
+        parts the run ends with are its shortest, and the cores end together."""
+        earlier = [self.took.get(f"{part.task}-part{index}") for index in range(part.index)]
+        frames = part.bounds[1] - part.bounds[0]
+        if earlier and all(earlier):
+            seconds_a_frame = sum(seconds for seconds, _ in earlier) / max(sum(count for _, count in earlier), 1)
+            return part.priority, 1, frames * seconds_a_frame
+        return part.priority, 0, float(frames)
 
     def collect(self, timeout: float) -> list[Drawn]:
         done, _ = wait(self.futures, timeout=timeout, return_when=FIRST_COMPLETED) if self.futures else (set(), set())
         while self.queue is not None and not self.queue.empty():
             key, frames = self.queue.get()
             self.drawn[key] = frames
-        return [self._handed_back(future) for future in done if not future.cancelled()]
+        handed = [self._handed_back(future) for future in done if not future.cancelled()]
+        self.start_parts()
+        return handed
 
     def _handed_back(self, future: Future) -> Drawn:
         part, submitted = self.futures.pop(future)
@@ -176,17 +202,20 @@ class LocalRunner:
             render, on_worker, worker = future.result()
         except Exception as error:  # noqa: BLE001 - the matrix names it
             return Drawn(part, None, error, "", 0.0, round_trip)
+        self.took[part.key] = (on_worker, part.bounds[1] - part.bounds[0])
         return Drawn(part, render, None, worker, on_worker, round_trip)
 
     def progress(self) -> dict[str, int]:
         return dict(self.drawn)
 
     def cancel(self, key: str) -> None:
+        self.waiting.pop(key, None)
         for future, (part, _) in list(self.futures.items()):
             if part.key == key and future.cancel():
                 del self.futures[future]
 
     def stop(self) -> list[Drawn]:
+        self.waiting.clear()
         for future in self.futures:
             future.cancel()  # not started: never will be
         running = [future for future in self.futures if not future.cancelled()]

@@ -100,7 +100,9 @@ class Narrator:
                 return path
         return None
 
-    def narrate(self) -> Narration:
+    def narrate(self, on_beat: Callable[[str, BeatTiming], None] | None = None) -> Narration:
+        """Every beat voiced and timed, in order; `on_beat(beat id, its timing)` as each is (a film's beats can
+        start rendering while the next are voiced)."""
         missing = [beat.id for beat in self.plan.beats if self.recording_for(beat) is None]
         if self.all_recorded and missing:
             raise FilmError(
@@ -110,6 +112,8 @@ class Narrator:
         timings, speeches = {}, {}
         for beat in self.plan.beats:
             timings[beat.id], speeches[beat.id] = self.narrate_beat(beat)
+            if on_beat is not None:
+                on_beat(beat.id, timings[beat.id])
         stats = self.cache.stats
         return Narration(self.plan.timed(timings), speeches, self.voice_label, stats.synthesised, stats.reused,
                          stats.repaired)
@@ -393,13 +397,13 @@ FILM_SOUND_BITRATE = "192k"
 
 
 def make_narration(plan: Plan, out_dir: Path, cache_dir: Path, level_later: bool = False,
-                   film_sound: bool = False) -> NarrationResult:
+                   film_sound: bool = False, on_beat: Callable[[str, BeatTiming], None] | None = None) -> NarrationResult:
     """Voice every beat, build the subtitles, the timed plan and the levelled track (with `level_later`, when
     `levelling.start()` puts it on a thread, or `track_ready()` asks for it); with `film_sound`, the film's
-    AAC sound from the track too, on the same thread (the film only copies it in)."""
+    AAC sound from the track too, on the same thread (the film only copies it in). `on_beat`: see Narrator.narrate."""
     started = time.perf_counter()
     media.require_tools()
-    narration = Narrator(plan, cache_dir).narrate()
+    narration = Narrator(plan, cache_dir).narrate(on_beat)
     timed = narration.plan
     paths = {name: Path(out_dir) / name for name in ("narration.wav", "film.srt", "film.vtt", "timed-plan.json")}
     Path(out_dir).mkdir(parents=True, exist_ok=True)
