@@ -13,7 +13,7 @@ from render.formatting import timestamp as format_timestamp
 from render.plan.registry import FAMILIES, beats_of, scene_entry
 from render.plan.templating import compile_template
 from render.plan.types import NarrationSettings, Parameters, parse_voice
-from render.specs.yamlio import YamlMap, check_fields, display_path, load_yaml
+from render.specs.yamlio import YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml
 
 TOP_FIELDS = {"film": dict, "defaults": dict, "parameters": dict, "narration": dict, "beats": list}
 FILM_FIELDS = {"title": str, "end": (str, int, float), "source": str, "summary": str}
@@ -86,6 +86,7 @@ def parse_timestamp(value: str | int | float, where: str, what: str) -> float:
     return seconds
 
 
+@kept_while_unchanged(lambda path=STORYBOARD_PATH: [path])
 def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     path = Path(path)
     document = load_yaml(path)

@@ -14,7 +14,7 @@ from render.files import DATA_DIR
 from render.specs.architecture import count_parameters
 from render.specs.types import DataType, Gpu, Model
 from render.text import NAME_LENGTH, control_characters
-from render.specs.yamlio import YamlList, YamlMap, check_fields, display_path, load_yaml
+from render.specs.yamlio import YamlList, YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml
 
 NUMBER = (int, float)
 DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -174,6 +174,10 @@ class Catalog:
         return table[key]
 
 
+CATALOG_FILES = ("gpus.yaml", "models.yaml", "dtypes.yaml")
+
+
+@kept_while_unchanged(lambda data_dir=DATA_DIR: [Path(data_dir) / name for name in CATALOG_FILES])
 def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
     data_dir = Path(data_dir)
     gpus = {gpu.id: gpu for gpu in load_entries(data_dir / "gpus.yaml", "gpus", "GPU", GPU_FIELDS, Gpu, GPU_OPTIONAL)}
@@ -348,6 +352,7 @@ def check_parameter_count(model: Model, entry: YamlMap, label: str) -> None:
             f"sizes against the model's config.json (or import it: film model import config.json)")
 
 
+@kept_while_unchanged(lambda path: [path])
 def load_measured(path: Path) -> MeasuredDataset:
     document = load_yaml(path)
     label = f"measured dataset {path.stem!r}"

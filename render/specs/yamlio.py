@@ -5,7 +5,11 @@ Errors name the file and line, so a user can go straight to the mistake.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +52,41 @@ class YamlList(list):
 
 def display_path(path: Path) -> str:
     """The path relative to the working directory where possible (what a user typed)."""
+    return _display_path(str(path), os.getcwd())
+
+
+@functools.lru_cache(maxsize=4096)
+def _display_path(path: str, cwd: str) -> str:
+    # Every value's place is worded as it is read: resolving the same few paths again was most of reading a file.
     try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+        return str(Path(path).resolve().relative_to(Path(cwd).resolve()))
     except ValueError:
-        return str(path)
+        return path
+
+
+def kept_while_unchanged(files: Callable[..., list[Path]], keep: int = 8):
+    """A loader whose typed result is kept while the files it reads (`files(*args)`) hold the same bytes: a matrix of
+    1,208 choices reads the storyboard and the catalog once, and an edited file is read again. Its results are
+    shared, so they must not be changed by those who load them (frozen dataclasses and tables nobody writes)."""
+    def wrap(load):
+        kept: dict = {}
+
+        @functools.wraps(load)
+        def loader(*args, **kwargs):
+            try:
+                key = (args, tuple(sorted(kwargs.items())),
+                       tuple(hashlib.sha256(Path(path).read_bytes()).digest() for path in files(*args, **kwargs)))
+            except OSError:
+                return load(*args, **kwargs)  # (the loader names what is wrong with the file)
+            if key not in kept:
+                if len(kept) >= keep:
+                    kept.pop(next(iter(kept)))
+                kept[key] = load(*args, **kwargs)
+            return kept[key]
+
+        loader.forget = kept.clear
+        return loader
+    return wrap
 
 
 # libyaml's parser when PyYAML has it (its wheels do): the same safe constructors, several times faster.
