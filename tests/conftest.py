@@ -121,22 +121,21 @@ class MadeFilm:
     srt_bytes: bytes
 
 
-@pytest.fixture(scope="session")
-def default_tiny_film(request, tmp_path_factory) -> MadeFilm:
-    """The default film at the tests' tiny size, made once by `make film`'s code for every module (under
-    pytest-xdist, once for all the workers: each gets its own copy of the build, so a test that makes other
-    films there never changes another worker's)."""
+def tiny_film_once(request, tmp_path_factory, name: str, **choice) -> MadeFilm:
+    """A film at the tests' tiny size, made once by `make film`'s code for every module (under pytest-xdist,
+    once for all the workers: each gets its own copy of the build, so a test that makes other films there
+    never changes another worker's)."""
     from render.plan.resolve import resolve_plan
     from render.video.matrix import make_film
 
     def made_in(build: Path) -> MadeFilm:
         lines: list[str] = []
-        result = make_film(resolve_plan(recordings=build / "none"), "tiny", build, jobs=2, say=lines.append)
+        result = make_film(resolve_plan(recordings=build / "none", **choice), "tiny", build, jobs=2, say=lines.append)
         return MadeFilm(build, result, lines, result.film.read_bytes(), result.srt.read_bytes())
 
     if worker_id(request.config) == "master":
         return made_in(tmp_path_factory.mktemp("build"))
-    shared = tmp_path_factory.getbasetemp().parent / "default-tiny-film"
+    shared = tmp_path_factory.getbasetemp().parent / name
     with held(shared.with_suffix(".lock")):
         if not (shared / "made.pickle").is_file():
             made = made_in(shared / "build")
@@ -155,6 +154,21 @@ def default_tiny_film(request, tmp_path_factory) -> MadeFilm:
 
 
 @pytest.fixture(scope="session")
+def default_tiny_film(request, tmp_path_factory) -> MadeFilm:
+    """The default film at the tests' tiny size, made once (tiny_film_once)."""
+    return tiny_film_once(request, tmp_path_factory, "default-tiny-film")
+
+
+OTHER_CHOICE = {"gpu": "a100-sxm-80gb", "model": "llama-3.1-70b", "dtype": "int8"}
+
+
+@pytest.fixture(scope="session")
+def other_tiny_film(request, tmp_path_factory) -> MadeFilm:
+    """Another GPU, model and data type's film at the tests' tiny size (OTHER_CHOICE), made once."""
+    return tiny_film_once(request, tmp_path_factory, "other-tiny-film", **OTHER_CHOICE)
+
+
+@pytest.fixture(scope="session")
 def cli_tiny_film(tmp_path_factory, default_tiny_film) -> Path:
     """The default film at tiny size made by `film film` as a user runs it (with its kit and its page), from
     the beats the session's tiny film already rendered (their cache, copied: each entry is verified before
@@ -167,6 +181,18 @@ def cli_tiny_film(tmp_path_factory, default_tiny_film) -> Path:
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert made.returncode == 0, made.stderr
     return build
+
+
+def retitled_storyboard(folder: Path) -> Path:
+    """The storyboard with the batching and measured beats retitled: those beats and the two after them (which
+    name the beat before) render again, the other five come from the cache."""
+    text = STORYBOARD_PATH.read_text()
+    for old, new in (("title: Batching\n", "title: Batching up\n"), ("title: Measured\n", "title: Measured here\n")):
+        assert old in text
+        text = text.replace(old, new, 1)
+    path = folder / "storyboard.yaml"
+    path.write_text(text)
+    return path
 
 
 @pytest.fixture

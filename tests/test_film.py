@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from render.plan.types import Plan
 from render.video import film as film_module
 from render.video.matrix import make_film
 
-from conftest import run_film
+from conftest import OTHER_CHOICE, run_film
 
 
 @pytest.fixture(scope="module")
@@ -122,15 +123,19 @@ def test_two_runs_on_one_output_are_kept_apart_and_a_dead_holder_is_taken_over(f
 
 
 @pytest.fixture(scope="module")
-def other(build):
-    plan = resolve_plan(gpu="a100-sxm-80gb", model="llama-3.2-3b", dtype="int8", recordings=build / "none")
+def other(build, other_tiny_film):
+    """Another choice's film made in the default film's build, from the beats the session's other film rendered
+    (their cache entries copied beside the default film's: each is verified before use)."""
+    shutil.copytree(other_tiny_film.build / "cache" / "beats", build / "cache" / "beats", dirs_exist_ok=True)
+    plan = resolve_plan(**OTHER_CHOICE, recordings=build / "none")
     return make_film(plan, "tiny", build, jobs=2, say=lambda line: None)
 
 
 def test_another_choice_lands_in_its_own_folder(first, other, build):
     default_srt = first[0].srt.read_text()
     result = other
-    assert result.film == build / "a100-sxm-80gb-llama-3.2-3b-int8" / "preview" / "film.mp4"
+    assert result.film == build / "a100-sxm-80gb-llama-3.1-70b-int8" / "preview" / "film.mp4"
+    assert result.rendered == [] and len(result.reused) == 9  # the session's other film's beats
     srt = result.srt.read_text().replace("\n", " ")
     assert "an A100's 312 teraflops" in srt and "an H100's 989 teraflops" in default_srt.replace("\n", " ")
     assert first[0].film.exists()  # the default film untouched

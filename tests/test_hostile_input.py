@@ -20,7 +20,7 @@ from render.files import output_dir
 from render.plan.resolve import resolve_plan
 from render.plan.templating import fill
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, retitled_storyboard
 
 CONFIGS = FIXTURES / "hf"
 
@@ -465,7 +465,10 @@ def test_ctrl_c_stops_within_two_seconds_and_the_rerun_reuses_every_finished_bea
     import re
     import signal
 
-    run = start_film(voiced_build, "--quality", "low", "--jobs", "2")
+    # Four beats to render again (two titles changed: each beat's own and the next's, which names it), so the
+    # run is interrupted with beats finished and others still drawing.
+    storyboard = retitled_storyboard(voiced_build)
+    run = start_film(voiced_build, "--quality", "tiny", "--jobs", "2", "--storyboard", str(storyboard))
     lines, finished = [], []
     deadline = time.monotonic() + 400
     try:
@@ -495,7 +498,7 @@ def test_ctrl_c_stops_within_two_seconds_and_the_rerun_reuses_every_finished_bea
     assert not group_alive(run.pid), "a process of the interrupted run is still alive"
     assert not list((voiced_build / "cache" / "beats").glob(".rendering-*"))
 
-    rerun = start_film(voiced_build, "--quality", "low", "--jobs", "1")
+    rerun = start_film(voiced_build, "--quality", "tiny", "--jobs", "1", "--storyboard", str(storyboard))
     try:
         first = next(line for line in rerun.stdout if line.startswith("beats: "))
     finally:

@@ -27,7 +27,7 @@ def lint_choice(choice: tuple[str, int, str, str], speech: Path) -> dict[str, tu
     gpu, gpus, model, dtype = choice
     plan = Narrator(resolve_plan(gpu=gpu, gpus=gpus, model=model, dtype=dtype, recordings=speech / "none"),
                     speech).narrate().plan
-    problems = {beat.id: beats.lint_beat(plan, beat.id) for beat in plan.beats}
+    problems = {beat.id: beats.lint_beat(plan, beat.id, speech) for beat in plan.beats}
     return {beat: found for beat, found in problems.items() if found}
 
 
@@ -55,7 +55,7 @@ def test_the_lint_finds_text_running_over_a_cards_edge():
 def test_layout_lint_for_choices_that_stress_it(tmp_path):
     """After every animation of every beat: no text over text, no text under 28 px, nothing in the margin.
     Computed from Manim's bounding boxes, without drawing a frame. Two choices at a time: the rest of the
-    suite leaves the second core idle. One speech cache: the sentences they share are synthesised once."""
+    suite leaves the second core idle. One cache: the sentences and the text they share are made once."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 

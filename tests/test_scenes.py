@@ -33,13 +33,6 @@ def narrated(tmp_path_factory):
     return make_narration(resolve_plan(recordings=build / "none"), build, build / "cache")
 
 
-@pytest.fixture(scope="module")
-def other_choice(tmp_path_factory):
-    build = tmp_path_factory.mktemp("other")
-    plan = resolve_plan(gpu="a100-sxm-80gb", model="llama-3.1-70b", dtype="int8", recordings=build / "none")
-    return Narrator(plan, build / "cache").narrate()  # its beats are rendered without their sound
-
-
 def video_info(path: Path) -> dict:
     result = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-show_entries",
                              "stream=codec_type,nb_read_frames,r_frame_rate,duration", "-of", "json", str(path)],
@@ -48,10 +41,18 @@ def video_info(path: Path) -> dict:
 
 
 @pytest.mark.parametrize("beat_id", BEAT_IDS)
-def test_every_beat_renders_for_its_exact_slot(narrated, beat_id, tmp_path):
-    render = beats.render_beat(narrated.plan, narrated.track, beat_id, "tiny", tmp_path)
-    beat = narrated.plan.beat(beat_id)
-    info = video_info(render.video)
+def test_every_beat_renders_for_its_exact_slot(default_tiny_film, beat_id, tmp_path):
+    """Each beat as the session's tiny film rendered it (in its parts, joined, as `make film` and `make scene`
+    render a beat), with its slice of the narration under it as `make scene` adds it."""
+    from render.files import cache_dir
+    from render.video.cache import BeatCache
+
+    made = default_tiny_film.result
+    render, beat = made.renders[beat_id], made.plan.beat(beat_id)
+    video = BeatCache(cache_dir(default_tiny_film.build)).lookup(made.plan, beat_id, beats.QUALITIES["tiny"])
+    clip = beats.mux_beat_audio(video, default_tiny_film.build / "narration.wav", beat.start, beat.duration,
+                                tmp_path / f"{beat_id}.mp4")
+    info = video_info(clip)
     fps = beats.QUALITIES["tiny"].fps
     assert info["video"]["r_frame_rate"] == f"{fps}/1"
     assert int(info["video"]["nb_read_frames"]) == round(beat.duration * fps) == render.frames  # exact, to the frame
@@ -61,10 +62,15 @@ def test_every_beat_renders_for_its_exact_slot(narrated, beat_id, tmp_path):
 
 
 @pytest.mark.parametrize("beat_id", BEAT_IDS)
-def test_every_beat_renders_for_another_gpu_and_model(other_choice, beat_id, tmp_path):
-    render = beats.render_video(other_choice.plan, beat_id, beats.QUALITIES["tiny"], tmp_path / f"{beat_id}.mp4")
-    beat = other_choice.plan.beat(beat_id)
-    assert int(video_info(render.video)["video"]["nb_read_frames"]) == round(beat.duration * beats.QUALITIES["tiny"].fps)
+def test_every_beat_renders_for_another_gpu_and_model(other_tiny_film, beat_id):
+    from render.files import cache_dir
+    from render.video.cache import BeatCache
+
+    made = other_tiny_film.result
+    render, beat = made.renders[beat_id], made.plan.beat(beat_id)
+    video = BeatCache(cache_dir(other_tiny_film.build)).lookup(made.plan, beat_id, beats.QUALITIES["tiny"])
+    assert int(video_info(video)["video"]["nb_read_frames"]) == round(beat.duration * beats.QUALITIES["tiny"].fps) \
+        == render.frames
     assert render.safe_area == (), "drawn outside the 5% safe margin"
     assert render.layout == (), "text over text, or text too small"
 

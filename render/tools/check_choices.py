@@ -105,7 +105,7 @@ def check_choice(gpu: str, model: str, dtype: str, gpus: int, cache: Path, layou
 
     tightest = max(timed.beats, key=lambda beat: natural(beat) / (beat.timing.latest_end - beat.timing.speech_start))
     timing = tightest.timing
-    problems = [f"{beat.id}: {problem}" for beat in timed.beats for problem in lint_beat(timed, beat.id)] \
+    problems = [f"{beat.id}: {problem}" for beat in timed.beats for problem in lint_beat(timed, beat.id, cache)] \
         if layout else []
     return ChoiceCheck(gpu, model, dtype, gpus, "fails" if problems else "fits", tightest.id, natural(tightest),
                        timing.speech_end - timing.speech_start, timing.latest_end - timing.speech_start, timing.tempo,

@@ -234,10 +234,11 @@ def join_parts(beat_id: str, renders: list[BeatRender], out_path: Path) -> BeatR
                       sum(render.frames_layered for render in renders))
 
 
-def lint_beat(plan: Plan, beat_id: str) -> tuple[str, ...]:
+def lint_beat(plan: Plan, beat_id: str, cache: Path | None = None) -> tuple[str, ...]:
     """The layout problems of one beat (text over text, text too small, drawing outside the safe
     area, a length other than its slot's), from Manim's bounding boxes after every animation,
-    without drawing a single frame."""
+    without drawing a single frame. `cache`: a build's cache folder, whose typesetting and parsed
+    shapes it uses and adds to (many choices share most of their text)."""
     from manim import tempconfig
 
     from scenes import scene_class
@@ -246,11 +247,12 @@ def lint_beat(plan: Plan, beat_id: str) -> tuple[str, ...]:
                 "disable_caching": True, "verbosity": "WARNING", "progress_bar": "none", "write_to_movie": False}
     work = Path(tempfile.mkdtemp(prefix=f"lint-{beat_id}-"))
     try:
-        with tempconfig({**settings, "media_dir": str(work), **typesetting_dirs(None)}):
+        with tempconfig({**settings, "media_dir": str(work), **typesetting_dirs(cache)}), kept_shapes(cache):
             scene = scene_class(beat_id)(plan, beat_id, skip_animations=True)
             scene.render()
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    keep_typesetting(cache)
     problems = scene.layout_problems | {f"outside the safe area: {problem}" for problem in scene.safe_area_violations}
     slot = round(plan.beat(beat_id).duration * settings["frame_rate"])
     if scene.frames_done != slot:

@@ -44,6 +44,7 @@ class FilmResult:
     rendered: list[str]
     reused: list[str]
     beat_ratios: dict[str, float]  # each rendered beat's render time over its length (one process each)
+    renders: dict[str, beats.BeatRender] = field(default_factory=dict)  # what each rendered beat's render found
 
 
 @dataclass
@@ -138,7 +139,7 @@ def finish_film(narration: NarrationResult, made: BeatVideos, q: beats.Quality, 
                       float(media.probe(film)["format"]["duration"]), time.perf_counter() - started,
                       list(made.rendered), made.reused,
                       {beat_id: round(render.seconds / timed.beat(beat_id).duration, 2)
-                       for beat_id, render in made.rendered.items()})
+                       for beat_id, render in made.rendered.items()}, dict(made.rendered))
 
 
 def assemble(plan: Plan, videos: list[Path], sound: Path, out_path: Path) -> None:
