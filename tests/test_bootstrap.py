@@ -56,3 +56,48 @@ def test_an_unknown_profile_is_refused(capsys):
     assert "unknown profile 'nonsense'" in capsys.readouterr().err
 
 
+
+
+def fresh_machine(monkeypatch, venv):
+    """A root machine with apt-get, four packages missing; apt-get and pip recorded, not run."""
+    import threading
+
+    events, pip_running = [], threading.Event()
+    monkeypatch.setattr(bootstrap, "missing_system_packages",
+                        lambda profile: ["ffmpeg", "libcairo2-dev", "chromium", "pkg-config"])
+    monkeypatch.setattr(bootstrap.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(bootstrap.shutil, "which", lambda name: f"/usr/bin/{name}")
+
+    def apt_get(packages, update=True, **kwargs):
+        if packages:
+            events.append(("apt-get", tuple(packages), update))
+        if "ffmpeg" in packages:
+            assert pip_running.wait(10), "pip did not start while apt-get installed the rest"
+
+    def pip(profile):
+        pip_running.set()
+        events.append(("pip", profile))
+        venv()
+
+    monkeypatch.setattr(bootstrap, "install_system_packages", apt_get)
+    monkeypatch.setattr(bootstrap, "ensure_venv", pip)
+    return events
+
+
+def test_pip_installs_the_project_while_apt_get_installs_the_rest(monkeypatch):
+    """What pip needs to build (Cairo's headers, pkg-config) first; then the venv beside LaTeX, the browser and
+    ffmpeg, apt's lists refreshed once."""
+    events = fresh_machine(monkeypatch, venv=lambda: None)
+    assert bootstrap.main(["test"]) == 0
+    assert events[0] == ("apt-get", ("libcairo2-dev", "pkg-config"), True)
+    assert sorted(events[1:]) == [("apt-get", ("ffmpeg", "chromium"), False), ("pip", "test")]
+
+
+def test_a_failed_pip_beside_apt_get_is_reported_once_both_are_done(monkeypatch, capsys):
+    def venv():
+        raise bootstrap.SetupError("pip could not install the project (exit 1); see its output above")
+
+    events = fresh_machine(monkeypatch, venv)
+    assert bootstrap.main(["test"]) == 1
+    assert ("apt-get", ("ffmpeg", "chromium"), False) in events  # apt-get's part finished all the same
+    assert "setup: error: pip could not install the project" in capsys.readouterr().err

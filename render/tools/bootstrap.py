@@ -18,6 +18,8 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,8 +96,9 @@ def venv_supported() -> bool:
 
 
 def install_system_packages(packages: list[str], is_root: bool | None = None,
-                            has_apt: bool | None = None, run=subprocess.run) -> None:
-    """apt-get install what is missing when we may; otherwise say exactly what to run."""
+                            has_apt: bool | None = None, run=subprocess.run, update: bool = True) -> None:
+    """apt-get install what is missing when we may; otherwise say exactly what to run. `update`: refresh apt's
+    lists first (once a run)."""
     if not packages:
         return
     is_root = os.geteuid() == 0 if is_root is None else is_root
@@ -115,11 +118,38 @@ def install_system_packages(packages: list[str], is_root: bool | None = None,
         )
     log(f"installing system packages: {listed}")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (["apt-get", "update"],
-                    ["apt-get", "install", "-y", "--no-install-recommends", *packages]):
+    for command in ([["apt-get", "update"]] if update else []) + [
+            ["apt-get", "install", "-y", "--no-install-recommends", *packages]]:
         result = run(command, env=env, stdout=sys.stderr, check=False)
         if result.returncode != 0:
             raise SetupError(f"`{' '.join(command)}` failed (exit {result.returncode}); see its output above")
+
+
+# What pip needs from the system to install the project (pycairo compiles against Cairo, found by pkg-config; a
+# Debian python3 needs its venv module): installed first, so pip runs while apt-get installs the rest (LaTeX, the
+# browser, ffmpeg: most of a fresh machine's setup).
+PIP_BUILD_NEEDS = ("libcairo2-dev", "pkg-config", "python3-venv")
+
+
+@contextmanager
+def installing_venv(profile: str):
+    """The venv made (ensure_venv) on a thread while the block runs; its failure raised once both are done."""
+    failed: list[BaseException] = []
+
+    def install() -> None:
+        try:
+            ensure_venv(profile)
+        except BaseException as error:  # noqa: BLE001 - raised below, in the main thread
+            failed.append(error)
+
+    thread = threading.Thread(target=install, name="venv")
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
+    if failed:
+        raise failed[0]
 
 
 def stamp_for(profile: str) -> str:
@@ -241,8 +271,13 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         check_python()
-        install_system_packages(missing_system_packages(profile))
-        ensure_venv(profile)
+        missing = missing_system_packages(profile)
+        first = [package for package in missing if package in PIP_BUILD_NEEDS]
+        if missing and (os.geteuid() != 0 or shutil.which("apt-get") is None):
+            install_system_packages(missing)  # (says what to run, and stops)
+        install_system_packages(first)
+        with installing_venv(profile):  # pip, while apt-get installs the rest
+            install_system_packages([package for package in missing if package not in first], update=not first)
     except SetupError as error:
         print(f"setup: error: {error}", file=sys.stderr)
         return 1
