@@ -42,18 +42,25 @@ def pytest_collection_finish(session):
     from render.tools import bootstrap
 
     needed = any("llama_server_binary" in getattr(item, "fixturenames", ()) for item in session.items)
-    if not needed or worker_id(session.config) not in ("master", "gw0") or bootstrap.llama_server_ready():
-        return  # under pytest-xdist the first worker builds it; the others wait for its stamp
+    if (not needed or worker_id(session.config) not in ("master", "gw0") or bootstrap.llama_server_ready()
+            or bootstrap.llama_server_building()):
+        return  # under pytest-xdist the first worker builds it; the others wait for its stamp (so does a run
+        # whose setup started the build: `make test`)
     bootstrap.LLAMA_DIR.mkdir(parents=True, exist_ok=True)
-    log = open(bootstrap.LLAMA_DIR / "build.log", "wb")
+    log = open(bootstrap.LLAMA_LOG, "wb")
     session.config.llama_build = subprocess.Popen(
         [sys.executable, str(ROOT / "render" / "tools" / "bootstrap.py"), "llama-server"], stdout=log,
         stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=lambda: os.nice(10))
 
 
 def pytest_sessionfinish(session, exitstatus):
+    from render.tools import bootstrap
+
     build = getattr(session.config, "llama_build", None)
     if build is None or build.poll() is not None:
+        builder = bootstrap.llama_server_builder()
+        if exitstatus == pytest.ExitCode.INTERRUPTED and worker_id(session.config) == "master" and builder:
+            os.killpg(builder, signal.SIGTERM)  # setup's build, for a run stopped with Ctrl-C
         return
     if worker_id(session.config) != "master" and exitstatus != pytest.ExitCode.INTERRUPTED:
         try:  # this worker is done, but the other may still be waiting for the server it builds
@@ -75,18 +82,19 @@ def llama_server_binary(request) -> Path:
         try:
             build.wait(LLAMA_BUILD_TIMEOUT)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"building llama-server took over {LLAMA_BUILD_TIMEOUT} s; see "
-                        f"{bootstrap.LLAMA_DIR / 'build.log'}")
+            pytest.fail(f"building llama-server took over {LLAMA_BUILD_TIMEOUT} s; see {bootstrap.LLAMA_LOG}")
         if build.returncode != 0:
-            log = (bootstrap.LLAMA_DIR / "build.log").read_text(errors="replace")
+            log = bootstrap.LLAMA_LOG.read_text(errors="replace")
             pytest.fail(f"building llama-server failed (exit {build.returncode}):\n{log[-3000:]}")
-    elif worker_id(request.config) not in ("master", "gw0"):
+    else:  # the first worker, or setup, is building it
         deadline = time.monotonic() + LLAMA_BUILD_TIMEOUT
-        while not bootstrap.llama_server_ready() and time.monotonic() < deadline:
-            time.sleep(5)  # the first worker is building it
+        first = worker_id(request.config) in ("master", "gw0")
+        while (not bootstrap.llama_server_ready() and time.monotonic() < deadline
+               and (bootstrap.llama_server_building() or not first)):
+            time.sleep(2)
     if not bootstrap.llama_server_ready():
-        pytest.fail(f"{bootstrap.LLAMA_SERVER} is missing or damaged, and no build was started; see "
-                    f"{bootstrap.LLAMA_DIR / 'build.log'}")
+        pytest.fail(f"{bootstrap.LLAMA_SERVER} is missing or damaged (its build failed or never started); see "
+                    f"{bootstrap.LLAMA_LOG}")
     return bootstrap.LLAMA_SERVER
 
 

