@@ -167,6 +167,18 @@ def default_tiny_film(request, tmp_path_factory) -> MadeFilm:
     return tiny_film_once(request, tmp_path_factory, "default-tiny-film")
 
 
+@pytest.fixture(scope="session")
+def seed_speech(default_tiny_film):
+    """Copies the session tiny film's speech clips into a cache folder (each is verified before use), for tests
+    of something other than synthesis that would otherwise voice the default film again; returns the folder."""
+
+    def seed(cache: Path) -> Path:
+        shutil.copytree(default_tiny_film.build / "cache" / "speech", cache / "speech", dirs_exist_ok=True)
+        return cache
+
+    return seed
+
+
 OTHER_CHOICE = {"gpu": "a100-sxm-80gb", "model": "llama-3.1-70b", "dtype": "int8"}
 
 

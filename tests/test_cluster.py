@@ -274,8 +274,8 @@ def test_ctrl_c_stops_a_local_matrix_and_keeps_what_was_finished(cluster):
 # -- no cluster needed ------------------------------------------------------------------------------
 
 
-def test_a_beats_slice_of_the_plan_renders_like_the_plan(tmp_path):
-    plan = make_narration(resolve_plan(recordings=tmp_path / "none"), tmp_path, tmp_path / "cache").plan
+def test_a_beats_slice_of_the_plan_renders_like_the_plan(tmp_path, seed_speech):
+    plan = make_narration(resolve_plan(recordings=tmp_path / "none"), tmp_path, seed_speech(tmp_path / "cache")).plan
     q = quality("tiny")
     for beat in plan.beats:
         piece = plan.slice_for(beat.id)

@@ -21,9 +21,9 @@ TIMESTAMP = r"(\d\d):(\d\d):(\d\d)[,.](\d{3})"
 
 
 @pytest.fixture(scope="session")
-def cache(tmp_path_factory):
-    """One speech cache for the whole session: the clips of the default film are synthesised once."""
-    return tmp_path_factory.mktemp("cache")
+def cache(tmp_path_factory, seed_speech):
+    """One speech cache for the whole session, holding the default film's clips (the session film's)."""
+    return seed_speech(tmp_path_factory.mktemp("cache"))
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +170,8 @@ def test_a_second_run_synthesises_nothing(narrated, tmp_path, cache):
     assert again.synthesised == 0 and again.reused > 30
 
 
-def test_a_damaged_cache_entry_is_regenerated(tmp_path):
+def test_a_damaged_cache_entry_is_regenerated(tmp_path, seed_speech):
+    seed_speech(tmp_path)
     plan = resolve_plan(recordings=tmp_path / "none")
     first = Narrator(plan, tmp_path).narrate()
     entries = sorted((tmp_path / "speech").glob("*.npy"))
@@ -352,12 +353,10 @@ def test_voices_that_would_download_are_refused():
         parse_voice("espeak")
 
 
-def test_make_narration_from_the_command_line(tmp_path, default_tiny_film):
-    """The default narration's clips come from the session's tiny film (copied: each is verified before use), so
-    the first run times and assembles, the second finds nothing to do, and another GPU's synthesises its own."""
-    import shutil
-
-    shutil.copytree(default_tiny_film.build / "cache" / "speech", tmp_path / "cache" / "speech")
+def test_make_narration_from_the_command_line(tmp_path, seed_speech):
+    """The default narration's clips come from the session's tiny film, so the first run times and assembles, the
+    second finds nothing to do, and another GPU's synthesises its own."""
+    seed_speech(tmp_path / "cache")
     (tmp_path / "none").mkdir()
     result = run_film("narration", "--build", str(tmp_path), "--recordings", str(tmp_path / "none"))
     assert result.returncode == 0, result.stderr

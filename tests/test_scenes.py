@@ -27,10 +27,10 @@ SCENES = ROOT / "scenes"
 
 
 @pytest.fixture(scope="module")
-def narrated(tmp_path_factory):
-    """The default film's narration and timed plan (the scenes' only input)."""
+def narrated(tmp_path_factory, seed_speech):
+    """The default film's narration and timed plan (the scenes' only input), voiced from the session film's clips."""
     build = tmp_path_factory.mktemp("build")
-    return make_narration(resolve_plan(recordings=build / "none"), build, build / "cache")
+    return make_narration(resolve_plan(recordings=build / "none"), build, seed_speech(build / "cache"))
 
 
 def video_info(path: Path) -> dict:
@@ -519,7 +519,8 @@ def test_the_registry_names_every_scene_class_and_only_scene_classes():
                 assert (f"scenes/{path.name}", node.name) in registered, f"{node.name} is not in the registry"
 
 
-def test_make_scene_and_still_from_the_command_line(tmp_path):
+def test_make_scene_and_still_from_the_command_line(tmp_path, seed_speech):
+    seed_speech(tmp_path / "cache")
     result = run_film("still", "--beat", "decode", "--at", "5.5", "--quality", "tiny", "--build", str(tmp_path))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("stills/decode@5.5.png")
