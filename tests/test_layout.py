@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from render.plan.resolve import resolve_plan
 from render.video import beats
 from render.voice.narration import Narrator
@@ -63,3 +65,32 @@ def test_layout_lint_for_choices_that_stress_it(tmp_path):
         found = dict(zip(LINT_CHOICES, pool.map(lint_choice, LINT_CHOICES, [tmp_path] * len(LINT_CHOICES))))
     assert {choice: problems for choice, problems in found.items() if problems} == {}
     assert len(found) == len(LINT_CHOICES)
+
+
+def test_a_linted_beat_is_remembered_and_a_damaged_memory_is_linted_again(tmp_path, seed_speech, monkeypatch):
+    """Under the beat cache's keys (its code, words, times and the values its scene read), so a choice whose beat
+    reads the same as one already linted is not linted again (`make check-choices --layout`, the test above)."""
+    import scenes
+    from render.video.cache import LintMemo
+
+    plan = Narrator(resolve_plan(recordings=tmp_path / "none"), seed_speech(tmp_path)).narrate().plan
+    first = beats.lint_beat(plan, "two-waits", tmp_path)
+    memo, q = LintMemo(tmp_path), beats.lint_memo_quality()
+    reads = memo.known_reads(plan, "two-waits", q)
+    assert first == () and memo.found(plan, "two-waits", q) == first and reads is not None  # (it shows no values)
+    assert "lint" in q.name and q.name != "lint"  # the lint's own code names its entries too
+
+    draw = scenes.scene_class
+    monkeypatch.setattr(scenes, "scene_class", lambda beat: pytest.fail(f"{beat} was linted again"))
+    assert beats.lint_beat(plan, "two-waits", tmp_path) == first
+    finding = "Text 'a' overlaps Text 'b'"
+    memo.keep(plan, "two-waits", q, reads, (finding,))
+    assert beats.lint_beat(plan, "two-waits", tmp_path) == (finding,)  # findings come back as kept
+
+    entry = memo.entry(plan, "two-waits", q, reads).meta
+    for damage in (b'{"problems": [1, 2]}', entry.read_bytes()[:-3], b"\x00"):
+        entry.write_bytes(damage)
+        assert memo.found(plan, "two-waits", q) is None
+    monkeypatch.setattr(scenes, "scene_class", draw)
+    assert beats.lint_beat(plan, "two-waits", tmp_path) == first  # linted again, and kept again
+    assert memo.found(plan, "two-waits", q) == first

@@ -234,16 +234,32 @@ def join_parts(beat_id: str, renders: list[BeatRender], out_path: Path) -> BeatR
                       sum(render.frames_layered for render in renders))
 
 
+LINT = Quality("lint", 1920, 1080, 15)  # the film's frame; the rate only counts frames
+
+
+@functools.cache
+def lint_memo_quality() -> Quality:
+    """LINT, named for the memo's keys with this module's code too (the checks it adds to the scenes' own)."""
+    import hashlib
+
+    return dataclasses.replace(LINT, name=f"lint {hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]}")
+
+
 def lint_beat(plan: Plan, beat_id: str, cache: Path | None = None) -> tuple[str, ...]:
     """The layout problems of one beat (text over text, text too small, drawing outside the safe
     area, a length other than its slot's), from Manim's bounding boxes after every animation,
     without drawing a single frame. `cache`: a build's cache folder, whose typesetting and parsed
-    shapes it uses and adds to (many choices share most of their text)."""
+    shapes it uses and adds to (many choices share most of their text), and whose lint memo
+    answers for a beat already linted with the same code, words, times and values read."""
     from manim import tempconfig
 
+    from render.video.cache import LintMemo
     from scenes import scene_class
 
-    settings = {"pixel_width": 1920, "pixel_height": 1080, "frame_rate": 15, "dry_run": True,
+    memo = LintMemo(cache) if cache is not None else None
+    if memo is not None and (found := memo.found(plan, beat_id, lint_memo_quality())) is not None:
+        return found
+    settings = {"pixel_width": LINT.width, "pixel_height": LINT.height, "frame_rate": LINT.fps, "dry_run": True,
                 "disable_caching": True, "verbosity": "WARNING", "progress_bar": "none", "write_to_movie": False}
     work = Path(tempfile.mkdtemp(prefix=f"lint-{beat_id}-"))
     try:
@@ -257,6 +273,8 @@ def lint_beat(plan: Plan, beat_id: str, cache: Path | None = None) -> tuple[str,
     slot = round(plan.beat(beat_id).duration * settings["frame_rate"])
     if scene.frames_done != slot:
         problems.add(f"lasts {scene.frames_done} frames at {settings['frame_rate']} fps; its slot is {slot}")
+    if memo is not None:
+        memo.keep(plan, beat_id, lint_memo_quality(), sorted(scene.reads), tuple(sorted(problems)))
     return tuple(sorted(problems))
 
 

@@ -122,8 +122,10 @@ class BeatCache:
     """build/cache/beats/: <beat>-<base>.json lists the values the scene read; <beat>-<base>-<values>.mp4
     is the video, with <beat>-<base>-<values>.json holding its size, checksum and packets' digests."""
 
+    SUBFOLDER = "beats"
+
     def __init__(self, folder: Path):
-        self.folder = Path(folder) / "beats"
+        self.folder = Path(folder) / self.SUBFOLDER
         self.folder.mkdir(parents=True, exist_ok=True)
 
     def reads_path(self, plan: Plan, beat_id: str, q: Quality) -> Path:
@@ -132,9 +134,10 @@ class BeatCache:
     def known_reads(self, plan: Plan, beat_id: str, q: Quality) -> list[str] | None:
         """The plan paths the beat's scene read when it last rendered; None when it has not."""
         try:
-            return list(json.loads(self.reads_path(plan, beat_id, q).read_text())["values_read"])
+            reads = json.loads(self.reads_path(plan, beat_id, q).read_text())["values_read"]
         except (OSError, ValueError, KeyError, TypeError):
             return None
+        return list(reads) if isinstance(reads, list) and all(isinstance(path, str) for path in reads) else None
 
     def values_read(self, plan: Plan, beat_id: str, q: Quality) -> list[str]:
         """The plan paths the beat's scene read when it last rendered (none known: empty)."""
@@ -183,3 +186,29 @@ class BeatCache:
                                              "packets": media.packet_hashes(entry.video)}))
         write_atomic(self.reads_path(plan, beat_id, q), json.dumps({"values_read": list(values_read)}))
         return entry.video
+
+
+class LintMemo(BeatCache):
+    """build/cache/lint/: a beat's layout findings under the beat cache's two keys (<beat>-<base>.json: the values
+    its scene read; <beat>-<base>-<values>.json: the findings). A choice whose beat has the same code, words and
+    times, and the same values where its scene looked, lays out the same: it is not linted again."""
+
+    SUBFOLDER = "lint"
+
+    def found(self, plan: Plan, beat_id: str, q: Quality) -> tuple[str, ...] | None:
+        """The findings kept for this beat of this plan, if any are (and whole)."""
+        reads = self.known_reads(plan, beat_id, q)
+        if reads is None:
+            return None
+        try:
+            problems = json.loads(self.entry(plan, beat_id, q, reads).meta.read_text())["problems"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if not (isinstance(problems, list) and all(isinstance(problem, str) for problem in problems)):
+            return None
+        return tuple(problems)
+
+    def keep(self, plan: Plan, beat_id: str, q: Quality, values_read: list[str], problems: tuple[str, ...]) -> None:
+        """The findings, then the reads that name them (each written whole)."""
+        write_atomic(self.entry(plan, beat_id, q, values_read).meta, json.dumps({"problems": list(problems)}))
+        write_atomic(self.reads_path(plan, beat_id, q), json.dumps({"values_read": list(values_read)}))
