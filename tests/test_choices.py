@@ -22,9 +22,11 @@ def sample():
 
 
 @pytest.fixture(scope="module")
-def checked(sample, tmp_path_factory):
-    """Each sampled choice narrated, two at a time in spawned processes (as `make check-choices` does)."""
-    cache = tmp_path_factory.mktemp("choices-cache")
+def checked(sample, tmp_path_factory, seed_speech):
+    """Each sampled choice narrated, two at a time in spawned processes (as `make check-choices` does), from a
+    speech cache holding the default film's clips (the session film's: the default is in the sample, and every
+    choice shares its sentences without numbers)."""
+    cache = seed_speech(tmp_path_factory.mktemp("choices-cache"))
     choices = [choice for choice, _ in sample]
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         results = list(pool.map(cc.check_choice, *zip(*choices), [cache] * len(choices)))
