@@ -253,3 +253,18 @@ def test_the_cue_an_edit_touched_first_is_drawn_first():
     moved[1]["clause"], moved[2]["at"] = "two more,", 3.4
     assert touched_cue(before, moved) == "b"
     assert touched_cue(before, before) is None and touched_cue([], before) is None
+
+
+def test_a_drawing_process_leaves_ctrl_c_to_the_studio_from_its_fork(tmp_path):
+    """The fork server hands its preloads' handlers to each child: SIGINT is ignored before the child unpickles its
+    task and imports the scenes (set later, a Ctrl-C in that window printed a KeyboardInterrupt traceback). From a
+    process with Ctrl-C at its default, as a terminal starts the studio (this suite's workers ignore it)."""
+    handler = tmp_path / "handler"
+    child = f"import signal; open({str(handler)!r}, 'w').write(repr(signal.getsignal(signal.SIGINT)))"
+    script = (f"import sys\nfrom render.studio.session import drawing_context\n"
+              f"process = drawing_context().Process(target=exec, args=({child!r},))\n"
+              f"process.start(); process.join(120); sys.exit(process.exitcode)")
+    ran = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=180,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert ran.returncode == 0, ran.stderr
+    assert handler.read_text() == repr(signal.SIG_IGN)

@@ -17,7 +17,6 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
-import signal
 import threading
 import time
 import traceback
@@ -112,9 +111,8 @@ def place_named(message: str) -> tuple[str, int | None]:
 
 def start_drawing_process() -> None:
     """A drawing process dies with the fork server that made it (which ends with the studio), and leaves Ctrl-C
-    to the studio, which stops it itself."""
+    to the studio, which stops it itself (ignored from the fork on: render/studio/ignore_ctrl_c.py)."""
     media.die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def draw_stills(plan_json: str, beat_id: str, times: list[float], names: list[str], quality: str, folder: str,
@@ -140,7 +138,8 @@ def drawing_context():
     """Processes forked from a server that has Manim imported already (a second saved), but not the scenes:
     each drawing imports the scenes as the files hold them now."""
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["manim", "render.video.beats"])
+    # (the server keeps the handlers its preloads leave and gives them to each process it forks)
+    context.set_forkserver_preload(["render.studio.ignore_ctrl_c", "manim", "render.video.beats"])
     return context
 
 
