@@ -42,15 +42,10 @@ def pytest_collection_finish(session):
     from render.tools import bootstrap
 
     needed = any("llama_server_binary" in getattr(item, "fixturenames", ()) for item in session.items)
-    if (not needed or worker_id(session.config) not in ("master", "gw0") or bootstrap.llama_server_ready()
-            or bootstrap.llama_server_building()):
-        return  # under pytest-xdist the first worker builds it; the others wait for its stamp (so does a run
-        # whose setup started the build: `make test`)
-    bootstrap.LLAMA_DIR.mkdir(parents=True, exist_ok=True)
-    log = open(bootstrap.LLAMA_LOG, "wb")
-    session.config.llama_build = subprocess.Popen(
-        [sys.executable, str(ROOT / "render" / "tools" / "bootstrap.py"), "llama-server"], stdout=log,
-        stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=lambda: os.nice(10))
+    if needed and worker_id(session.config) in ("master", "gw0"):
+        # under pytest-xdist the first worker builds it; the others wait for its stamp (as all do for a build
+        # that setup started: `make test`)
+        session.config.llama_build = bootstrap.start_llama_server_build()
 
 
 def pytest_sessionfinish(session, exitstatus):

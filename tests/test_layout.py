@@ -75,7 +75,7 @@ def test_a_linted_beat_is_remembered_and_a_damaged_memory_is_linted_again(tmp_pa
 
     plan = Narrator(resolve_plan(recordings=tmp_path / "none"), seed_speech(tmp_path)).narrate().plan
     first = beats.lint_beat(plan, "two-waits", tmp_path)
-    memo, q = LintMemo(tmp_path), beats.lint_memo_quality()
+    memo, q = LintMemo(tmp_path), beats.lint_quality()
     reads = memo.known_reads(plan, "two-waits", q)
     assert first == () and memo.found(plan, "two-waits", q) == first and reads is not None  # (it shows no values)
     assert "lint" in q.name and q.name != "lint"  # the lint's own code names its entries too
@@ -87,7 +87,7 @@ def test_a_linted_beat_is_remembered_and_a_damaged_memory_is_linted_again(tmp_pa
     memo.keep(plan, "two-waits", q, reads, (finding,))
     assert beats.lint_beat(plan, "two-waits", tmp_path) == (finding,)  # findings come back as kept
 
-    entry = memo.entry(plan, "two-waits", q, reads).meta
+    entry = memo.findings_path(plan, "two-waits", q, reads)
     for damage in (b'{"problems": [1, 2]}', entry.read_bytes()[:-3], b"\x00"):
         entry.write_bytes(damage)
         assert memo.found(plan, "two-waits", q) is None

@@ -84,7 +84,6 @@ def kept_while_unchanged(files: Callable[..., list[Path]], keep: int = 8):
                 kept[key] = load(*args, **kwargs)
             return kept[key]
 
-        loader.forget = kept.clear
         return loader
     return wrap
 

@@ -249,16 +249,16 @@ def llama_server_builder() -> int | None:
         return None
 
 
-def start_llama_server_build() -> None:
+def start_llama_server_build() -> subprocess.Popen | None:
     """Build llama-server in the background (its own session, niced, its output in build.log), unless it is
     built or being built: setup goes on, and the suite waits for it only where a test needs the server."""
     if llama_server_ready() or llama_server_building():
-        return
+        return None
     LLAMA_DIR.mkdir(parents=True, exist_ok=True)
     log(f"building llama-server in the background for the measure tests (its output: "
         f"{LLAMA_LOG.relative_to(ROOT)})")
     with open(LLAMA_LOG, "wb") as output:
-        subprocess.Popen([str(VENV / "bin" / "python"), str(Path(__file__).resolve()), "llama-server"],
+        return subprocess.Popen([str(VENV / "bin" / "python"), str(Path(__file__).resolve()), "llama-server"],
                          stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
                          preexec_fn=lambda: os.nice(10))
 

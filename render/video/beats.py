@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import functools
+import hashlib
 import logging
 import multiprocessing.util
 import os
@@ -234,15 +235,12 @@ def join_parts(beat_id: str, renders: list[BeatRender], out_path: Path) -> BeatR
                       sum(render.frames_layered for render in renders))
 
 
-LINT = Quality("lint", 1920, 1080, 15)  # the film's frame; the rate only counts frames
-
-
 @functools.cache
-def lint_memo_quality() -> Quality:
-    """LINT, named for the memo's keys with this module's code too (the checks it adds to the scenes' own)."""
-    import hashlib
-
-    return dataclasses.replace(LINT, name=f"lint {hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]}")
+def lint_quality() -> Quality:
+    """The film's frame (the rate only counts frames), named with this module's code: the lint memo's entries are
+    keyed by the checks this module adds to the scenes' own, as by the scenes."""
+    digest = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+    return Quality(f"lint {digest}", 1920, 1080, 15)
 
 
 def lint_beat(plan: Plan, beat_id: str, cache: Path | None = None) -> tuple[str, ...]:
@@ -256,10 +254,11 @@ def lint_beat(plan: Plan, beat_id: str, cache: Path | None = None) -> tuple[str,
     from render.video.cache import LintMemo
     from scenes import scene_class
 
+    q = lint_quality()
     memo = LintMemo(cache) if cache is not None else None
-    if memo is not None and (found := memo.found(plan, beat_id, lint_memo_quality())) is not None:
+    if memo is not None and (found := memo.found(plan, beat_id, q)) is not None:
         return found
-    settings = {"pixel_width": LINT.width, "pixel_height": LINT.height, "frame_rate": LINT.fps, "dry_run": True,
+    settings = {"pixel_width": q.width, "pixel_height": q.height, "frame_rate": q.fps, "dry_run": True,
                 "disable_caching": True, "verbosity": "WARNING", "progress_bar": "none", "write_to_movie": False}
     work = Path(tempfile.mkdtemp(prefix=f"lint-{beat_id}-"))
     try:
@@ -274,7 +273,7 @@ def lint_beat(plan: Plan, beat_id: str, cache: Path | None = None) -> tuple[str,
     if scene.frames_done != slot:
         problems.add(f"lasts {scene.frames_done} frames at {settings['frame_rate']} fps; its slot is {slot}")
     if memo is not None:
-        memo.keep(plan, beat_id, lint_memo_quality(), sorted(scene.reads), tuple(sorted(problems)))
+        memo.keep(plan, beat_id, q, sorted(scene.reads), tuple(sorted(problems)))
     return tuple(sorted(problems))
 
 

@@ -118,11 +118,11 @@ class CacheEntry:
     meta: Path
 
 
-class BeatCache:
-    """build/cache/beats/: <beat>-<base>.json lists the values the scene read; <beat>-<base>-<values>.mp4
-    is the video, with <beat>-<base>-<values>.json holding its size, checksum and packets' digests."""
+class KeyedByReads:
+    """A folder of what beats' scenes made, under two keys: <beat>-<base>.json lists the plan values the scene read
+    when it last ran; <beat>-<base>-<values>.* is what it made from those values."""
 
-    SUBFOLDER = "beats"
+    SUBFOLDER = ""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder) / self.SUBFOLDER
@@ -132,12 +132,26 @@ class BeatCache:
         return self.folder / f"{beat_id}-{base_key(plan, beat_id, q)}.json"
 
     def known_reads(self, plan: Plan, beat_id: str, q: Quality) -> list[str] | None:
-        """The plan paths the beat's scene read when it last rendered; None when it has not."""
+        """The plan paths the beat's scene read when it last ran; None when it has not."""
         try:
             reads = json.loads(self.reads_path(plan, beat_id, q).read_text())["values_read"]
         except (OSError, ValueError, KeyError, TypeError):
             return None
         return list(reads) if isinstance(reads, list) and all(isinstance(path, str) for path in reads) else None
+
+    def stem(self, plan: Plan, beat_id: str, q: Quality, values_read: list[str]) -> str:
+        return f"{beat_id}-{base_key(plan, beat_id, q)}-{values_key(plan, values_read)}"
+
+    def keep_reads(self, plan: Plan, beat_id: str, q: Quality, values_read: list[str]) -> None:
+        """Written last: until it is, what it names is a miss."""
+        write_atomic(self.reads_path(plan, beat_id, q), json.dumps({"values_read": list(values_read)}))
+
+
+class BeatCache(KeyedByReads):
+    """build/cache/beats/: <beat>-<base>.json lists the values the scene read; <beat>-<base>-<values>.mp4
+    is the video, with <beat>-<base>-<values>.json holding its size, checksum and packets' digests."""
+
+    SUBFOLDER = "beats"
 
     def values_read(self, plan: Plan, beat_id: str, q: Quality) -> list[str]:
         """The plan paths the beat's scene read when it last rendered (none known: empty)."""
@@ -152,14 +166,16 @@ class BeatCache:
         return self.entry(plan, beat_id, q, reads).video.stem
 
     def entry(self, plan: Plan, beat_id: str, q: Quality, values_read: list[str]) -> CacheEntry:
-        stem = f"{beat_id}-{base_key(plan, beat_id, q)}-{values_key(plan, values_read)}"
+        stem = self.stem(plan, beat_id, q, values_read)
         return CacheEntry(self.folder / f"{stem}.mp4", self.folder / f"{stem}.json")
 
     def lookup(self, plan: Plan, beat_id: str, q: Quality) -> Path | None:
         """The cached video of this beat, if there is one and it is whole."""
+        values_read = self.known_reads(plan, beat_id, q)
+        if values_read is None:
+            return None
+        entry = self.entry(plan, beat_id, q, values_read)
         try:
-            values_read = json.loads(self.reads_path(plan, beat_id, q).read_text())["values_read"]
-            entry = self.entry(plan, beat_id, q, values_read)
             recorded = json.loads(entry.meta.read_text())
         except (OSError, ValueError, KeyError, TypeError):
             return None
@@ -184,16 +200,19 @@ class BeatCache:
             move(rendered, entry.video)
         write_atomic(entry.meta, json.dumps({"size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
                                              "packets": media.packet_hashes(entry.video)}))
-        write_atomic(self.reads_path(plan, beat_id, q), json.dumps({"values_read": list(values_read)}))
+        self.keep_reads(plan, beat_id, q, values_read)
         return entry.video
 
 
-class LintMemo(BeatCache):
-    """build/cache/lint/: a beat's layout findings under the beat cache's two keys (<beat>-<base>.json: the values
-    its scene read; <beat>-<base>-<values>.json: the findings). A choice whose beat has the same code, words and
-    times, and the same values where its scene looked, lays out the same: it is not linted again."""
+class LintMemo(KeyedByReads):
+    """build/cache/lint/: a beat's layout findings, <beat>-<base>-<values>.json, under the beat cache's keys. A
+    choice whose beat has the same code, words and times, and the same values where its scene looked, lays out
+    the same: it is not linted again."""
 
     SUBFOLDER = "lint"
+
+    def findings_path(self, plan: Plan, beat_id: str, q: Quality, values_read: list[str]) -> Path:
+        return self.folder / f"{self.stem(plan, beat_id, q, values_read)}.json"
 
     def found(self, plan: Plan, beat_id: str, q: Quality) -> tuple[str, ...] | None:
         """The findings kept for this beat of this plan, if any are (and whole)."""
@@ -201,7 +220,7 @@ class LintMemo(BeatCache):
         if reads is None:
             return None
         try:
-            problems = json.loads(self.entry(plan, beat_id, q, reads).meta.read_text())["problems"]
+            problems = json.loads(self.findings_path(plan, beat_id, q, reads).read_text())["problems"]
         except (OSError, ValueError, KeyError, TypeError):
             return None
         if not (isinstance(problems, list) and all(isinstance(problem, str) for problem in problems)):
@@ -210,5 +229,5 @@ class LintMemo(BeatCache):
 
     def keep(self, plan: Plan, beat_id: str, q: Quality, values_read: list[str], problems: tuple[str, ...]) -> None:
         """The findings, then the reads that name them (each written whole)."""
-        write_atomic(self.entry(plan, beat_id, q, values_read).meta, json.dumps({"problems": list(problems)}))
-        write_atomic(self.reads_path(plan, beat_id, q), json.dumps({"values_read": list(values_read)}))
+        write_atomic(self.findings_path(plan, beat_id, q, values_read), json.dumps({"problems": list(problems)}))
+        self.keep_reads(plan, beat_id, q, values_read)
