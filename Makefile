@@ -49,10 +49,9 @@ setup-film:
 	@"$$PYTHON" render/tools/bootstrap.py film
 
 # Two test processes (pytest-xdist), a test file each at a time, so a file's shared renders are made once.
-# The measure tests' llama-server is built in the background from the moment its compiler and the venv exist.
 TEST_WORKERS ?= 2
 test:
-	@"$$PYTHON" render/tools/bootstrap.py test llama-server
+	@"$$PYTHON" render/tools/bootstrap.py test
 	@$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 plan: setup

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
-import os
 import pickle
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +19,6 @@ from render.specs.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-LLAMA_BUILD_TIMEOUT = 1500  # seconds: the build takes three or four minutes on two cores, more beside the tests
 
 
 # The longest files first, so that the suite's two processes end together instead of one finishing the
@@ -34,63 +30,6 @@ LONGEST_FIRST = ("test_layout.py", "test_scenes.py", "test_cluster.py", "test_ha
 def pytest_collection_modifyitems(session, config, items):
     rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's own order is kept
-
-
-def pytest_collection_finish(session):
-    """When a collected test needs llama.cpp's server and it is not built, build it in the background,
-    niced, on the core the suite leaves idle (the suite is mostly single-threaded), instead of first."""
-    from render.tools import bootstrap
-
-    needed = any("llama_server_binary" in getattr(item, "fixturenames", ()) for item in session.items)
-    if needed and worker_id(session.config) in ("master", "gw0"):
-        # under pytest-xdist the first worker builds it; the others wait for its stamp (as all do for a build
-        # that setup started: `make test`)
-        session.config.llama_build = bootstrap.start_llama_server_build()
-
-
-def pytest_sessionfinish(session, exitstatus):
-    from render.tools import bootstrap
-
-    build = getattr(session.config, "llama_build", None)
-    if build is None or build.poll() is not None:
-        builder = bootstrap.llama_server_builder()
-        if exitstatus == pytest.ExitCode.INTERRUPTED and worker_id(session.config) == "master" and builder:
-            os.killpg(builder, signal.SIGTERM)  # setup's build, for a run stopped with Ctrl-C
-        return
-    if worker_id(session.config) != "master" and exitstatus != pytest.ExitCode.INTERRUPTED:
-        try:  # this worker is done, but the other may still be waiting for the server it builds
-            build.wait(LLAMA_BUILD_TIMEOUT)
-            return
-        except subprocess.TimeoutExpired:
-            pass
-    os.killpg(build.pid, signal.SIGTERM)  # a run that ended early: the build leaves nothing half-made
-    build.wait()
-
-
-@pytest.fixture(scope="session")
-def llama_server_binary(request) -> Path:
-    """llama.cpp's `llama-server`, once its background build (if one was needed) has finished."""
-    from render.tools import bootstrap
-
-    build = getattr(request.config, "llama_build", None)
-    if build is not None:
-        try:
-            build.wait(LLAMA_BUILD_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"building llama-server took over {LLAMA_BUILD_TIMEOUT} s; see {bootstrap.LLAMA_LOG}")
-        if build.returncode != 0:
-            log = bootstrap.LLAMA_LOG.read_text(errors="replace")
-            pytest.fail(f"building llama-server failed (exit {build.returncode}):\n{log[-3000:]}")
-    else:  # the first worker, or setup, is building it
-        deadline = time.monotonic() + LLAMA_BUILD_TIMEOUT
-        first = worker_id(request.config) in ("master", "gw0")
-        while (not bootstrap.llama_server_ready() and time.monotonic() < deadline
-               and (bootstrap.llama_server_building() or not first)):
-            time.sleep(2)
-    if not bootstrap.llama_server_ready():
-        pytest.fail(f"{bootstrap.LLAMA_SERVER} is missing or damaged (its build failed or never started); see "
-                    f"{bootstrap.LLAMA_LOG}")
-    return bootstrap.LLAMA_SERVER
 
 
 def worker_id(config) -> str:

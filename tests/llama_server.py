@@ -1,7 +1,7 @@
-"""A real OpenAI-compatible inference server for `film measure`'s tests: llama.cpp's own
-`llama-server` (built from the llama.cpp sources that llama-cpp-python's sdist carries by
-render/tools/bootstrap.py, which the suite starts in the background: conftest.py), serving a tiny random-weight Llama model that the tests write with the `gguf`
-package. Nothing is downloaded at run time.
+"""A real OpenAI-compatible inference server for `film measure`'s tests: llama.cpp's own HTTP
+server, as the xllamacpp wheel ships it compiled (a test dependency from PyPI: nothing is built
+here), run in a process of its own, serving a tiny random-weight Llama model that the tests
+write with the `gguf` package. Nothing is downloaded at run time.
 
 The model is small enough to run fast on two CPU cores and big enough that prefill of a
 thousand tokens takes visibly longer than of fifty. Its tokenizer spells words letter by
@@ -18,13 +18,13 @@ import signal
 import socket
 import string
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
 
 import numpy as np
 
-from render.tools.bootstrap import LLAMA_SERVER as SERVER
 CHAT_TEMPLATE = ("{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
                  "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 SPECIALS = ["<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"]
@@ -98,7 +98,7 @@ def free_port() -> int:
 
 
 class LlamaServer:
-    """`llama-server` on 127.0.0.1, started and waited for, and stopped after (with its process group)."""
+    """llama.cpp's server on 127.0.0.1 in a process of its own, started and waited for, and stopped after."""
 
     # One thread: on a shared machine (the suite's other worker rendering) llama.cpp's threads spin at each
     # step's barrier while one of them waits for a core, and a run takes minutes, not seconds (measured: the
@@ -118,17 +118,15 @@ class LlamaServer:
         return self.root + "/v1"
 
     def __enter__(self) -> "LlamaServer":
-        # Each slot gets the whole context, so a request may be as long as --ctx-size says.
-        command = [str(SERVER), "--model", str(self.model), "--host", "127.0.0.1", "--port", str(self.port),
-                   "--ctx-size", str(self.context * self.slots), "--parallel", str(self.slots),
-                   "--threads", str(self.threads), "--threads-batch", str(self.threads),
-                   "--alias", "tiny-random-llama", "--no-webui", "--jinja"]
+        settings = {"model": str(self.model), "port": self.port, "context": self.context, "slots": self.slots,
+                    "threads": self.threads}
         with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen([sys.executable, __file__, json.dumps(settings)], stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"llama-server exited ({self.process.returncode}): "
+                raise RuntimeError(f"llama.cpp's server exited ({self.process.returncode}): "
                                    f"{self.log.read_text(errors='replace')[-2000:]}")
             try:
                 with urllib.request.urlopen(self.root + "/health", timeout=2) as answer:
@@ -138,7 +136,7 @@ class LlamaServer:
                 pass
             time.sleep(0.2)
         self.__exit__()
-        raise RuntimeError(f"llama-server did not become ready in 60 s: {self.log.read_text(errors='replace')[-2000:]}")
+        raise RuntimeError(f"llama.cpp's server was not ready in 60 s: {self.log.read_text(errors='replace')[-2000:]}")
 
     def __exit__(self, *exc) -> None:
         if self.process and self.process.poll() is None:
@@ -160,3 +158,27 @@ class LlamaServer:
         answer = self.post("/v1/chat/completions", {"model": "tiny-random-llama", "max_tokens": 1,
                                                     "messages": [{"role": "user", "content": content}]})
         return answer["usage"]["prompt_tokens"]
+
+
+def serve(settings: dict) -> None:
+    """The server's process: llama.cpp's server (the options `llama-server` would take) until SIGTERM."""
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = settings["model"]
+    params.hostnames = ["127.0.0.1"]
+    params.port = settings["port"]
+    params.n_ctx = settings["context"] * settings["slots"]  # each slot gets the whole context
+    params.n_parallel = settings["slots"]
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = settings["threads"]
+    params.model_alias = {"tiny-random-llama"}
+    params.ui = False
+    params.use_jinja = True
+    server = xllamacpp.Server(params)  # serves HTTP from its own threads as soon as it is made
+    print(f"serving on {server.listening_address}", flush=True)
+    signal.sigwait({signal.SIGTERM, signal.SIGINT})
+
+
+if __name__ == "__main__":
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})  # for sigwait, in every thread
+    serve(json.loads(sys.argv[1]))

@@ -59,8 +59,7 @@ def test_an_unknown_profile_is_refused(capsys):
 
 
 def fresh_machine(monkeypatch, venv):
-    """A root machine with apt-get, six packages missing; apt-get, the venv, pip and the server's build recorded,
-    not run."""
+    """A root machine with apt-get, four packages missing; apt-get and pip recorded, not run."""
     import threading
 
     events, pip_running = [], threading.Event()
@@ -80,10 +79,8 @@ def fresh_machine(monkeypatch, venv):
 
     monkeypatch.setattr(bootstrap, "install_system_packages", apt_get)
     monkeypatch.setattr(bootstrap, "ensure_venv", pip)
-    monkeypatch.setattr(bootstrap, "make_venv_python", lambda: events.append(("python",)))
-    monkeypatch.setattr(bootstrap, "start_llama_server_build", lambda: events.append(("server build",)))
     monkeypatch.setattr(bootstrap, "missing_system_packages", lambda profile: [
-        "ffmpeg", "libcairo2-dev", "chromium", "pkg-config", "cmake", "g++"])
+        "ffmpeg", "libcairo2-dev", "chromium", "pkg-config"])
     return events
 
 
@@ -93,62 +90,12 @@ def test_pip_installs_the_project_while_apt_get_installs_the_rest(monkeypatch):
     events = fresh_machine(monkeypatch, venv=lambda: None)
     assert bootstrap.main(["test"]) == 0
     assert events[0] == ("apt-get", ("libcairo2-dev", "pkg-config"), True)
-    assert sorted(events[1:]) == [("apt-get", ("ffmpeg", "chromium", "cmake", "g++"), False), ("pip", "test"),
-                                  ("python",)]
-
-
-def test_make_test_builds_the_server_in_the_background_from_the_moment_it_can(monkeypatch):
-    """`make test`: the compiler goes with what pip needs, and the build starts once the venv's python is there,
-    before pip installs the project and while apt-get installs the rest."""
-    events = fresh_machine(monkeypatch, venv=lambda: None)
-    assert bootstrap.main(["test", "llama-server"]) == 0
-    assert events[0] == ("apt-get", ("libcairo2-dev", "pkg-config", "cmake", "g++"), True)
-    on_the_thread = [event for event in events[1:] if event[0] != "apt-get"]
-    assert on_the_thread == [("python",), ("server build",), ("pip", "test")]
-    assert ("apt-get", ("ffmpeg", "chromium"), False) in events
+    assert sorted(events[1:]) == [("apt-get", ("ffmpeg", "chromium"), False), ("pip", "test")]
 
 
 def test_an_unknown_setup_argument_is_refused(capsys):
     assert bootstrap.main(["test", "--llama"]) == 2
-    assert "unknown argument '--llama' after test; the one known is llama-server" in capsys.readouterr().err
-
-
-def test_one_server_build_at_a_time_and_a_second_finds_it_built(monkeypatch, tmp_path):
-    """Setup's background build and the suite's own: the second waits on the first's lock, then builds nothing;
-    a stopped build's scratch is cleared by the next."""
-    import os
-    import threading
-    import time
-
-    from render.files import file_digest, write_atomic
-
-    folder = tmp_path / "llama-server"
-    for name, path in {"LLAMA_DIR": folder, "LLAMA_SERVER": folder / "bin" / "llama-server",
-                       "LLAMA_LOCK": folder / "building", "LLAMA_LOG": folder / "build.log"}.items():
-        monkeypatch.setattr(bootstrap, name, path)
-    (folder / "tmp-stopped").mkdir(parents=True)
-    builds, building = [], threading.Event()
-
-    def build():
-        building.set()
-        builds.append(os.getpid())
-        time.sleep(1)
-        bootstrap.LLAMA_SERVER.parent.mkdir()
-        bootstrap.LLAMA_SERVER.write_text("#!/bin/sh\nexit 0\n")
-        bootstrap.LLAMA_SERVER.chmod(0o755)
-        write_atomic(folder / "stamp", bootstrap.llama_server_stamp() + "\n" + file_digest(bootstrap.LLAMA_SERVER))
-
-    monkeypatch.setattr(bootstrap, "build_llama_server", build)
-    assert not bootstrap.llama_server_building() and bootstrap.llama_server_builder() is None
-    first = threading.Thread(target=bootstrap.ensure_llama_server)
-    first.start()
-    assert building.wait(10)
-    assert bootstrap.llama_server_building() and bootstrap.llama_server_builder() == os.getpid()
-    assert not (folder / "tmp-stopped").exists()
-    bootstrap.ensure_llama_server()  # waits for the first
-    assert not bootstrap.llama_server_building()
-    first.join()
-    assert builds == [os.getpid()] and bootstrap.llama_server_ready()
+    assert "unknown profile 'test --llama'; use one of test, film" in capsys.readouterr().err
 
 
 def test_a_failed_pip_beside_apt_get_is_reported_once_both_are_done(monkeypatch, capsys):
@@ -157,5 +104,5 @@ def test_a_failed_pip_beside_apt_get_is_reported_once_both_are_done(monkeypatch,
 
     events = fresh_machine(monkeypatch, venv)
     assert bootstrap.main(["test"]) == 1
-    assert ("apt-get", ("ffmpeg", "chromium", "cmake", "g++"), False) in events  # apt-get's part finished all the same
+    assert ("apt-get", ("ffmpeg", "chromium"), False) in events  # apt-get's part finished all the same
     assert "setup: error: pip could not install the project" in capsys.readouterr().err

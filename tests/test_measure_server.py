@@ -1,5 +1,5 @@
-"""`film measure` against a real OpenAI-compatible server written by others: llama.cpp's
-`llama-server` on 127.0.0.1 (built for the suite: the llama_server_binary fixture), serving a tiny random-weight model.
+"""`film measure` against a real OpenAI-compatible server written by others: llama.cpp's own
+server on 127.0.0.1 (from the xllamacpp wheel: tests/llama_server.py), serving a tiny random-weight model.
 
 The server keeps a prompt's KV cache, as vLLM and SGLang do, and batches concurrent streams; its
 tokenizer spends about six tokens a word. So these tests see what the fake endpoint cannot:
@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from render.errors import FilmError
-from render.tools import bootstrap
 from render.specs.catalog import load_measured
 from render.tools.measure import Endpoint, measure
 
@@ -41,7 +40,7 @@ def model(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(model, llama_server_binary):
+def server(model):
     with LlamaServer(model, context=4096, slots=4) as running:
         yield running
 
@@ -94,7 +93,7 @@ def test_a_prompt_shorter_than_the_template_and_opening_is_refused_naming_the_sh
         measure(Endpoint(server.url, "tiny-random-llama"), [20, 200], max_tokens=4, runs=1, say=quiet)
 
 
-def test_aggregate_throughput_rises_with_concurrency_and_the_dataset_loads(tmp_path, llama_server_binary):
+def test_aggregate_throughput_rises_with_concurrency_and_the_dataset_loads(tmp_path):
     # The wide model's weights outgrow the CPU's caches, so a decode step is bound by reading them and
     # the server's batching of concurrent streams pays, as on a GPU.
     model = write_tiny_model(tmp_path / "wide.gguf", context=1024, shape=WIDE)
@@ -132,27 +131,3 @@ def test_aggregate_throughput_rises_with_concurrency_and_the_dataset_loads(tmp_p
     dataset = load_measured(out)
     assert [level.streams for level in dataset.prompts[0].concurrency] == [1, 4]
     assert dataset.prompt_cache == "cold"
-
-
-def test_the_cached_llama_server_is_verified_before_it_is_reused(tmp_path, monkeypatch, llama_server_binary):
-    """The measure tests' real inference server: reused only while its stamp, hash and --version hold."""
-    import shutil
-
-    built = llama_server_binary
-    cache = tmp_path / "llama-server"
-    (cache / "bin").mkdir(parents=True)
-    shutil.copy2(bootstrap.LLAMA_DIR / "stamp", cache / "stamp")
-    copy = cache / "bin" / "llama-server"
-    shutil.copy2(built, copy)
-    monkeypatch.setattr(bootstrap, "LLAMA_DIR", cache)
-    monkeypatch.setattr(bootstrap, "LLAMA_SERVER", copy)
-    assert bootstrap.llama_server_ready()
-    binary = bytearray(built.read_bytes())
-    binary[len(binary) // 2] ^= 0xFF
-    copy.write_bytes(bytes(binary))                                 # one flipped byte: damaged
-    assert not bootstrap.llama_server_ready()
-    copy.write_bytes(bytes(binary[: len(binary) // 3]))             # half-written
-    assert not bootstrap.llama_server_ready()
-    shutil.copy2(built, copy)
-    monkeypatch.setattr(bootstrap, "LLAMA_CMAKE_FLAGS", [*bootstrap.LLAMA_CMAKE_FLAGS, "-DGGML_AVX512=OFF"])
-    assert not bootstrap.llama_server_ready()                       # built with other flags
