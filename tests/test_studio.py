@@ -268,3 +268,17 @@ def test_a_drawing_process_leaves_ctrl_c_to_the_studio_from_its_fork(tmp_path):
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert ran.returncode == 0, ran.stderr
     assert handler.read_text() == repr(signal.SIG_IGN)
+
+
+def test_a_drawing_process_forked_as_the_studio_stops_ends_quietly(tmp_path):
+    """The studio killed between the fork server's fork and the task's arrival (Ctrl-C as a drawing starts): the
+    child finds the task's pipe closed and ends without a traceback on the studio's terminal."""
+    ran_flag = tmp_path / "ran"
+    script = (f"import os\nfrom multiprocessing import forkserver\nfrom render.studio.session import drawing_context\n"
+              f"connect = forkserver.connect_to_new_process\n"
+              f"def connect_then_stop(fds):\n    connect(fds)\n    os._exit(0)  # the studio, gone before the task\n"
+              f"forkserver.connect_to_new_process = connect_then_stop\n"
+              f"drawing_context().Process(target=open, args=({str(ran_flag)!r}, 'w')).start()\n")
+    ran = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert ran.returncode == 0 and not ran_flag.exists()
+    assert ran.stderr == "", ran.stderr
