@@ -113,13 +113,33 @@ def grid_shape(count: int) -> tuple[int, int]:
 MOST_CORES_DRAWN = 320
 
 
-def package_of(cores: int, width: float, alone: bool) -> VGroup:
-    """One chip: its package outline (submobject 0) around a grid of `cores` squares (submobject 1)."""
+def core_grid(cores: int, width: float) -> tuple[int, int, float, float]:
+    """Rows, columns, a core's side and the gap between cores, for `cores` squares across `width`."""
     rows, cols = grid_shape(cores)
     side = width / cols * 0.8
-    grid = VGroup(*[Square(side, stroke_width=0, fill_color=IDLE, fill_opacity=1) for _ in range(cores)])
-    grid.arrange_in_grid(rows, cols, buff=side * 0.25)
-    margin = 0.4 if alone else 0.2
+    return rows, cols, side, side * 0.25
+
+
+def package_margin(alone: bool) -> float:
+    return 0.4 if alone else 0.2
+
+
+def package_height(cores: int, width: float, alone: bool) -> float:
+    rows, _, side, gap = core_grid(cores, width)
+    return rows * side + (rows - 1) * gap + package_margin(alone)
+
+
+def package_of(cores: int, width: float, alone: bool) -> VGroup:
+    """One chip: its package outline (submobject 0) around a grid of `cores` squares (submobject 1), row by row
+    from the top left, centred on the origin (where Manim's arrange_in_grid puts them: one square copied into
+    place, as a chip of a hundred cores is built many times a beat)."""
+    rows, cols, side, gap = core_grid(cores, width)
+    square = Square(side, stroke_width=0, fill_color=IDLE, fill_opacity=1)
+    pitch = side + gap
+    corner = np.array([-(cols - 1) * pitch / 2, (rows - 1) * pitch / 2, 0.0])
+    grid = VGroup(*[square.copy().shift(corner + np.array([(index % cols) * pitch, -(index // cols) * pitch, 0.0]))
+                    for index in range(cores)])
+    margin = package_margin(alone)
     package = RoundedRectangle(corner_radius=0.15 if alone else 0.08, width=grid.width + margin,
                                height=grid.height + margin, stroke_color=MUTED, stroke_width=2,
                                fill_color=PANEL, fill_opacity=1).move_to(grid)
@@ -136,11 +156,12 @@ class Chip(VGroup):
         per_chip = min(cores, max(8, MOST_CORES_DRAWN // count))
         columns = 1 if count == 1 else 2 if count <= 4 else 4
         chip_width = width / columns * (1 if count == 1 else 0.9)
-        self.chips = VGroup(*[package_of(per_chip, chip_width, alone=count == 1) for _ in range(count)])
+        chip = package_of(per_chip, chip_width, alone=count == 1)
+        self.chips = VGroup(chip, *[chip.copy() for _ in range(count - 1)])
         if count > 1:
             self.chips.arrange_in_grid(math.ceil(count / columns), columns, buff=0.18)
             # No taller than the one chip would be, so the stage keeps its layout.
-            most = 0.88 * package_of(cores, width, alone=True).height
+            most = 0.88 * package_height(cores, width, alone=True)
             if self.chips.height > most:
                 self.chips.scale_to_fit_height(most)
         self.package = VGroup(*[chip[0] for chip in self.chips]) if count > 1 else self.chips[0][0]
