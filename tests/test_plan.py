@@ -261,3 +261,21 @@ def test_the_quantisation_lever_is_a_format_smaller_than_the_films_own(dtype, le
     else:
         assert quantised.dtype.id == lever and quantised.speedup > 1.5
         assert "with bandwidth, quantisation and batching" in budgets
+
+
+def test_a_method_called_through_a_scenes_view_records_what_it_reads_not_its_object(plan):
+    """`plan.choice.times("H100")` records the GPU count it reads: as the method itself its value was the whole
+    choice's text, so another GPU's bandwidth changed the key of every beat that named a GPU (the studio redrew
+    six beats for the A100's bandwidth, which three show)."""
+    import dataclasses
+
+    from render.plan.tracking import Tracked
+    from render.video.cache import values_key
+
+    reads: set[str] = set()
+    assert Tracked(plan, "", reads).choice.times("H100") == "H100" and reads == {"choice.gpus"}
+    choice = plan.choice
+    slower = dataclasses.replace(choice, compare_gpu=dataclasses.replace(choice.compare_gpu, bandwidth=1.935e12))
+    assert values_key(dataclasses.replace(plan, choice=slower), sorted(reads)) == values_key(plan, sorted(reads))
+    four = dataclasses.replace(choice, gpus=4)
+    assert values_key(dataclasses.replace(plan, choice=four), sorted(reads)) != values_key(plan, sorted(reads))

@@ -1,7 +1,9 @@
 """Which values of the plan a scene reads, so a cached beat re-renders only when one of them changes.
 
 A scene sees the plan through `Tracked`: reading `plan.numbers.prefill.ops` records the path
-"numbers.prefill.ops". The beat cache (render/video/cache.py) keys a beat's video by the values
+"numbers.prefill.ops". A method called through a view runs on the view, so what it reads is recorded
+(`plan.choice.times("H100")` records "choice.gpus"), not the method: a method's value is its object's
+whole text, which changes with anything in it (another GPU's bandwidth redrew every beat that named a GPU). The beat cache (render/video/cache.py) keys a beat's video by the values
 at the paths its scene read last time, read back with `value_at`. One definition of a path
 serves both sides.
 """
@@ -9,6 +11,8 @@ serves both sides.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 from typing import Any
 
 from render.plan import codec
@@ -30,6 +34,8 @@ class Tracked:
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._target, name)
+        if inspect.ismethod(value) and value.__self__ is self._target:
+            return functools.partial(value.__func__, self)
         path = f"{self._path}.{name}" if self._path else name
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             return Tracked(value, path, self._reads)
