@@ -100,14 +100,14 @@ class FakeEndpoint:
                     self.send('error: {"code": 500, "message": "slot unavailable", "type": "server_error"}')
                     return
                 if endpoint.mode == "burst":
-                    # Every token in one chunk, in one write: no GPU decodes this fast. (One chunk per token came
-                    # out at the client's own parsing speed, near the bound, and within it on a loaded machine.)
+                    # Every token in one chunk, and the stream's end, in one write: no GPU decodes this fast. (One
+                    # chunk per token came out at the client's own parsing speed, near the bound, and within it on a
+                    # loaded machine; so did the end written apart, when this thread waited for a core before it.)
                     text = "".join(f"t{i} " for i in range(count))
-                    chunks = [json.dumps({"model": "served/model", "choices": [{"delta": {"content": text}}]})]
-                    self.wfile.write("".join(f"data: {chunk}\n\n" for chunk in chunks).encode())
-                    self.send("data: " + json.dumps({"choices": [], "usage": {"prompt_tokens": prompt_tokens,
-                                                                              "completion_tokens": count}}))
-                    self.send("data: [DONE]")
+                    events = [json.dumps({"model": "served/model", "choices": [{"delta": {"content": text}}]}),
+                              json.dumps({"choices": [], "usage": {"prompt_tokens": prompt_tokens,
+                                                                   "completion_tokens": count}}), "[DONE]"]
+                    self.send("\n\n".join(f"data: {event}" for event in events))
                     return
                 for index in range(count):
                     if index or endpoint.reasoning:

@@ -94,6 +94,9 @@ EXPLANATIONS: dict[str, Explanation] = {
     "choice.hardware.count": Explanation(
         "GPUs the narration names ('an H100', 'four H100s')", "GPUS= (1 unless given)", (), (STORYBOARD,)
     ),
+    "choice.gpus": Explanation(
+        "GPUs the labels name ('4× H100')", "GPUS= (1 unless given)", (), (STORYBOARD,)
+    ),
     "spec.parameters": Explanation(
         "the model's parameters",
         "published total (checked against the config's count)",
