@@ -6,6 +6,7 @@
     film                     the whole film
     films                    many films at once on a Dask cluster
     measure                  a measured dataset from a live endpoint
+    calibrate                what share of its ceilings a measured endpoint reaches (a fit)
 """
 
 from __future__ import annotations
@@ -150,6 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--max-requests", type=whole_number(1, 100_000), default=300, help="cap on requests (default: %(default)s)")
     measure.add_argument("--out", type=Path, required=True, help="the dataset to write, e.g. data/measured/mine.yaml")
     measure.set_defaults(run=run_measure)
+
+    calibrate = commands.add_parser("calibrate", help="fit a measured dataset: the overhead, and the share of peak "
+                                                      "arithmetic and bandwidth it reaches")
+    calibrate.add_argument("--measured", required=True, help="a dataset in data/measured/ (film list measured)")
+    calibrate.add_argument("--gpu", help="the GPU to fit against (default: the one the dataset is compared with)")
+    calibrate.add_argument("--gpus", type=whole_number(1, rl.LARGEST_GPU_COUNT), default=1,
+                           help="how many of it (default: %(default)s)")
+    calibrate.set_defaults(run=run_calibrate)
 
     model = commands.add_parser("model", help="models: import a Hugging Face config.json into data/models.yaml")
     model_commands = model.add_subparsers(dest="model_command", required=True, metavar="ACTION")
@@ -452,7 +461,9 @@ def run_studio(args: argparse.Namespace) -> int:
 
 
 def run_measure(args: argparse.Namespace) -> int:
+    from render.specs import calibration
     from render.tools import measure
+    from render.tools.calibrate import as_data as calibration_data, deployment_of, report
 
     try:
         lengths = [whole_number(1, MAX_MEASURED_PROMPT)(part) for part in args.prompt_tokens.split(",")]
@@ -463,8 +474,8 @@ def run_measure(args: argparse.Namespace) -> int:
     if args.out.suffix != ".yaml" or not DATASET_NAME.fullmatch(args.out.stem):
         raise FilmError(f"--out {args.out}: the dataset must be a .yaml file whose name is its id: letters, digits, "
                         f"'.', '_' and '-', e.g. data/measured/my-endpoint.yaml")
-    choice = resolve_choice(load_catalog(DATA_DIR), load_storyboard(), args.compared_gpu, args.as_model,
-                            args.precision)
+    catalog = load_catalog(DATA_DIR)
+    choice = resolve_choice(catalog, load_storyboard(), args.compared_gpu, args.as_model, args.precision)
     model, precision, gpu = choice.model.id, choice.dtype.id, choice.gpu.id
     levels = concurrency_levels(args.concurrency)
     planned = measure.planned_requests(len(lengths), args.runs, levels)
@@ -483,6 +494,8 @@ def run_measure(args: argparse.Namespace) -> int:
                                   warm_prefix=args.warm_prefix)
     data = measure.dataset(args.out.stem, endpoint, measurement, args.label, args.provider, precision, model, gpu,
                            args.runs)
+    fit = calibration.calibrate(dataset := measure.checked_dataset(args.out, data), deployment_of(dataset, catalog))
+    data["calibration"] = calibration_data(fit)  # a record beside the timings: the film fits them again
     measure.write_dataset(args.out, data)
     prompts = measurement.prompts
     reasoning = any(p.get("reasoning_tokens") for p in prompts)  # then the first content token comes later
@@ -499,7 +512,18 @@ def run_measure(args: argparse.Namespace) -> int:
                       f"{level['decode_tokens_per_second']:.1f}" if level["decode_tokens_per_second"] else "-",
                       f"{level['ttft_seconds'] * 1000:.1f} ms") for p in prompts for level in p["concurrency"]]))
     print(f"prompts: {measurement.prompt_cache}; prompt tokens: {data['prompt_tokens_counted_by']}")
+    print(report(fit))
     print(f"wrote {display_path(args.out)}; {measure.use_hint(args.out)}")
+    return 0
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from render.specs.calibration import calibrate
+    from render.tools.calibrate import deployment_of, report
+
+    catalog = load_catalog(DATA_DIR)
+    dataset = catalog.measured(args.measured)
+    print(report(calibrate(dataset, deployment_of(dataset, catalog, args.gpu, args.gpus))))
     return 0
 
 

@@ -131,3 +131,14 @@ def test_aggregate_throughput_rises_with_concurrency_and_the_dataset_loads(tmp_p
     dataset = load_measured(out)
     assert [level.streams for level in dataset.prompts[0].concurrency] == [1, 4]
     assert dataset.prompt_cache == "cold"
+    # The fit, printed and stored beside the timings, is the fit of the timings as the film loads them (a CPU is not
+    # the GPU they are compared with, and the fit says what it can of that).
+    from render.specs.calibration import calibrate
+    from render.specs.catalog import load_catalog
+    from render.tools.calibrate import as_data, deployment_of
+
+    assert "calibration of sweep: " in result.stdout and "each figure against the fit" in result.stdout
+    stored = raw["calibration"]
+    assert stored == yaml.safe_load(yaml.safe_dump(as_data(calibrate(dataset, deployment_of(dataset, load_catalog())))))
+    assert {entry["streams"] for entry in stored["residuals"] if entry["kind"] == "decode"} >= {1}
+    assert stored["overhead_seconds"] is not None and stored["memory_efficiency"]["value"] > 0

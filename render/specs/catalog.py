@@ -55,7 +55,8 @@ MEASURED_OPTIONAL = {"measured_on": (str, datetime.date, type(None)), "other_pro
                      # written by `film measure`
                      "endpoint_host": str, "model_reported": str, "runs": int, "tool_version": str,
                      "definitions": str, "prompt_cache": str, "prompt_tokens_counted_by": str,
-                     "prompt_tokens_estimated": bool}
+                     "prompt_tokens_estimated": bool,
+                     "calibration": dict}  # the fit `film measure` found, kept as a record (it is fitted again)
 PROMPT_CACHE = ("cold", "cached")  # every prompt new to the server's cache, or sent once before its runs
 MEASURED_PROMPT_FIELDS = {
     "prompt_tokens": int, "ttft_seconds": MAYBE_NUMBER, "decode_tokens_per_second": MAYBE_NUMBER,

@@ -53,7 +53,7 @@ import yaml
 from render import __version__
 from render.files import DATA_DIR, write_atomic
 from render.errors import FilmError
-from render.specs.catalog import CONCURRENCY_BOUNDS, MEASURED_BOUNDS, load_measured, out_of_range
+from render.specs.catalog import CONCURRENCY_BOUNDS, MEASURED_BOUNDS, MeasuredDataset, load_measured, out_of_range
 from render.specs.yamlio import display_path
 from render.text import clean_text
 
@@ -813,20 +813,28 @@ def check_readable(data: dict) -> None:
                                     f"send every token at once, or time something else? Nothing was written")
 
 
-def write_dataset(path: Path, data: dict) -> None:
-    """Written atomically, and only once the very file has loaded as the film loads a dataset."""
-    check_readable(data)
+def dataset_text(data: dict) -> str:
     header = "# Measured with `film measure`; see README (Measuring your own endpoint).\n"
-    text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def checked_dataset(path: Path, data: dict) -> MeasuredDataset:
+    """The dataset as the film would load it from `path`, loaded from a copy beside it (nothing is written there)."""
+    check_readable(data)
     with tempfile.TemporaryDirectory(prefix=".measure-check-", dir=Path(path).parent) as folder:
         check = Path(folder) / Path(path).name
-        check.write_text(text, encoding="utf-8")
+        check.write_text(dataset_text(data), encoding="utf-8")
         try:
-            load_measured(check)
+            return load_measured(check)
         except FilmError as error:
             raise FilmError(f"the dataset for {path} would not load in the film ({str(error).split(': ', 1)[-1]}); "
                             f"nothing was written") from None
-    write_atomic(path, text)
+
+
+def write_dataset(path: Path, data: dict) -> None:
+    """Written atomically, and only once the very file has loaded as the film loads a dataset."""
+    checked_dataset(path, data)
+    write_atomic(path, dataset_text(data))
 
 
 def use_hint(path: Path) -> str:

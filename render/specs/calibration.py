@@ -1,0 +1,255 @@
+"""What a deployment achieves, fitted from its measured timings: the fraction of its ceiling it reaches.
+
+Pure maths (no Manim, no files). Every number the roofline gives is a ceiling; a measured endpoint
+reaches part of it, and waits for things the roofline does not model. Two linear models, each fitted
+by bounded, weighted least squares (scipy's `lsq_linear`):
+
+    TTFT(N)        = overhead + (operations of prefilling N tokens / peak) / compute efficiency
+    decode step(C) = (bytes one step reads with C cached tokens / bandwidth) / memory efficiency
+
+per measured prompt of N tokens, and per measured decode rate (a step is 1 / tokens per second;
+C is the prompt's tokens, which the step rereads; the few hundred it generates are left out). The
+overhead is what a request waits for outside prefill: network, queueing, the chat template. The
+unknowns enter linearly (the overhead, and one over each efficiency), so the fit is exact linear
+algebra, bounded below by zero.
+
+A figure is weighted by its precision as written: half a unit of its last digit ("about 0.3 s" is
+0.3 +- 0.05), and at least 1% (run-to-run noise). Each result's uncertainty is the fit's covariance,
+scaled up by the residuals where there are more points than unknowns; where there are exactly as many,
+it comes from the figures' precision alone, and the fit says so.
+
+The check of the decode fit is its slope: decode time against cached context is a line whose slope
+is the KV bytes per token over the achieved bandwidth. Fitted freely (two or more contexts), the
+slope gives an efficiency of its own, which should agree with the one from the step times.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+
+import numpy as np
+from scipy.optimize import lsq_linear
+
+from render.specs import roofline as rl
+from render.specs.catalog import MeasuredDataset
+from render.specs.types import Deployment
+
+RELATIVE_FLOOR = 0.01  # no figure is trusted to better than 1%: runs differ by that much
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A fitted figure and its standard uncertainty (one sigma)."""
+
+    value: float
+    uncertainty: float
+
+    @property
+    def relative(self) -> float:
+        return self.uncertainty / self.value if self.value else math.inf
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured figure against what the fit gives for it."""
+
+    kind: str              # "ttft" or "decode"
+    prompt_tokens: int
+    streams: int           # 1, or the streams of a concurrency level
+    measured: float        # seconds (TTFT, or one decode step)
+    precision: float       # its one-sigma precision, as written
+    fitted: float
+    approximate: bool = False
+
+    @property
+    def residual(self) -> float:
+        return self.measured - self.fitted
+
+    @property
+    def relative_residual(self) -> float:
+        return self.residual / self.fitted if self.fitted else math.inf
+
+
+@dataclass(frozen=True)
+class KvSlope:
+    """Decode time against cached context, fitted freely: its slope beside what the KV bytes predict."""
+
+    seconds_per_token: Estimate        # measured: extra step time per cached token
+    predicted_seconds_per_token: float  # KV bytes per token / (memory efficiency x bandwidth)
+    efficiency: Estimate               # the fraction of bandwidth the slope alone implies
+
+    @property
+    def ratio(self) -> float:
+        return self.seconds_per_token.value / self.predicted_seconds_per_token
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A measured dataset's fit against one deployment's ceilings. None where the data cannot say."""
+
+    dataset_id: str
+    deployment: Deployment
+    overhead_seconds: Estimate | None
+    compute_efficiency: Estimate | None
+    memory_efficiency: Estimate | None
+    kv_slope: KvSlope | None
+    points: tuple[Point, ...]
+    prefill_exactly_determined: bool
+    decode_exactly_determined: bool
+    notes: tuple[str, ...]
+
+    @property
+    def achieved_flops(self) -> float | None:
+        return self.compute_efficiency.value * rl.peak_flops(self.deployment.gpu, self.deployment.dtype) \
+            if self.compute_efficiency else None
+
+    @property
+    def achieved_bandwidth(self) -> float | None:
+        return self.memory_efficiency.value * self.deployment.gpu.bandwidth if self.memory_efficiency else None
+
+    def overhead_share(self, prompt_tokens: int) -> float | None:
+        """The part of a prompt's fitted TTFT that is not prefill."""
+        if self.overhead_seconds is None or self.compute_efficiency is None:
+            return None
+        ttft = self.overhead_seconds.value + prefill_compute_seconds(self.deployment, prompt_tokens) \
+            / self.compute_efficiency.value
+        return self.overhead_seconds.value / ttft
+
+
+def written_precision(value: float, approximate: bool = False) -> float:
+    """Half a unit of the figure's last written digit, and at least RELATIVE_FLOOR of it."""
+    exponent = Decimal(repr(float(value))).normalize().as_tuple().exponent
+    half_digit = 0.5 * 10.0 ** exponent if isinstance(exponent, int) else 0.0
+    return max(half_digit, RELATIVE_FLOOR * abs(value))
+
+
+def prefill_compute_seconds(deployment: Deployment, prompt_tokens: float) -> float:
+    """Prefill's arithmetic at the datasheet peak, all GPUs together: the part an efficiency scales."""
+    return rl.time_on(deployment, rl.prefill(deployment, prompt_tokens)).compute_seconds
+
+
+def decode_memory_seconds(deployment: Deployment, context: float, streams: int = 1) -> float:
+    """One decode step's memory traffic at the datasheet bandwidth (weights once, each stream's cache)."""
+    return rl.time_on(deployment, rl.decode_step(deployment, streams, context)).memory_seconds
+
+
+@dataclass(frozen=True)
+class LinearFit:
+    coefficients: np.ndarray
+    covariance: np.ndarray
+    exactly_determined: bool
+
+
+def weighted_fit(design: np.ndarray, measured: np.ndarray, sigma: np.ndarray) -> LinearFit:
+    """Bounded (>= 0) least squares of measured ~ design @ x, each row weighted by 1 / sigma."""
+    weighted, target = design / sigma[:, None], measured / sigma
+    solution = lsq_linear(weighted, target, bounds=(0, np.inf), method="bvls")
+    freedom = len(measured) - design.shape[1]
+    information = weighted.T @ weighted
+    covariance = np.linalg.pinv(information)
+    if freedom > 0:
+        chi_square = float(np.sum((target - weighted @ solution.x) ** 2)) / freedom
+        covariance = covariance * max(1.0, chi_square)
+    return LinearFit(solution.x, covariance, freedom == 0)
+
+
+def inverse(coefficient: float, variance: float) -> Estimate | None:
+    """An efficiency from its fitted reciprocal (first-order propagation)."""
+    if coefficient <= 0:
+        return None
+    return Estimate(1 / coefficient, math.sqrt(max(variance, 0.0)) / coefficient ** 2)
+
+
+def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
+    """The dataset's timings fitted against the deployment's ceilings (see the module's docstring)."""
+    notes: list[str] = []
+    points: list[Point] = []
+    overhead = compute = memory = slope = None
+    prefill_exact = decode_exact = False
+    gpu_named = f"{deployment.gpu.name}" + (f" x{deployment.gpus}" if deployment.gpus > 1 else "")
+
+    timed = [prompt for prompt in dataset.prompts if prompt.ttft_seconds is not None]
+    lengths = {prompt.prompt_tokens for prompt in timed}
+    if len(lengths) >= 2:
+        ideal = np.array([prefill_compute_seconds(deployment, prompt.prompt_tokens) for prompt in timed])
+        measured = np.array([prompt.ttft_seconds for prompt in timed])
+        sigma = np.array([written_precision(prompt.ttft_seconds, prompt.ttft_approximate) for prompt in timed])
+        fit = weighted_fit(np.column_stack([np.ones_like(ideal), ideal]), measured, sigma)
+        prefill_exact = fit.exactly_determined
+        overhead = Estimate(float(fit.coefficients[0]), math.sqrt(fit.covariance[0, 0]))
+        compute = inverse(float(fit.coefficients[1]), float(fit.covariance[1, 1]))
+        fitted = fit.coefficients[0] + fit.coefficients[1] * ideal
+        points += [Point("ttft", prompt.prompt_tokens, 1, prompt.ttft_seconds, float(error), float(value),
+                         prompt.ttft_approximate) for prompt, error, value in zip(timed, sigma, fitted)]
+        if compute is None:
+            notes.append("TTFT does not grow with the prompt here, so prefill's arithmetic cannot be told apart from "
+                         "the overhead: measure longer prompts (thousands of tokens)")
+    elif lengths:
+        notes.append(f"one prompt length ({next(iter(lengths)):,} tokens) cannot separate the overhead from prefill's "
+                     "arithmetic: measure two or more lengths, far apart (say 64 and 4,096 tokens)")
+    else:
+        notes.append("no TTFT was measured: the overhead and prefill's arithmetic are unknown")
+
+    steps = [(prompt.prompt_tokens, 1, prompt.decode_tokens_per_second) for prompt in dataset.prompts
+             if prompt.decode_tokens_per_second]
+    steps += [(prompt.prompt_tokens, level.streams, level.decode_tokens_per_second) for prompt in dataset.prompts
+              for level in prompt.concurrency if level.streams > 1 and level.decode_tokens_per_second]
+    # A step at many streams may be bound by arithmetic, not bandwidth: only memory-bound steps measure bandwidth.
+    steps = [step for step in steps if rl.time_on(deployment, rl.decode_step(deployment, step[1], step[0])).bound
+             == "memory"]
+    if steps:
+        ideal = np.array([decode_memory_seconds(deployment, context, streams) for context, streams, _ in steps])
+        measured = np.array([1 / rate for _, _, rate in steps])
+        sigma = np.array([written_precision(rate) / rate ** 2 for _, _, rate in steps])  # of 1 / rate
+        fit = weighted_fit(ideal[:, None], measured, sigma)
+        decode_exact = fit.exactly_determined
+        memory = inverse(float(fit.coefficients[0]), float(fit.covariance[0, 0]))
+        points += [Point("decode", context, streams, float(step), float(error), float(value))
+                   for (context, streams, _), step, error, value in zip(steps, measured, sigma,
+                                                                          fit.coefficients[0] * ideal)]
+        slope = kv_slope(deployment, [step for step in steps if step[1] == 1], memory)
+    else:
+        notes.append("no decode rate was measured: the achieved bandwidth is unknown")
+
+    for name, estimate in (("prefill's arithmetic", compute), ("decode's bandwidth", memory)):
+        if estimate is not None and estimate.value > 1:
+            notes.append(f"{name} comes out at {estimate.value:.0%} of the {gpu_named}'s ceiling, more than it can "
+                         f"do: the deployment is not what is assumed (a faster GPU, more of them, or a smaller or "
+                         f"more compressed model than {deployment.model.name} in {deployment.dtype.name})")
+    if slope is not None:
+        off = abs(slope.ratio - 1)
+        if off > max(0.25, 2 * slope.seconds_per_token.relative):
+            notes.append(f"the cached tokens slow each step {slope.ratio:.2g}× as much as reading their KV bytes at the "
+                         f"fitted bandwidth would: something else grows with the context (attention's arithmetic, a "
+                         f"cache in another format or place than assumed)")
+        else:
+            notes.append(f"the cached tokens slow each step as reading their KV bytes explains ({slope.ratio:.2f}×, "
+                         f"within the uncertainty): decode is bound by memory traffic, weights and cache alike")
+    if dataset.compared_gpu_is_assumption:
+        notes.append(f"the provider does not say its hardware: the fractions are of an assumed {gpu_named}")
+    if prefill_exact or decode_exact:
+        which = " and ".join(name for name, exact in (("the overhead and prefill", prefill_exact),
+                                                      ("decode", decode_exact)) if exact)
+        notes.append(f"{which}: as many figures as unknowns, so nothing is left over to check the fit by; the "
+                     "uncertainties come from the figures' written precision alone")
+    return Calibration(dataset.id, deployment, overhead, compute, memory, slope, tuple(points), prefill_exact,
+                       decode_exact, tuple(notes))
+
+
+def kv_slope(deployment: Deployment, steps: list[tuple[int, int, float]], memory: Estimate | None) -> KvSlope | None:
+    """Single-stream step time against cached context, a free line, where there are two contexts or more."""
+    if memory is None or len({context for context, _, _ in steps}) < 2:
+        return None
+    contexts = np.array([context for context, _, _ in steps], dtype=float)
+    measured = np.array([1 / rate for _, _, rate in steps])
+    sigma = np.array([written_precision(rate) / rate ** 2 for _, _, rate in steps])
+    fit = weighted_fit(np.column_stack([np.ones_like(contexts), contexts]), measured, sigma)
+    per_token = Estimate(float(fit.coefficients[1]), math.sqrt(fit.covariance[1, 1]))
+    kv_bytes = rl.kv_bytes_per_token_per_gpu(deployment.model, deployment.dtype, deployment.gpus)
+    bandwidth = deployment.gpu.bandwidth
+    implied = inverse(per_token.value * bandwidth / kv_bytes, float(fit.covariance[1, 1]) * (bandwidth / kv_bytes) ** 2)
+    if implied is None:
+        return None
+    return KvSlope(per_token, kv_bytes / (memory.value * bandwidth), implied)

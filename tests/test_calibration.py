@@ -1,0 +1,142 @@
+"""The fit of a measured endpoint against its ceilings (render/specs/calibration.py, `film calibrate`):
+the source page's own figures, timings made from known fractions, and what the data cannot say."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from render.specs import roofline as rl
+from render.specs.calibration import (calibrate, decode_memory_seconds, prefill_compute_seconds,
+                                      written_precision)
+from render.specs.catalog import ConcurrencyLevel, MeasuredPrompt, load_catalog
+from render.specs.types import Deployment
+from render.tools.calibrate import as_data, deployment_of
+
+from conftest import run_film
+
+SEED = "openrouter-coreweave-llama-3.1-8b-bf16"
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def seed(catalog):
+    dataset = catalog.measured(SEED)
+    return dataset, deployment_of(dataset, catalog)
+
+
+def test_the_seed_reproduces_what_the_source_page_says(seed):
+    dataset, h100 = seed
+    fit = calibrate(dataset, h100)
+    ceiling = rl.decode_tokens_per_second(h100)
+    assert round(ceiling) == 209
+    # "decode at about three quarters of an H100's ceiling (156 of 209 tokens a second)"
+    assert fit.memory_efficiency.value == pytest.approx(156 / ceiling, abs=0.01)
+    assert 0.70 < fit.memory_efficiency.value < 0.78 and fit.memory_efficiency.uncertainty < 0.02
+    # "13 percent slower with the 16,361-token prompt because of 13 percent more bytes": the decode line's slope
+    # is what the cache's bytes at the fitted bandwidth predict, within its uncertainty.
+    extra_bytes = rl.kv_cache_bytes(h100.model, h100.dtype, 16361 - 34) / rl.weight_bytes(h100.model, h100.dtype)
+    assert extra_bytes == pytest.approx(0.13, abs=0.01) and 1 - 136 / 156 == pytest.approx(0.13, abs=0.005)
+    slope = fit.kv_slope
+    assert abs(slope.ratio - 1) < 2 * slope.seconds_per_token.relative
+    assert abs(slope.efficiency.value - fit.memory_efficiency.value) < 2 * slope.efficiency.uncertainty
+    assert any("as reading their KV bytes explains" in note for note in fit.notes)
+    # "most of a short prompt's 0.3 s wait outside prefill"
+    assert 0.2 < fit.overhead_seconds.value < 0.3 and fit.overhead_share(34) > 0.95 and fit.overhead_share(2081) > 0.7
+    # the source's "40 to 70 percent of peak arithmetic", within the fit's uncertainty
+    assert 0.4 <= fit.compute_efficiency.value - fit.compute_efficiency.uncertainty < 0.7
+    decode = [point for point in fit.points if point.kind == "decode"]
+    assert len(fit.points) == 5 and all(abs(point.relative_residual) < 0.01 for point in decode)
+    assert any("assumed H100 SXM" in note for note in fit.notes)
+    assert not fit.prefill_exactly_determined and not fit.decode_exactly_determined
+
+
+def timings_from(deployment: Deployment, overhead: float, compute: float, memory: float,
+                 lengths=(64, 512, 4096, 16384), streams=(1, 4)) -> tuple[MeasuredPrompt, ...]:
+    """What an endpoint with these fractions of its ceilings would measure, to four significant figures."""
+    def figure(value: float) -> float:
+        return float(f"{value:.4g}")
+
+    prompts = []
+    for tokens in lengths:
+        ttft = overhead + prefill_compute_seconds(deployment, tokens) / compute
+        levels = tuple(ConcurrencyLevel(count, 0.0, figure(memory / decode_memory_seconds(deployment, tokens, count)))
+                       for count in streams)
+        prompts.append(MeasuredPrompt(tokens, figure(ttft), levels[0].decode_tokens_per_second, False, 0,
+                                      levels if len(streams) > 1 else ()))
+    return tuple(prompts)
+
+
+def test_the_fit_recovers_the_fractions_that_made_the_timings(seed):
+    dataset, h100 = seed
+    made = dataclasses.replace(dataset, prompts=timings_from(h100, 0.045, 0.55, 0.82),
+                               compared_gpu_is_assumption=False)
+    fit = calibrate(made, h100)
+    assert fit.overhead_seconds.value == pytest.approx(0.045, rel=1e-3)
+    assert fit.compute_efficiency.value == pytest.approx(0.55, rel=1e-3)
+    assert fit.memory_efficiency.value == pytest.approx(0.82, rel=1e-3)
+    assert fit.kv_slope.ratio == pytest.approx(1, rel=5e-3)  # (a difference of rounded figures)
+    assert len([point for point in fit.points if point.streams == 4]) == 4  # the sweep's memory-bound steps count
+    assert all(abs(point.relative_residual) < 1e-3 for point in fit.points)
+    assert not any("assumed" in note for note in fit.notes)
+    # Uncertainties shrink with the residuals but never below the figures' own precision.
+    assert 0 < fit.memory_efficiency.uncertainty < 0.01
+
+
+def test_what_the_data_cannot_determine_is_said_not_invented(seed):
+    dataset, h100 = seed
+    one_length = dataclasses.replace(dataset, prompts=timings_from(h100, 0.05, 0.5, 0.8, lengths=(512,), streams=(1,)))
+    fit = calibrate(one_length, h100)
+    assert fit.overhead_seconds is None and fit.compute_efficiency is None and fit.overhead_share(512) is None
+    assert fit.memory_efficiency.value == pytest.approx(0.8, rel=1e-3) and fit.kv_slope is None
+    assert any("one prompt length (512 tokens) cannot separate the overhead" in note for note in fit.notes)
+
+    no_decode = dataclasses.replace(dataset, prompts=tuple(dataclasses.replace(prompt, decode_tokens_per_second=None)
+                                                           for prompt in dataset.prompts))
+    fit = calibrate(no_decode, h100)
+    assert fit.memory_efficiency is None and any("no decode rate" in note for note in fit.notes)
+
+
+def test_a_fraction_above_one_says_the_gpu_assumption_is_wrong(seed, catalog):
+    dataset, _ = seed
+    fit = calibrate(dataset, deployment_of(dataset, catalog, "rtx-4090"))
+    assert fit.memory_efficiency.value > 1 and fit.compute_efficiency.value > 1
+    found = [note for note in fit.notes if "more than it can do" in note]
+    assert len(found) == 2 and all("GeForce RTX 4090" in note and "not what is assumed" in note for note in found)
+
+
+def test_a_figure_is_weighted_by_its_written_precision():
+    assert written_precision(0.3) == pytest.approx(0.05)      # "about 0.3 seconds"
+    assert written_precision(0.74) == pytest.approx(0.0074)   # half a hundredth, raised to 1% of it
+    assert written_precision(156) == pytest.approx(1.56)
+    assert written_precision(0.123456) == pytest.approx(0.00123456)
+
+
+def test_film_calibrate_prints_the_fit_and_refuses_what_it_cannot_fit(seed):
+    shown = run_film("calibrate", "--measured", SEED)
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "against H100 SXM's ceilings (989 TFLOP/s, 3.35 TB/s)" in out
+    assert "decode bandwidth      74% ±" in out and "209 tokens/s at best" in out
+    assert "TTFT at 16,361 tokens" in out and "residual" in out and "note: the provider does not say" in out
+    fit = calibrate(*seed)
+    assert f"{fit.overhead_seconds.value:.3g} s ±" in out
+    other = run_film("calibrate", "--measured", SEED, "--gpu", "rtx-4090")
+    assert other.returncode == 0 and "more than it can do" in other.stdout
+    unknown = run_film("calibrate", "--measured", "nope")
+    assert unknown.returncode != 0 and "unknown measured dataset 'nope'" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+    split = run_film("calibrate", "--measured", SEED, "--gpus", "3")
+    assert split.returncode != 0 and "does not divide" in split.stderr and "Traceback" not in split.stderr
+
+
+def test_the_stored_fit_is_the_fit(seed):
+    data = as_data(calibrate(*seed))
+    assert data["against"] == {"gpu": "h100-sxm", "gpus": 1, "model": "llama-3.1-8b", "precision": "bf16"}
+    assert data["memory_efficiency"]["value"] == pytest.approx(0.744, abs=0.005)
+    assert [entry["prompt_tokens"] for entry in data["residuals"]] == [34, 2081, 16361, 34, 16361]
