@@ -558,7 +558,7 @@ def run_roofline(args: argparse.Namespace) -> int:
 def roofline_report(deployment, prompt: int, batch: int, context: int) -> dict:
     gpu, model, dtype, gpus = deployment.gpu, deployment.model, deployment.dtype, deployment.gpus
     prefill = rl.time_on(deployment, rl.prefill(deployment, prompt))
-    phases = {"prefill": (prefill, prompt, 1, 0, 1 / prefill.seconds)}
+    phases = {"prefill": (prefill, prompt, 1, 0, prompt / prefill.seconds)}  # the prompt's tokens through prefill
     single = rl.time_on(deployment, rl.decode_step(deployment, 1, context))
     phases["decode"] = (single, 1, 1, context, 1 / single.seconds)
     if batch > 1:

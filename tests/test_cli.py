@@ -50,6 +50,8 @@ def test_roofline_table_and_json():
     report = json.loads(result.stdout)
     assert report["phases"]["prefill"]["seconds"] == pytest.approx(0.791, abs=0.001)
     assert report["phases"]["prefill"]["bound"] == "compute"
+    # the prompt's tokens through prefill a second (not one over the TTFT)
+    assert report["phases"]["prefill"]["tokens_per_second"] == pytest.approx(32000 / 0.791, rel=0.002)
     assert report["phases"]["decode"]["tokens_per_second"] == pytest.approx(208.6, abs=0.1)
     assert report["prefill_attention_fraction"] == pytest.approx(0.343, abs=0.001)
 

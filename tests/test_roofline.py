@@ -174,3 +174,28 @@ def test_the_roofline_module_is_pure_maths():
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
         imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
         assert imported <= allowed, f"render/specs/{module} imports {imported - allowed}"
+
+
+def test_the_embeddings_stay_in_the_data_types_format_unless_it_says_otherwise():
+    """data/dtypes.yaml says, per data type, whether the embedding table and output head are quantised too; the
+    catalog assumes so (the source counts INT8 Llama 3.1 8B at 8 GB), and the plan's notes say what keeping them at
+    16 bits would add."""
+    import dataclasses
+
+    from render.plan.resolve import resolve_plan
+    from render.specs.catalog import load_catalog
+
+    catalog = load_catalog()
+    model, int8 = catalog.model("llama-3.1-8b"), catalog.dtype("int8")
+    assert all(dtype.embeddings_in_format for dtype in catalog.dtypes.values())
+    embeddings = 128_256 * 4096 * 2  # untied: the input table and the output head
+    assert rl.embedding_parameters(model) == embeddings
+    assert rl.weight_bytes(model, int8) == model.parameters == pytest.approx(8.03e9, rel=1e-3)
+    kept = dataclasses.replace(int8, embeddings_in_format=False)
+    assert rl.weight_bytes(model, kept) == model.parameters + embeddings  # a byte more for each of them
+    assert rl.weight_bytes(model, kept) == rl.weight_bytes(model, int8, embeddings_in_format=False)
+    assert rl.weight_bytes(model, catalog.dtype("bf16"), embeddings_in_format=False) == 2 * model.parameters
+    notes = resolve_plan(dtype="int8", recordings=None).notes
+    assert any("the embedding table and the output head included" in note and "holds 9.1 GB of weights, not 8 GB"
+               in note for note in notes), notes
+    assert not any("embedding" in note for note in resolve_plan().notes)

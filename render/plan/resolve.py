@@ -12,6 +12,7 @@ from pathlib import Path
 
 from render.errors import DoesNotFit, FilmError
 from render.files import DATA_DIR, PROJECT_ROOT, STORYBOARD_PATH
+from render import formatting as fmt
 from render.formatting import with_article
 from render.plan import numbers as compute
 from render.plan.storyboard import Storyboard, load_storyboard
@@ -73,6 +74,17 @@ def resolve_plan(
         notes.append(f"Tensor parallelism over {choice.gpus} × {choice.gpu.name}: {choice.gpu.interconnect_source} "
                      f"Each all-reduce costs {latency} {spec.allreduce_latency_seconds * 1e6:g} µs plus its transfer; "
                      f"arithmetic, memory traffic and all-reduces are not assumed to overlap.")
+    if choice.dtype.bytes_per_weight < rl.SIXTEEN_BIT_BYTES:
+        model, dtype = choice.model, choice.dtype
+        if dtype.embeddings_in_format:
+            notes.append(f"{dtype.name} here stores every weight in {dtype.name}, the embedding table and the output "
+                         f"head included (data/dtypes.yaml); a checkpoint that keeps those at 16 bits holds "
+                         f"{fmt.gigabytes(rl.weight_bytes(model, dtype, False), short=True)} of weights, not "
+                         f"{fmt.gigabytes(rl.weight_bytes(model, dtype), short=True)}.")
+        else:
+            notes.append(f"{dtype.name} here keeps the embedding table and the output head at 16 bits "
+                         f"(data/dtypes.yaml): {fmt.gigabytes(rl.weight_bytes(model, dtype), short=True)} of weights, "
+                         f"not {fmt.gigabytes(rl.weight_bytes(model, dtype, True), short=True)}.")
     if dataset.compared_gpu_is_assumption:
         notes.append(f"The measured timings ({dataset.id}) are compared with {with_article(measured_gpu)}: "
                      f"an assumption, since the provider does not publish its hardware.")

@@ -43,7 +43,7 @@ MODEL_OPTIONAL = {
 PARAMETER_TOLERANCE = 0.001
 DTYPE_FIELDS = {
     "id": str, "name": str, "spoken_name": str, "bytes_per_weight": NUMBER, "arithmetic": str,
-    "weight_only": bool, "kv_dtype": str, "kv_bytes": NUMBER, "source": str,
+    "weight_only": bool, "kv_dtype": str, "kv_bytes": NUMBER, "embeddings_in_format": bool, "source": str,
 }
 ARITHMETIC_FORMATS = ("bf16", "fp8")
 

@@ -97,8 +97,22 @@ def active_parameters(model: Model) -> float:
     return model.parameters - (count.total - count.active)
 
 
-def weight_bytes(model: Model, dtype: DataType) -> float:
-    return model.parameters * dtype.bytes_per_weight
+SIXTEEN_BIT_BYTES = 2
+
+
+def embedding_parameters(model: Model) -> int:
+    """The input embedding table and the output head (one matrix when they are tied)."""
+    return model.vocab_size * model.hidden_size * (1 if model.tied_embeddings else 2)
+
+
+def weight_bytes(model: Model, dtype: DataType, embeddings_in_format: bool | None = None) -> float:
+    """Every parameter in the data type's format, except the embeddings and output head where the data type keeps
+    them at 16 bits (`embeddings_in_format`: the data type's own setting unless given)."""
+    kept = dtype.embeddings_in_format if embeddings_in_format is None else embeddings_in_format
+    if kept or dtype.bytes_per_weight >= SIXTEEN_BIT_BYTES:
+        return model.parameters * dtype.bytes_per_weight
+    embeddings = embedding_parameters(model)
+    return (model.parameters - embeddings) * dtype.bytes_per_weight + embeddings * SIXTEEN_BIT_BYTES
 
 
 def experts_touched(model: Model, tokens: float) -> float:
@@ -118,7 +132,8 @@ def weight_bytes_read(model: Model, dtype: DataType, tokens: float) -> float:
     count = count_parameters(model)
     shared = model.parameters - count.routed  # the published total's rounding counts as shared
     expert_reads = count.moe_layers * experts_touched(model, tokens) * count.per_expert
-    return (shared + expert_reads) * dtype.bytes_per_weight
+    return (shared + expert_reads) * dtype.bytes_per_weight + weight_bytes(model, dtype) \
+        - model.parameters * dtype.bytes_per_weight  # (embeddings kept at 16 bits, where they are)
 
 
 def kv_bytes_per_token(model: Model, dtype: DataType) -> float:

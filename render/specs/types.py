@@ -105,6 +105,7 @@ class DataType:
     weight_only: bool
     kv_dtype: str
     kv_bytes: float
+    embeddings_in_format: bool  # False: the embedding table and output head stay at 16 bits
     source: str
 
 
