@@ -57,10 +57,11 @@ def test_the_seed_reproduces_what_the_source_page_says(seed):
 
 
 def timings_from(deployment: Deployment, overhead: float, compute: float, memory: float,
-                 lengths=(64, 512, 4096, 16384), streams=(1, 4)) -> tuple[MeasuredPrompt, ...]:
-    """What an endpoint with these fractions of its ceilings would measure, to four significant figures."""
+                 lengths=(64, 512, 4096, 16384), streams=(1, 4), noise=None) -> tuple[MeasuredPrompt, ...]:
+    """What an endpoint with these fractions of its ceilings would measure, to four significant figures (each
+    figure off by a random relative error where `noise` draws them)."""
     def figure(value: float) -> float:
-        return float(f"{value:.4g}")
+        return float(f"{value * (1 + (noise() if noise else 0)):.4g}")
 
     prompts = []
     for tokens in lengths:
@@ -86,6 +87,30 @@ def test_the_fit_recovers_the_fractions_that_made_the_timings(seed):
     assert not any("assumed" in note for note in fit.notes)
     # Uncertainties shrink with the residuals but never below the figures' own precision.
     assert 0 < fit.memory_efficiency.uncertainty < 0.01
+
+
+def test_noisy_timings_give_back_their_fractions_within_the_stated_uncertainty(seed):
+    import numpy as np
+
+    dataset, h100 = seed
+    truth = {"overhead_seconds": 0.08, "compute_efficiency": 0.45, "memory_efficiency": 0.7}
+    misses = []
+    for draw in range(12):
+        rng = np.random.default_rng(draw)
+        made = dataclasses.replace(dataset, prompts=timings_from(h100, *truth.values(), lengths=(64, 1024, 4096, 8192,
+                                                                                               16384),
+                                                                 noise=lambda: rng.normal(0, 0.03)))
+        fit = calibrate(made, h100)
+        for name, value in truth.items():
+            estimate = getattr(fit, name)
+            assert estimate.relative < 0.25, (draw, name, estimate)  # an uncertainty that says something
+            if abs(estimate.value - value) > 2 * estimate.uncertainty:
+                misses.append((draw, name, estimate, value))
+        held_out = fit.predicted_ttft(2048)
+        expected = truth["overhead_seconds"] + prefill_compute_seconds(h100, 2048) / truth["compute_efficiency"]
+        assert abs(held_out.value - expected) <= max(3 * held_out.uncertainty, 0.1 * expected)
+    # two sigma holds 95% of draws: of 36 estimates, a few may miss, never most
+    assert len(misses) <= 5, misses
 
 
 def test_what_the_data_cannot_determine_is_said_not_invented(seed):
@@ -133,6 +158,17 @@ def test_film_calibrate_prints_the_fit_and_refuses_what_it_cannot_fit(seed):
     assert "Traceback" not in unknown.stderr
     split = run_film("calibrate", "--measured", SEED, "--gpus", "3")
     assert split.returncode != 0 and "does not divide" in split.stderr and "Traceback" not in split.stderr
+
+
+def test_the_fit_predicts_the_figures_it_was_fitted_to(seed):
+    dataset, h100 = seed
+    fit = calibrate(dataset, h100)
+    assert fit.predicted_ttft(16361).value == pytest.approx(0.74, abs=0.01)
+    assert 1 / fit.predicted_step(34).value == pytest.approx(156, rel=0.01)
+    assert fit.predicted_throughput(34, 1).value == pytest.approx(1 / fit.predicted_step(34).value)
+    assert fit.predicted_throughput(34, 8).value > 7 * fit.predicted_throughput(34, 1).value  # a batch shares a read
+    one_length = dataclasses.replace(dataset, prompts=dataset.prompts[:1])
+    assert calibrate(one_length, h100).predicted_ttft(100) is None
 
 
 def test_the_stored_fit_is_the_fit(seed):

@@ -15,8 +15,9 @@ algebra, bounded below by zero.
 
 A figure is weighted by its precision as written: half a unit of its last digit ("about 0.3 s" is
 0.3 +- 0.05), and at least 1% (run-to-run noise). Each result's uncertainty is the fit's covariance,
-scaled up by the residuals where there are more points than unknowns; where there are exactly as many,
-it comes from the figures' precision alone, and the fit says so.
+scaled up by the residuals where there are more points than unknowns (and by Student's t for their
+number); where there are exactly as many, it comes from the figures' precision alone, and the fit
+says so.
 
 The check of the decode fit is its slope: decode time against cached context is a line whose slope
 is the KV bytes per token over the achieved bandwidth. Fitted freely (two or more contexts), the
@@ -31,12 +32,14 @@ from decimal import Decimal
 
 import numpy as np
 from scipy.optimize import lsq_linear
+from scipy.stats import t as student_t
 
 from render.specs import roofline as rl
 from render.specs.catalog import MeasuredDataset
 from render.specs.types import Deployment
 
 RELATIVE_FLOOR = 0.01  # no figure is trusted to better than 1%: runs differ by that much
+ONE_SIGMA = 0.841345  # the normal distribution's CDF at one sigma
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,13 @@ class KvSlope:
 
 
 @dataclass(frozen=True)
+class LinearFit:
+    coefficients: np.ndarray
+    covariance: np.ndarray
+    exactly_determined: bool
+
+
+@dataclass(frozen=True)
 class Calibration:
     """A measured dataset's fit against one deployment's ceilings. None where the data cannot say."""
 
@@ -99,6 +109,29 @@ class Calibration:
     prefill_exactly_determined: bool
     decode_exactly_determined: bool
     notes: tuple[str, ...]
+    prefill_fit: LinearFit | None = None  # (overhead, 1 / compute efficiency) and their covariance
+    decode_fit: LinearFit | None = None   # (1 / memory efficiency,) and its variance
+
+    def predicted_ttft(self, prompt_tokens: float) -> Estimate | None:
+        """What a prompt of this length should wait for its first token, by the fit."""
+        if self.prefill_fit is None or self.compute_efficiency is None:
+            return None
+        row = np.array([1.0, prefill_compute_seconds(self.deployment, prompt_tokens)])
+        return Estimate(float(row @ self.prefill_fit.coefficients),
+                        math.sqrt(max(float(row @ self.prefill_fit.covariance @ row), 0.0)))
+
+    def predicted_step(self, context: float, streams: int = 1) -> Estimate | None:
+        """One decode step's seconds with `streams` sequences of `context` cached tokens, by the fit."""
+        if self.decode_fit is None or self.memory_efficiency is None:
+            return None
+        ideal = decode_memory_seconds(self.deployment, context, streams)
+        return Estimate(float(self.decode_fit.coefficients[0] * ideal),
+                        math.sqrt(max(float(self.decode_fit.covariance[0, 0]), 0.0)) * ideal)
+
+    def predicted_throughput(self, context: float, streams: int) -> Estimate | None:
+        """All the streams' tokens a second together, by the fit."""
+        step = self.predicted_step(context, streams)
+        return None if step is None else Estimate(streams / step.value, streams * step.uncertainty / step.value ** 2)
 
     @property
     def achieved_flops(self) -> float | None:
@@ -135,13 +168,6 @@ def decode_memory_seconds(deployment: Deployment, context: float, streams: int =
     return rl.time_on(deployment, rl.decode_step(deployment, streams, context)).memory_seconds
 
 
-@dataclass(frozen=True)
-class LinearFit:
-    coefficients: np.ndarray
-    covariance: np.ndarray
-    exactly_determined: bool
-
-
 def weighted_fit(design: np.ndarray, measured: np.ndarray, sigma: np.ndarray) -> LinearFit:
     """Bounded (>= 0) least squares of measured ~ design @ x, each row weighted by 1 / sigma."""
     weighted, target = design / sigma[:, None], measured / sigma
@@ -150,8 +176,10 @@ def weighted_fit(design: np.ndarray, measured: np.ndarray, sigma: np.ndarray) ->
     information = weighted.T @ weighted
     covariance = np.linalg.pinv(information)
     if freedom > 0:
+        # Scaled by the residuals, and widened by Student's t: from a few points the scatter is itself uncertain,
+        # and one sigma should still hold the truth about two times in three.
         chi_square = float(np.sum((target - weighted @ solution.x) ** 2)) / freedom
-        covariance = covariance * max(1.0, chi_square)
+        covariance = covariance * max(1.0, chi_square) * student_t.ppf(ONE_SIGMA, freedom) ** 2
     return LinearFit(solution.x, covariance, freedom == 0)
 
 
@@ -166,7 +194,7 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
     """The dataset's timings fitted against the deployment's ceilings (see the module's docstring)."""
     notes: list[str] = []
     points: list[Point] = []
-    overhead = compute = memory = slope = None
+    overhead = compute = memory = slope = prefill_fit = decode_fit = None
     prefill_exact = decode_exact = False
     gpu_named = f"{deployment.gpu.name}" + (f" x{deployment.gpus}" if deployment.gpus > 1 else "")
 
@@ -176,7 +204,7 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
         ideal = np.array([prefill_compute_seconds(deployment, prompt.prompt_tokens) for prompt in timed])
         measured = np.array([prompt.ttft_seconds for prompt in timed])
         sigma = np.array([written_precision(prompt.ttft_seconds, prompt.ttft_approximate) for prompt in timed])
-        fit = weighted_fit(np.column_stack([np.ones_like(ideal), ideal]), measured, sigma)
+        fit = prefill_fit = weighted_fit(np.column_stack([np.ones_like(ideal), ideal]), measured, sigma)
         prefill_exact = fit.exactly_determined
         overhead = Estimate(float(fit.coefficients[0]), math.sqrt(fit.covariance[0, 0]))
         compute = inverse(float(fit.coefficients[1]), float(fit.covariance[1, 1]))
@@ -203,7 +231,7 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
         ideal = np.array([decode_memory_seconds(deployment, context, streams) for context, streams, _ in steps])
         measured = np.array([1 / rate for _, _, rate in steps])
         sigma = np.array([written_precision(rate) / rate ** 2 for _, _, rate in steps])  # of 1 / rate
-        fit = weighted_fit(ideal[:, None], measured, sigma)
+        fit = decode_fit = weighted_fit(ideal[:, None], measured, sigma)
         decode_exact = fit.exactly_determined
         memory = inverse(float(fit.coefficients[0]), float(fit.covariance[0, 0]))
         points += [Point("decode", context, streams, float(step), float(error), float(value))
@@ -235,7 +263,7 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
         notes.append(f"{which}: as many figures as unknowns, so nothing is left over to check the fit by; the "
                      "uncertainties come from the figures' written precision alone")
     return Calibration(dataset.id, deployment, overhead, compute, memory, slope, tuple(points), prefill_exact,
-                       decode_exact, tuple(notes))
+                       decode_exact, tuple(notes), prefill_fit, decode_fit)
 
 
 def kv_slope(deployment: Deployment, steps: list[tuple[int, int, float]], memory: Estimate | None) -> KvSlope | None:
