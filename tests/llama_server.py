@@ -12,6 +12,7 @@ greedy decode never stops early.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -182,3 +183,21 @@ def serve(settings: dict) -> None:
 if __name__ == "__main__":
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})  # for sigwait, in every thread
     serve(json.loads(sys.argv[1]))
+
+
+def tiny_deployment(shape: dict = WIDE):
+    """The tiny model as the roofline sees it, on "this CPU" (nominal ceilings: a fit's fractions are of these, and
+    its predictions need only the model's true shape): F32 weights, as written, and llama.cpp's F16 KV cache."""
+    from render.specs.architecture import count_parameters
+    from render.specs.types import DataType, Deployment, Gpu, Model
+
+    vocabulary = len(SPECIALS) + 1 + len(string.ascii_lowercase + string.ascii_uppercase + string.digits
+                                         + ".,:;!?'-") + 256
+    model = Model("tiny-random-llama", "tiny random Llama", "tiny random llama", shape["layers"], shape["embed"],
+                  shape["heads"], shape["heads"], shape["embed"] // shape["heads"], shape["feed_forward"], vocabulary,
+                  False, False, 0, "tests/llama_server.py")
+    model = dataclasses.replace(model, parameters=count_parameters(model).total)
+    cpu = Gpu("this-cpu", "this CPU", "CPU", "this C P U", "a", 1e11, None, 2e10, 16, 2, "nominal", 1e10, 1e-5, True,
+              "nominal")
+    f32 = DataType("f32", "F32", "F thirty-two", 4, "bf16", False, "f16", 2, True, "as write_tiny_model writes them")
+    return Deployment(cpu, model, f32)
