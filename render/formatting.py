@@ -178,6 +178,24 @@ def seconds(value: float, short: bool = False) -> str:
     return f"{number} s" if short else f"{number} {'second' if number == '1' else 'seconds'}"
 
 
+def precise_seconds(value: float) -> str:
+    """A measured or fitted time to three significant figures, in ms under a tenth of a second: '6.41 ms', '0.277 s'
+    (residuals are small differences)."""
+    if abs(value) < 0.1:
+        return f"{plain(significant(value * 1e3, 3))} ms"
+    return f"{plain(significant(value, 3))} s"
+
+
+def share_of(value: float, uncertainty: float) -> str:
+    """A fitted fraction and its uncertainty: '74% ± 1%'."""
+    return f"{percent(value, short=True)} ± {percent(uncertainty, short=True)}"
+
+
+def signed_percent(fraction: float) -> str:
+    """'+8.1%', '−7.7%' (a true minus sign)."""
+    return f"{fraction:+.1%}".replace("-", "−")
+
+
 def tokens_per_second(value: float, short: bool = False) -> str:
     """'209 tokens a second' ('209 tokens/s'); to the nearest token on screen, as said above a thousand."""
     number = integer(value, short)

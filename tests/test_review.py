@@ -243,3 +243,22 @@ def test_other_films_are_linked_but_not_scratch_or_review_copies(tmp_path):
     found = variants(tmp_path, tmp_path / "review", tmp_path)
     assert [(v["href"], v["has_review"]) for v in found] == [
         ("../a100-sxm-80gb-llama-3.1-8b-bf16/review/index.html", True), ("../preview/film.mp4", False)]
+
+
+def test_the_page_shows_what_the_measured_endpoint_achieves_with_uncertainties_and_residuals(browser, plan):
+    """The measured dataset's fit (render/specs/calibration.py): each figure with its one sigma, each measured figure
+    beside the fitted one, and what the fit cannot say."""
+    section = browser.find_element("css selector", "section.fit")
+    assert section.find_element("css selector", "h2").text == "What the measured endpoint achieves"
+    figures = {item.find_element("css selector", "dt").text: item.find_element("css selector", "dd").text
+               for item in section.find_elements("css selector", ".fit-figures > div")}
+    fit = plan.measured.fit
+    assert figures["Decode bandwidth"].startswith(fmt.share_of(fit.memory_efficiency.value,
+                                                               fit.memory_efficiency.uncertainty))
+    assert "209 tokens/s at best" in figures["Decode bandwidth"] and "74% ±" in figures["Decode bandwidth"]
+    assert " ± " in figures["Overhead per request"] and " ± " in figures["Prefill arithmetic"]
+    rows = section.find_elements("css selector", "table.fit-points tbody tr")
+    assert len(rows) == len(fit.points) == 5
+    first = [cell.text for cell in rows[0].find_elements("css selector", "td")]
+    assert first[0] == "TTFT, 34 tokens" and first[1] == "about 0.3 s ± 50 ms" and first[3] == "+8.1%"
+    assert "assumed H100 SXM" in section.text

@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 
 from render.errors import FilmError
-from render.plan.types import (BatchNumbers, ComparisonFraming, ComparisonNumbers, DecodeNumbers,
-                               LongPromptNumbers, MeasuredNumbers, MeasuredPromptNumbers, MeasuredSweep, Numbers, Parameters,
+from render.plan.types import (BatchNumbers, ComparisonFraming, ComparisonNumbers, DecodeNumbers, FitPoint, Fitted,
+                               LongPromptNumbers, MeasuredFit, MeasuredNumbers, MeasuredPromptNumbers, MeasuredSweep, Numbers, Parameters,
                                Pill, PrefillNumbers, QuantisedDecode, SpecSheet, SweepPoint)
 from render.specs import roofline as rl
+from render.specs.calibration import Calibration, calibrate
 from render.specs.catalog import MeasuredDataset, MeasuredPrompt
 from render.specs.types import DataType, Deployment, Gpu, Model
 
@@ -195,6 +196,26 @@ def measured_numbers(dataset: MeasuredDataset, gpu: Gpu, model: Model, dtype: Da
         other_decode_tokens_per_second=(dataset.other_providers[0].decode_tokens_per_second
                                         if dataset.other_providers else None),
         sweep=measured_sweep(dataset, deployment),
+        fit=measured_fit(calibrate(dataset, deployment), short.prompt_tokens),
+    )
+
+
+def measured_fit(fit: Calibration, shortest_prompt: int) -> MeasuredFit:
+    def fitted(estimate) -> Fitted | None:
+        return None if estimate is None else Fitted(estimate.value, estimate.uncertainty)
+
+    slope = fit.kv_slope
+    step = fit.predicted_step(0)
+    return MeasuredFit(
+        overhead_seconds=fitted(fit.overhead_seconds), compute_efficiency=fitted(fit.compute_efficiency),
+        memory_efficiency=fitted(fit.memory_efficiency), achieved_flops=fit.achieved_flops,
+        achieved_bandwidth=fit.achieved_bandwidth, expected_tokens_per_second=1 / step.value if step else None,
+        overhead_share=fit.overhead_share(shortest_prompt),
+        kv_slope_seconds_per_token=fitted(slope.seconds_per_token) if slope else None,
+        kv_slope_predicted_seconds_per_token=slope.predicted_seconds_per_token if slope else None,
+        points=tuple(FitPoint(point.kind, point.prompt_tokens, point.streams, point.measured, point.fitted,
+                              point.precision, point.approximate) for point in fit.points),
+        notes=fit.notes,
     )
 
 

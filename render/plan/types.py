@@ -275,6 +275,45 @@ class MeasuredSweep:
 
 
 @dataclass(frozen=True)
+class Fitted:
+    """A figure fitted from measurements, with its one-sigma uncertainty."""
+
+    value: float
+    uncertainty: float
+
+
+@dataclass(frozen=True)
+class FitPoint:
+    """One measured figure beside what the fit gives for it (seconds: a TTFT, or one decode step)."""
+
+    kind: str            # "ttft" or "decode"
+    prompt_tokens: int
+    streams: int
+    measured_seconds: float
+    fitted_seconds: float
+    precision_seconds: float
+    approximate: bool
+
+
+@dataclass(frozen=True)
+class MeasuredFit:
+    """What the measured endpoint reaches of its GPU's ceilings (render/specs/calibration.py); None where the
+    dataset cannot say."""
+
+    overhead_seconds: Fitted | None          # waited outside prefill: network, queueing, the template
+    compute_efficiency: Fitted | None        # of peak arithmetic, in prefill
+    memory_efficiency: Fitted | None         # of bandwidth, in decode
+    achieved_flops: float | None
+    achieved_bandwidth: float | None
+    expected_tokens_per_second: float | None  # one user's decode, nothing cached, at the achieved bandwidth
+    overhead_share: float | None             # of the shortest prompt's fitted TTFT
+    kv_slope_seconds_per_token: Fitted | None  # decode step time per cached token, fitted freely
+    kv_slope_predicted_seconds_per_token: float | None  # the KV bytes per token at the achieved bandwidth
+    points: tuple[FitPoint, ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class MeasuredNumbers:
     """The measured beats: a dataset's own figures beside its model's roofline on its GPU."""
 
@@ -296,6 +335,7 @@ class MeasuredNumbers:
     network_fraction: float       # of the medium (else short) prompt's TTFT, the share that is not prefill
     other_decode_tokens_per_second: float | None
     sweep: MeasuredSweep | None = None  # when the dataset measured more than one concurrency level
+    fit: MeasuredFit | None = None      # the dataset fitted against the GPU's ceilings
 
 
 @dataclass(frozen=True)

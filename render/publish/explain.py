@@ -671,3 +671,45 @@ def exact(value) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     return f"{value:,}" if isinstance(value, int) or float(value).is_integer() else f"{value:.6g}"
+
+
+def fit_view(measured) -> dict | None:
+    """The measured endpoint's fit as both pages show it: its figures in words, each with its uncertainty, and each
+    measured figure beside the fitted one."""
+    fit = measured.fit
+    if fit is None:
+        return None
+
+    seconds = fmt.precise_seconds
+
+    def share(figure) -> str:
+        return fmt.share_of(figure.value, figure.uncertainty)
+
+    figures = []
+    if fit.overhead_seconds:
+        figures.append(("Overhead per request", f"{seconds(fit.overhead_seconds.value)} ± "
+                        f"{seconds(fit.overhead_seconds.uncertainty)}",
+                        f"{fit.overhead_share:.1%} of the shortest prompt's wait: network, "
+                        f"queueing, the template"))
+    if fit.compute_efficiency:
+        figures.append(("Prefill arithmetic", share(fit.compute_efficiency),
+                        f"of {measured.gpu.short_name}'s peak: {fmt.teraflops(fit.achieved_flops, short=True)}"))
+    if fit.memory_efficiency:
+        figures.append(("Decode bandwidth", share(fit.memory_efficiency),
+                        f"of {measured.gpu.short_name}'s: {fmt.bandwidth(fit.achieved_bandwidth, short=True)}, about "
+                        f"{fmt.tokens_per_second(fit.expected_tokens_per_second, short=True)} for one user, "
+                        f"{fmt.tokens_per_second(measured.ceiling_tokens_per_second, short=True)} at best"))
+    if fit.kv_slope_seconds_per_token:
+        slope = fit.kv_slope_seconds_per_token
+        figures.append(("KV slope", f"{slope.value * 1e9:.1f} ± {slope.uncertainty * 1e9:.1f} ns a cached token",
+                        f"{fit.kv_slope_predicted_seconds_per_token * 1e9:.1f} ns from the KV bytes at the fitted "
+                        f"bandwidth"))
+    points = [{"what": (f"TTFT, {point.prompt_tokens:,} tokens" if point.kind == "ttft" else
+                        f"decode step, {point.prompt_tokens:,} cached" + (f", {point.streams} streams"
+                                                                          if point.streams > 1 else "")),
+               "measured": ("about " if point.approximate else "") + seconds(point.measured_seconds)
+               + f" ± {seconds(point.precision_seconds)}",
+               "fitted": seconds(point.fitted_seconds),
+               "residual": fmt.signed_percent((point.measured_seconds - point.fitted_seconds) / point.fitted_seconds)}
+              for point in fit.points]
+    return {"figures": figures, "points": points, "notes": fit.notes}

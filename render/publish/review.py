@@ -26,7 +26,7 @@ from render.files import BUILD_DIR, link_or_copy, replace_folder, write_atomic
 from render.plan.tracking import value_at
 from render.plan.types import Plan
 from render.publish import web
-from render.publish.explain import NumberRow, number_row, sources_of
+from render.publish.explain import NumberRow, fit_view, number_row, sources_of
 from render.publish.web import beat_views, captions_url
 from render.specs.yamlio import display_path
 
@@ -140,4 +140,4 @@ def render_page(plan: Plan, stills: list[Still], rows: list[NumberRow], others: 
     return web.render(
         TEMPLATE, title=plan.title, label=plan.choice.long_label, duration=plan.duration, beats=beats, rows=rows,
         others=others, notes=plan.notes, captions_missing=captions_missing, sources=sources_of(plan).values(),
-        captions_url=captions_url(vtt), dataset=plan.measured.dataset)
+        captions_url=captions_url(vtt), dataset=plan.measured.dataset, fit=fit_view(plan.measured))

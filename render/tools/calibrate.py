@@ -19,14 +19,10 @@ def deployment_of(dataset: MeasuredDataset, catalog: Catalog, gpu: str | None = 
 
 
 def share(estimate: Estimate) -> str:
-    return f"{fmt.percent(estimate.value, short=True)} ± {fmt.percent(estimate.uncertainty, short=True)}"
+    return fmt.share_of(estimate.value, estimate.uncertainty)
 
 
-def seconds(value: float) -> str:
-    """Three significant figures, in ms under a tenth of a second: residuals are small differences."""
-    if abs(value) < 0.1:
-        return f"{fmt.plain(fmt.significant(value * 1e3, 3))} ms"
-    return f"{fmt.plain(fmt.significant(value, 3))} s"
+seconds = fmt.precise_seconds
 
 
 def report(fit: Calibration) -> str:
@@ -44,7 +40,7 @@ def report(fit: Calibration) -> str:
         lines.append(f"  prefill arithmetic    {share(fit.compute_efficiency)} of peak  "
                      f"({fmt.teraflops(fit.achieved_flops * deployment.gpus, short=True)} achieved)")
         shortest = min(point.prompt_tokens for point in fit.points if point.kind == "ttft")
-        lines.append(f"                        {fmt.percent(fit.overhead_share(shortest), short=True)} of a "
+        lines.append(f"                        {fit.overhead_share(shortest):.1%} of a "
                      f"{shortest:,}-token prompt's wait is the overhead, not prefill")
     if fit.memory_efficiency is not None:
         ceiling = rl.decode_tokens_per_second(deployment)
@@ -71,7 +67,7 @@ def point_line(point: Point) -> str:
     about = "about " if point.approximate else ""
     return (f"{what:<38} measured {about}{seconds(point.measured)} ± {seconds(point.precision)}, fitted "
             f"{seconds(point.fitted)}, residual {'+' if point.residual >= 0 else '−'}{seconds(abs(point.residual))} "
-            f"({point.relative_residual:+.1%})".replace("-", "−"))
+            f"({fmt.signed_percent(point.relative_residual)})")
 
 
 def as_data(fit: Calibration) -> dict:
