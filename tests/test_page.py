@@ -217,6 +217,11 @@ def test_at_the_films_settings_the_page_says_what_the_film_says(browser, pages):
     assert fmt.duration(numbers.prefill.seconds) in prefill_words  # "34 milliseconds"
     assert f"{fmt.large(numbers.prefill.ops)} operations" in prefill_words
     assert shown(browser, "prefill.ops") == fmt.large(numbers.prefill.ops, short=True)
+    # What the measured endpoint achieves: the review page's section (one macro), at the film's dataset.
+    fit = browser.find_element("css selector", "section.fit")
+    memory = plan.measured.fit.memory_efficiency
+    assert f"Decode bandwidth\n{fmt.share_of(memory.value, memory.uncertainty)}" in fit.text
+    assert len(fit.find_elements("css selector", "table.fit-points tbody tr")) == len(plan.measured.fit.points)
 
 
 def test_the_page_reads_step_by_step_by_keyboard_and_seeks_the_film(browser, pages):

@@ -30,7 +30,7 @@ from render.plan.explorer import CHART_HEIGHT, CHART_LEFT, CHART_MARGIN, CHART_W
     chart_point
 from render.plan.types import Plan
 from render.publish import web
-from render.publish.explain import NumberRow, number_row, sources_of
+from render.publish.explain import NumberRow, fit_view, number_row, sources_of
 from render.publish.web import beat_views, captions_url
 from scenes import style
 
@@ -234,4 +234,5 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
         gpu_names={gpu: next(v.gpu for v in explorer.deployments.values() if v.key.startswith(gpu + "/"))
                    for gpu in explorer.gpus},
         dtype_names={v.key.split("/")[2]: v.dtype for v in explorer.deployments.values()},
-        data=json.dumps(compact(explorer), separators=(",", ":")), captions_url=captions_url(captions))
+        data=json.dumps(compact(explorer), separators=(",", ":")), captions_url=captions_url(captions),
+        fit=fit_view(plan.measured), dataset=plan.measured.dataset)
