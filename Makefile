@@ -9,6 +9,7 @@
 #   make page    the film's publishable page, its maths a reader can move: build/…/page/index.html (make film writes it too)
 #   make test    set up whatever is missing, then run the test suite
 #   make check-choices  every GPU × model × data type × GPU count narrated: build/check-choices.tsv
+#   make calibrate MEASURED=id [GPU=… GPUS=…]  what share of its ceilings a measured endpoint reaches (a fit)
 # Choices: make plan GPU=a100-sxm-80gb MODEL=llama-3.1-70b DTYPE=int8 [COMPARE_GPU=…] [MEASURED=…]
 #          GPUS=4 (tensor parallelism), KV_DTYPE=fp8 (the KV cache's format), MODEL=path/to/config.json
 #          make narration [GPU=… MODEL=… DTYPE=…] [VOICE=hibari|piper|recorded] [RECORDINGS=dir]
@@ -39,7 +40,7 @@ VOICE_CHOICES := $(PLAN_CHOICES) $(call arg,VOICE,voice) $(call arg,RECORDINGS,r
 FILM_CHOICES := $(VOICE_CHOICES) $(call arg,JOBS,jobs)
 FILMS_CHOICES := $(FILM_CHOICES) $(call arg,VARIANTS,variants) $(call arg,MATRIX,matrix) $(call arg,SCHEDULER,scheduler)
 
-.PHONY: setup setup-film test plan roofline narration scene still sheet film films preview studio review page bench goldens \
+.PHONY: setup setup-film test plan roofline calibrate narration scene still sheet film films preview studio review page bench goldens \
   check-choices clean
 
 setup:
@@ -59,6 +60,10 @@ plan: setup
 
 roofline: setup
 	@$(FILM) roofline $(CHOICES)
+
+calibrate: setup
+	@test -n "$$MEASURED" || { echo "make calibrate: say which dataset, e.g. make calibrate MEASURED=openrouter-coreweave-llama-3.1-8b-bf16 (film list measured)" >&2; exit 2; }
+	@$(FILM) calibrate --measured "$$MEASURED" $(call arg,GPU,gpu) $(call arg,GPUS,gpus)
 
 narration: setup
 	@$(FILM) narration $(VOICE_CHOICES)

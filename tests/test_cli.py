@@ -107,13 +107,16 @@ HOSTILE = ["x; touch {proof}; true", "x`touch {proof}`", 'x"; touch {proof}; ech
     ("roofline", "MODEL", HOSTILE[0]), ("roofline", "DTYPE", HOSTILE[2]), ("plan", "COMPARE_GPU", HOSTILE[1]),
     ("plan", "MEASURED", HOSTILE[0]), ("narration", "VOICE", HOSTILE[0]), ("narration", "RECORDINGS", HOSTILE[3]),
     ("still", "BEAT", HOSTILE[0]), ("still", "AT", HOSTILE[1]), ("still", "QUALITY", HOSTILE[2]),
-    ("film", "JOBS", HOSTILE[0]), ("plan", "PYTHON", HOSTILE[0]),
+    ("film", "JOBS", HOSTILE[0]), ("plan", "PYTHON", HOSTILE[0]), ("calibrate", "MEASURED", HOSTILE[2]),
+    ("calibrate", "GPU", HOSTILE[0]),
 ])
 def test_make_variables_never_run_as_shell_code_and_are_refused(tmp_path, target, variable, payload):
     proof = tmp_path / "proof"
     value = payload.format(proof=proof)
     extra = ["BEAT=prefill", "AT=1"] if target == "still" and variable not in ("BEAT", "AT") else \
         ["BEAT=prefill"] if variable == "AT" else ["AT=1"] if variable == "BEAT" else []
+    if target == "calibrate" and variable != "MEASURED":
+        extra = ["MEASURED=openrouter-coreweave-llama-3.1-8b-bf16"]
     result = run_make(target, f"{variable}={value}", *extra)
     assert not proof.exists(), f"{variable}={value!r} ran a command"
     assert result.returncode != 0, f"{variable}={value!r} was accepted:\n{result.stdout[:300]}"
