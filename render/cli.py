@@ -494,7 +494,9 @@ def run_measure(args: argparse.Namespace) -> int:
                                   warm_prefix=args.warm_prefix)
     data = measure.dataset(args.out.stem, endpoint, measurement, args.label, args.provider, precision, model, gpu,
                            args.runs)
-    fit = calibration.calibrate(dataset := measure.checked_dataset(args.out, data), deployment_of(dataset, catalog))
+    rows = load_storyboard().parameters.embedding_reads == "rows"
+    fit = calibration.calibrate(dataset := measure.checked_dataset(args.out, data),
+                                deployment_of(dataset, catalog, embedding_rows=rows))
     data["calibration"] = calibration_data(fit)  # a record beside the timings: the film fits them again
     measure.write_dataset(args.out, data)
     prompts = measurement.prompts
@@ -523,7 +525,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
     catalog = load_catalog(DATA_DIR)
     dataset = catalog.measured(args.measured)
-    print(report(calibrate(dataset, deployment_of(dataset, catalog, args.gpu, args.gpus))))
+    rows = load_storyboard().parameters.embedding_reads == "rows"
+    print(report(calibrate(dataset, deployment_of(dataset, catalog, args.gpu, args.gpus, rows))))
     return 0
 
 

@@ -187,6 +187,8 @@ def test_hostile_templates_get_one_message(storyboard_copy, template, message):
     ("batch_size: 64", "batch_size: 100000000", "parameters: batch_size must be from 1 to 100,000, not 100,000,000"),
     ("prompt_tokens: 2000", "prompt_tokens: 0", "parameters: prompt_tokens must be from 1 to 10,000,000, not 0"),
     ("[[paste]]Paste", "[[end]]Paste", "cue [[end]] is built in"),
+    ("embedding_reads: table", "embedding_reads: some", "parameters: embedding_reads must be table (a step reads "
+                                                        "every weight, the source's convention) or rows"),
 ])
 def test_out_of_range_storyboard_values_are_refused(storyboard_copy, old, new, message):
     path = storyboard_copy(old, new)

@@ -198,4 +198,37 @@ def test_the_embeddings_stay_in_the_data_types_format_unless_it_says_otherwise()
     notes = resolve_plan(dtype="int8", recordings=None).notes
     assert any("the embedding table and the output head included" in note and "holds 9.1 GB of weights, not 8 GB"
                in note for note in notes), notes
-    assert not any("embedding" in note for note in resolve_plan().notes)
+    assert not any("output head included" in note for note in resolve_plan().notes)
+
+
+def test_a_step_that_gathers_its_embedding_rows_reads_the_rest_of_the_weights_only(tmp_path):
+    """The storyboard's parameters.embedding_reads: the source's convention (every weight each step, "all 16 GB")
+    by default, and the rows a step's tokens gather where it says rows: the plan's numbers, its fit and its
+    notes follow."""
+    from render.files import STORYBOARD_PATH
+    from render.plan.resolve import resolve_plan
+    from render.specs.catalog import load_catalog
+
+    catalog = load_catalog()
+    model, bf16 = catalog.model("llama-3.1-8b"), catalog.dtype("bf16")
+    table = 128_256 * 4096 * 2
+    assert rl.input_embedding_bytes(model, bf16) == table  # 1.05 GB of 16.06
+    assert rl.weight_bytes_read(model, bf16, 1, embedding_rows=True) == rl.weight_bytes(model, bf16) - table * (
+        1 - 1 / 128_256)
+    assert rl.weight_bytes_read(model, bf16, 1) == rl.weight_bytes(model, bf16)
+    tied = catalog.model("llama-3.2-1b")
+    assert tied.tied_embeddings and rl.weight_bytes_read(tied, bf16, 1, True) == rl.weight_bytes(tied, bf16)
+
+    default = resolve_plan()
+    assert round(default.numbers.decode.tokens_per_second) == 209
+    assert any("parameters.embedding_reads: table" in note and "1.1 GB (7% of the weights) less" in note
+               for note in default.notes)
+    rows = tmp_path / "storyboard.yaml"
+    rows.write_text(STORYBOARD_PATH.read_text().replace("  embedding_reads: table", "  embedding_reads: rows"))
+    gathered = resolve_plan(storyboard_path=rows)
+    assert round(gathered.numbers.decode.tokens_per_second) == 223  # 3.35 TB/s over 15.0 GB
+    assert gathered.numbers.decode.weight_bytes_read == pytest.approx(16.06e9 - table, rel=1e-3)
+    assert any("embedding_reads: rows" in note for note in gathered.notes)
+    # the fit of the measured timings is against the bytes the convention reads: 156 of 223 tokens a second
+    assert gathered.measured.fit.memory_efficiency.value == pytest.approx(0.70, abs=0.01)
+    assert default.measured.fit.memory_efficiency.value == pytest.approx(0.744, abs=0.005)

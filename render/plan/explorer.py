@@ -17,7 +17,7 @@ at the film's own settings every number equals the plan's.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from render import formatting as fmt
 from render.specs import roofline as rl
@@ -140,13 +140,13 @@ def explore(catalog: Catalog, deployment: Deployment, pills: tuple[str, ...], pr
     shown_gpus = []
     for gpu_id in gpu_order:
         for dtype in catalog.dtypes.values():
-            candidate = Deployment(catalog.gpu(gpu_id), deployment.model,
-                                   dtype if dtype.id != deployment.dtype.id else deployment.dtype, deployment.gpus)
+            candidate = replace(deployment, gpu=catalog.gpu(gpu_id),
+                                dtype=dtype if dtype.id != deployment.dtype.id else deployment.dtype)
             if not rl.fits(candidate, kv_tokens):
                 count = rl.smallest_gpu_count(candidate, kv_tokens)
                 if count is None:
                     continue
-                candidate = Deployment(candidate.gpu, candidate.model, candidate.dtype, count)
+                candidate = replace(candidate, gpus=count)
             views[key_of(candidate)] = view_of(candidate, prompts, batches, contexts, answers)
             if gpu_id not in shown_gpus:
                 shown_gpus.append(gpu_id)
@@ -187,7 +187,7 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
         row = []
         for cached in contexts:
             timing = rl.time_on(deployment, rl.decode_step(deployment, size, cached))
-            weights = rl.weight_bytes_read(model, dtype, size) / gpus
+            weights = rl.weight_bytes_read(model, dtype, size, deployment.embedding_rows) / gpus
             cache = size * cached * rl.kv_bytes_per_token_per_gpu(model, dtype, gpus)
             intensity = timing.step.ops_per_byte
             row.append(DecodeStop(

@@ -71,7 +71,7 @@ def decode_numbers(deployment: Deployment) -> DecodeNumbers:
         ops_per_token=timing.step.operations, bytes_per_token=timing.step.bytes * deployment.gpus,
         step_seconds=timing.seconds, compute_seconds=timing.compute_seconds, tokens_per_second=1 / timing.seconds,
         ops_per_byte=timing.step.ops_per_byte, compute_utilisation=timing.compute_seconds / timing.seconds,
-        bytes_per_gpu=timing.step.bytes, weight_bytes_read=rl.weight_bytes_read(model, dtype, 1),
+        bytes_per_gpu=timing.step.bytes, weight_bytes_read=rl.weight_bytes_read(model, dtype, 1, deployment.embedding_rows),
         experts_read=rl.experts_touched(model, 1), memory_seconds=timing.memory_seconds,
         communication_seconds=timing.communication_seconds, communication_fraction=timing.communication_fraction,
     )
@@ -92,7 +92,7 @@ def batch_numbers(deployment: Deployment, size: int, context: int) -> BatchNumbe
         ops_per_byte_limit=None if math.isinf(limit) else limit,
         ridge_value_size=ridge_value_size,
         ridge_value_ops_per_byte=rl.decode_step(deployment, ridge_value_size, context).ops_per_byte,
-        bytes_per_gpu=timing.step.bytes, weight_bytes_read=rl.weight_bytes_read(model, dtype, size),
+        bytes_per_gpu=timing.step.bytes, weight_bytes_read=rl.weight_bytes_read(model, dtype, size, deployment.embedding_rows),
         experts_read=rl.experts_touched(model, size), communication_seconds=timing.communication_seconds,
     )
 
@@ -159,7 +159,8 @@ def measured_roles(dataset: MeasuredDataset) -> tuple[MeasuredPrompt, MeasuredPr
     return prompts[0], middle if middle is not None and middle.ttft_seconds is not None else None, prompts[-1]
 
 
-def measured_numbers(dataset: MeasuredDataset, gpu: Gpu, model: Model, dtype: DataType) -> MeasuredNumbers:
+def measured_numbers(dataset: MeasuredDataset, gpu: Gpu, model: Model, dtype: DataType,
+                     embedding_rows: bool = False) -> MeasuredNumbers:
     """The dataset's own figures beside its model's roofline on the GPU it is compared with."""
     short, medium, long = measured_roles(dataset)
     for role, prompt in (("shortest", short), ("longest", long)):
@@ -171,7 +172,7 @@ def measured_numbers(dataset: MeasuredDataset, gpu: Gpu, model: Model, dtype: Da
                 f"shortest and the longest prompt"
             )
 
-    deployment = Deployment(gpu, model, dtype)  # an endpoint's timings are compared with one GPU
+    deployment = Deployment(gpu, model, dtype, embedding_rows=embedding_rows)  # compared with one GPU
 
     def role(prompt: MeasuredPrompt) -> MeasuredPromptNumbers:
         ideal = rl.time_on(deployment, rl.prefill(deployment, prompt.prompt_tokens)).seconds

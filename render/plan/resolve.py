@@ -61,7 +61,8 @@ def resolve_plan(
     spec = compute.spec_sheet(choice.deployment)
     numbers = compute.film_numbers(choice.deployment, choice.compare_gpu, params,
                                    quantisation_lever(catalog, choice.dtype))
-    measured_numbers = compute.measured_numbers(dataset, measured_gpu, measured_model, measured_dtype)
+    measured_numbers = compute.measured_numbers(dataset, measured_gpu, measured_model, measured_dtype,
+                                                choice.embedding_rows)
     pills = tuple(compute.pill(catalog.gpu(gpu_id), choice.dtype) for gpu_id in params.roofline_pills
                   if gpu_id != choice.gpu.id)
 
@@ -85,6 +86,17 @@ def resolve_plan(
             notes.append(f"{dtype.name} here keeps the embedding table and the output head at 16 bits "
                          f"(data/dtypes.yaml): {fmt.gigabytes(rl.weight_bytes(model, dtype), short=True)} of weights, "
                          f"not {fmt.gigabytes(rl.weight_bytes(model, dtype, True), short=True)}.")
+    if not choice.model.tied_embeddings:
+        table, weights = rl.input_embedding_bytes(choice.model, choice.dtype), rl.weight_bytes(choice.model, choice.dtype)
+        if choice.embedding_rows:
+            notes.append(f"A decode step here gathers only its tokens' rows of the input embedding table (the "
+                         f"storyboard's parameters.embedding_reads: rows): {fmt.gigabytes(table, short=True)} of the "
+                         f"weights ({fmt.percent(table / weights, short=True)}) is not read each step.")
+        else:
+            notes.append(f"A decode step is counted as reading every weight, the whole input embedding table "
+                         f"included (the source's convention: the storyboard's parameters.embedding_reads: table); a "
+                         f"real step gathers only its tokens' rows of it, {fmt.gigabytes(table, short=True)} "
+                         f"({fmt.percent(table / weights, short=True)} of the weights) less.")
     if dataset.compared_gpu_is_assumption:
         notes.append(f"The measured timings ({dataset.id}) are compared with {with_article(measured_gpu)}: "
                      f"an assumption, since the provider does not publish its hardware.")
@@ -190,7 +202,7 @@ def resolve_choice(catalog: Catalog, storyboard: Storyboard, gpu: str | None = N
         compare_gpu=choose_compare_gpu(catalog, storyboard, the_gpu, compare_gpu), measured_id=dataset,
         is_default=(the_gpu.id, the_model.id, the_dtype.id, count, kv_is_default)
         == (defaults["gpu"], defaults["model"], defaults["dtype"], 1, True),
-        gpus=count, kv_is_default=kv_is_default,
+        gpus=count, kv_is_default=kv_is_default, embedding_rows=storyboard.parameters.embedding_reads == "rows",
     )
 
 

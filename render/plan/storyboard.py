@@ -22,6 +22,8 @@ PARAMETER_FIELDS = {
     "prompt_tokens": int, "batch_size": int, "batch_context_tokens": int, "long_prompt_tokens": int,
     "compare_gpu": str, "compare_gpu_when_same": str, "roofline_pills": list,
 }
+PARAMETER_OPTIONAL = {"embedding_reads": str}
+EMBEDDING_READS = ("table", "rows")
 NUMBER = (int, float)
 NARRATION_FIELDS = {
     "voice": str, "recordings": str, "lead_in": NUMBER, "gap": NUMBER, "max_tempo": NUMBER,
@@ -97,7 +99,11 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     film, defaults, parameters = document["film"], document["defaults"], document["parameters"]
     check_fields(film, "film", FILM_FIELDS)
     check_fields(defaults, "defaults", DEFAULT_FIELDS)
-    check_fields(parameters, "parameters", PARAMETER_FIELDS)
+    check_fields(parameters, "parameters", PARAMETER_FIELDS, PARAMETER_OPTIONAL)
+    if parameters.get("embedding_reads", EMBEDDING_READS[0]) not in EMBEDDING_READS:
+        raise FilmError(f"{parameters.where('embedding_reads')}: parameters: embedding_reads must be table (a step "
+                        f"reads every weight, the source's convention) or rows (only its tokens' rows of the input "
+                        f"embedding table), not {parameters['embedding_reads']!r}")
     narration = document["narration"]
     check_fields(narration, "narration", NARRATION_FIELDS)
     check_narration(narration)

@@ -52,10 +52,11 @@ class Choice:
     is_default: bool     # the storyboard's own GPU, model and data type, on one GPU
     gpus: int = 1        # T: tensor parallelism over this many of `gpu`
     kv_is_default: bool = True  # the KV cache in the data type's own format
+    embedding_rows: bool = False  # a step gathers its rows of the input embedding table (parameters.embedding_reads)
 
     @property
     def deployment(self) -> Deployment:
-        return Deployment(self.gpu, self.model, self.dtype, self.gpus)
+        return Deployment(self.gpu, self.model, self.dtype, self.gpus, self.embedding_rows)
 
     @property
     def hardware(self) -> Hardware:
@@ -361,6 +362,9 @@ class Parameters:
     compare_gpu: str
     compare_gpu_when_same: str
     roofline_pills: tuple[str, ...]
+    # What a step reads of the input embedding table: "table", all of it (the source's convention: "all 16 GB"),
+    # or "rows", only its tokens' rows (what a real step gathers)
+    embedding_reads: str = "table"
 
 
 @dataclass(frozen=True)

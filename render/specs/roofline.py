@@ -11,7 +11,9 @@ type, tensor-parallel over T GPUs, each with peak F, bandwidth M and interconnec
     k: KV bytes per token; per GPU k_T = k ceil(kv_heads / T) / kv_heads (heads are split, and
        replicated when T exceeds them; latent attention's one shared latent is not split)
     W_read(n): the weight bytes n tokens read; for a mixture of experts (E experts, K per token),
-       shared weights + L_moe E (1 - (1 - K/E)^n) x expert bytes, the experts n tokens touch
+       shared weights + L_moe E (1 - (1 - K/E)^n) x expert bytes, the experts n tokens touch; every
+       row of the input embedding table (the source's convention), or, where the deployment says so,
+       only the n rows its tokens gather (V - n rows fewer, for an untied table of V rows)
     prefill of N tokens:   operations = 2 P_active N + 2 L (heads x head_dim) N^2, split over T
                            bytes/GPU  = W_read(N) / T + N k_T (the cache it writes)
     decode step, batch B, C cached tokens per sequence:
@@ -24,7 +26,7 @@ type, tensor-parallel over T GPUs, each with peak F, bandwidth M and interconnec
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from render.errors import DoesNotFit, FilmError
 from render.specs.architecture import count_parameters
@@ -125,15 +127,32 @@ def experts_touched(model: Model, tokens: float) -> float:
     return model.experts * (1 - (1 - model.experts_per_token / model.experts) ** tokens)
 
 
-def weight_bytes_read(model: Model, dtype: DataType, tokens: float) -> float:
-    """W_read(n): the weight bytes a step of `tokens` tokens reads (all of them for a dense model)."""
+def input_embedding_bytes(model: Model, dtype: DataType) -> float:
+    """The input embedding table's bytes (in the data type's format, or at 16 bits where it keeps them so)."""
+    per_weight = dtype.bytes_per_weight if dtype.embeddings_in_format else max(dtype.bytes_per_weight,
+                                                                                SIXTEEN_BIT_BYTES)
+    return model.vocab_size * model.hidden_size * per_weight
+
+
+def rows_not_gathered(model: Model, dtype: DataType, tokens: float) -> float:
+    """The input embedding table's bytes a step of `tokens` tokens does not read when it gathers its rows (nothing
+    where the table is the output head too, which is read whole)."""
+    if model.tied_embeddings:
+        return 0.0
+    return input_embedding_bytes(model, dtype) * max(0.0, 1 - tokens / model.vocab_size)
+
+
+def weight_bytes_read(model: Model, dtype: DataType, tokens: float, embedding_rows: bool = False) -> float:
+    """W_read(n): the weight bytes a step of `tokens` tokens reads (all of them for a dense model, unless it gathers
+    only its rows of the input embedding table: `embedding_rows`)."""
+    gathered = rows_not_gathered(model, dtype, tokens) if embedding_rows else 0.0
     if not model.is_moe:
-        return weight_bytes(model, dtype)
+        return weight_bytes(model, dtype) - gathered
     count = count_parameters(model)
     shared = model.parameters - count.routed  # the published total's rounding counts as shared
     expert_reads = count.moe_layers * experts_touched(model, tokens) * count.per_expert
     return (shared + expert_reads) * dtype.bytes_per_weight + weight_bytes(model, dtype) \
-        - model.parameters * dtype.bytes_per_weight  # (embeddings kept at 16 bits, where they are)
+        - model.parameters * dtype.bytes_per_weight - gathered  # (embeddings kept at 16 bits, where they are)
 
 
 def kv_bytes_per_token(model: Model, dtype: DataType) -> float:
@@ -173,7 +192,7 @@ def prefill_attention_fraction(model: Model, tokens: float) -> float:
 def prefill(deployment: Deployment, tokens: float) -> Step:
     model, dtype, gpus = deployment.model, deployment.dtype, deployment.gpus
     operations = prefill_linear_operations(model, tokens) + prefill_attention_operations(model, tokens)
-    per_gpu = (weight_bytes_read(model, dtype, tokens) / gpus
+    per_gpu = (weight_bytes_read(model, dtype, tokens, deployment.embedding_rows) / gpus
                + tokens * kv_bytes_per_token_per_gpu(model, dtype, gpus))
     return Step(operations, per_gpu, tokens, gpus)
 
@@ -181,7 +200,7 @@ def prefill(deployment: Deployment, tokens: float) -> Step:
 def decode_step(deployment: Deployment, batch: int = 1, context: float = 0) -> Step:
     """One token for each of `batch` sequences, each rereading its own `context` cached tokens."""
     model, dtype, gpus = deployment.model, deployment.dtype, deployment.gpus
-    per_gpu = (weight_bytes_read(model, dtype, batch) / gpus
+    per_gpu = (weight_bytes_read(model, dtype, batch, deployment.embedding_rows) / gpus
                + batch * context * kv_bytes_per_token_per_gpu(model, dtype, gpus))
     return Step(2 * active_parameters(model) * batch, per_gpu, batch, gpus)
 
@@ -286,7 +305,7 @@ def fits(deployment: Deployment, kv_tokens: float) -> bool:
 def smallest_gpu_count(deployment: Deployment, kv_tokens: float, largest: int = LARGEST_GPU_COUNT) -> int | None:
     """The fewest GPUs (that divide the heads) this deployment fits on, up to `largest`; None if none."""
     for gpus in range(1, largest + 1):
-        if fits(Deployment(deployment.gpu, deployment.model, deployment.dtype, gpus), kv_tokens):
+        if fits(replace(deployment, gpus=gpus), kv_tokens):
             return gpus
     return None
 

@@ -117,14 +117,17 @@ class Deployment:
     model: Model
     dtype: DataType      # the weights' format; its kv_dtype/kv_bytes: the KV cache's
     gpus: int = 1
+    # False, the source's convention: a step reads every weight, the whole input embedding table included. True: it
+    # gathers only its tokens' rows of that table (the output head, a matrix multiply, is read whole either way).
+    embedding_rows: bool = False
 
     def on(self, gpu: Gpu) -> "Deployment":
         """The same deployment on another GPU (as many of them)."""
-        return Deployment(gpu, self.model, self.dtype, self.gpus)
+        return replace(self, gpu=gpu)
 
     def with_dtype(self, dtype: DataType) -> "Deployment":
         """The same deployment with other weights, keeping this one's KV cache format."""
-        return Deployment(self.gpu, self.model, kv_cache_in(dtype, self.dtype), self.gpus)
+        return replace(self, dtype=kv_cache_in(dtype, self.dtype))
 
 
 def kv_cache_in(dtype: DataType, kv: DataType) -> DataType:
