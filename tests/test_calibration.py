@@ -176,3 +176,25 @@ def test_the_stored_fit_is_the_fit(seed):
     assert data["against"] == {"gpu": "h100-sxm", "gpus": 1, "model": "llama-3.1-8b", "precision": "bf16"}
     assert data["memory_efficiency"]["value"] == pytest.approx(0.744, abs=0.005)
     assert [entry["prompt_tokens"] for entry in data["residuals"]] == [34, 2081, 16361, 34, 16361]
+
+
+def test_the_bounded_fit_is_what_scipys_solvers_find():
+    """The fit's own non-negative least squares (scipy.optimize stays out of every plan's imports) against scipy's
+    lsq_linear and nnls, on random problems of one and two unknowns, bounds active and not."""
+    import numpy as np
+    from scipy.optimize import lsq_linear, nnls
+
+    from render.specs.calibration import nonnegative_least_squares
+
+    rng = np.random.default_rng(3)
+    active = 0
+    for _ in range(300):
+        unknowns = int(rng.integers(1, 3))
+        design = rng.normal(size=(int(rng.integers(unknowns, 7)), unknowns))
+        target = rng.normal(size=design.shape[0])
+        ours = nonnegative_least_squares(design, target)
+        theirs = lsq_linear(design, target, bounds=(0, np.inf), method="bvls").x
+        assert np.allclose(ours, theirs, atol=1e-8), (design, target, ours, theirs)
+        assert np.allclose(ours, nnls(design, target)[0], atol=1e-8)
+        active += bool(np.any(ours == 0))
+    assert 50 < active < 250  # both kinds of problem were tried

@@ -2,7 +2,7 @@
 
 Pure maths (no Manim, no files). Every number the roofline gives is a ceiling; a measured endpoint
 reaches part of it, and waits for things the roofline does not model. Two linear models, each fitted
-by bounded, weighted least squares (scipy's `lsq_linear`):
+by bounded, weighted least squares:
 
     TTFT(N)        = overhead + (operations of prefilling N tokens / peak) / compute efficiency
     decode step(C) = (bytes one step reads with C cached tokens / bandwidth) / memory efficiency
@@ -11,7 +11,9 @@ per measured prompt of N tokens, and per measured decode rate (a step is 1 / tok
 C is the prompt's tokens, which the step rereads; the few hundred it generates are left out). The
 overhead is what a request waits for outside prefill: network, queueing, the chat template. The
 unknowns enter linearly (the overhead, and one over each efficiency), so the fit is exact linear
-algebra, bounded below by zero.
+algebra, bounded below by zero: with one or two unknowns, each set of them left free is solved and the
+best that keeps every one at or above zero is the answer (what scipy's `lsq_linear` and `nnls` find,
+as the tests check; importing scipy.optimize cost 0.4 s of every plan, so of every still).
 
 A figure is weighted by its precision as written: half a unit of its last digit ("about 0.3 s" is
 0.3 +- 0.05), and at least 1% (run-to-run noise). Each result's uncertainty is the fit's covariance,
@@ -31,8 +33,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import numpy as np
-from scipy.optimize import lsq_linear
-from scipy.stats import t as student_t
+from scipy.special import stdtrit  # Student's t quantile (scipy.special: loaded with the voice's scipy.fft anyway)
 
 from render.specs import roofline as rl
 from render.specs.catalog import MeasuredDataset
@@ -168,19 +169,36 @@ def decode_memory_seconds(deployment: Deployment, context: float, streams: int =
     return rl.time_on(deployment, rl.decode_step(deployment, streams, context)).memory_seconds
 
 
+def nonnegative_least_squares(design: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """x >= 0 minimising |design @ x - target|: every set of free unknowns solved, the best feasible kept (exact;
+    2^n sets, for the one or two unknowns of these fits)."""
+    unknowns = design.shape[1]
+    best, best_residual = np.zeros(unknowns), float(np.sum(target ** 2))
+    for mask in range(1, 2 ** unknowns):
+        free = [index for index in range(unknowns) if mask >> index & 1]
+        solved = np.linalg.lstsq(design[:, free], target, rcond=None)[0]
+        if np.all(solved >= 0):
+            candidate = np.zeros(unknowns)
+            candidate[free] = solved
+            residual = float(np.sum((design @ candidate - target) ** 2))
+            if residual < best_residual:
+                best, best_residual = candidate, residual
+    return best
+
+
 def weighted_fit(design: np.ndarray, measured: np.ndarray, sigma: np.ndarray) -> LinearFit:
     """Bounded (>= 0) least squares of measured ~ design @ x, each row weighted by 1 / sigma."""
     weighted, target = design / sigma[:, None], measured / sigma
-    solution = lsq_linear(weighted, target, bounds=(0, np.inf), method="bvls")
+    solution = nonnegative_least_squares(weighted, target)
     freedom = len(measured) - design.shape[1]
     information = weighted.T @ weighted
     covariance = np.linalg.pinv(information)
     if freedom > 0:
         # Scaled by the residuals, and widened by Student's t: from a few points the scatter is itself uncertain,
         # and one sigma should still hold the truth about two times in three.
-        chi_square = float(np.sum((target - weighted @ solution.x) ** 2)) / freedom
-        covariance = covariance * max(1.0, chi_square) * student_t.ppf(ONE_SIGMA, freedom) ** 2
-    return LinearFit(solution.x, covariance, freedom == 0)
+        chi_square = float(np.sum((target - weighted @ solution) ** 2)) / freedom
+        covariance = covariance * max(1.0, chi_square) * float(stdtrit(freedom, ONE_SIGMA)) ** 2
+    return LinearFit(solution, covariance, freedom == 0)
 
 
 def inverse(coefficient: float, variance: float) -> Estimate | None:
