@@ -494,9 +494,8 @@ def run_measure(args: argparse.Namespace) -> int:
                                   warm_prefix=args.warm_prefix)
     data = measure.dataset(args.out.stem, endpoint, measurement, args.label, args.provider, precision, model, gpu,
                            args.runs)
-    rows = load_storyboard().parameters.embedding_reads == "rows"
     fit = calibration.calibrate(dataset := measure.checked_dataset(args.out, data),
-                                deployment_of(dataset, catalog, embedding_rows=rows))
+                                deployment_of(dataset, catalog, embedding_rows=choice.embedding_rows))
     data["calibration"] = calibration_data(fit)  # a record beside the timings: the film fits them again
     measure.write_dataset(args.out, data)
     prompts = measurement.prompts
@@ -525,7 +524,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
     catalog = load_catalog(DATA_DIR)
     dataset = catalog.measured(args.measured)
-    rows = load_storyboard().parameters.embedding_reads == "rows"
+    rows = load_storyboard().parameters.embedding_rows
     print(report(calibrate(dataset, deployment_of(dataset, catalog, args.gpu, args.gpus, rows))))
     return 0
 

@@ -175,7 +175,7 @@ def test_the_stored_fit_is_the_fit(seed):
     data = as_data(calibrate(*seed))
     assert data["against"] == {"gpu": "h100-sxm", "gpus": 1, "model": "llama-3.1-8b", "precision": "bf16"}
     assert data["memory_efficiency"]["value"] == pytest.approx(0.744, abs=0.005)
-    assert [entry["prompt_tokens"] for entry in data["residuals"]] == [34, 2081, 16361, 34, 16361]
+    assert [entry["prompt_tokens"] for entry in data["points"]] == [34, 2081, 16361, 34, 16361]
 
 
 def test_the_bounded_fit_is_what_scipys_solvers_find():
@@ -198,3 +198,18 @@ def test_the_bounded_fit_is_what_scipys_solvers_find():
         assert np.allclose(ours, nnls(design, target)[0], atol=1e-8)
         active += bool(np.any(ours == 0))
     assert 50 < active < 250  # both kinds of problem were tried
+
+
+def test_a_wait_that_does_not_grow_with_the_prompt_is_shown_as_overhead_alone(seed):
+    """Two lengths, the same TTFT: prefill's arithmetic cannot be told apart, and the report (as the pages show it)
+    gives the overhead without a share of a prefill it could not fit."""
+    from render.tools.calibrate import report
+
+    dataset, h100 = seed
+    flat = dataclasses.replace(dataset, prompts=tuple(dataclasses.replace(prompt, ttft_seconds=0.25)
+                                                      for prompt in dataset.prompts))
+    fit = calibrate(flat, h100)
+    assert fit.compute_efficiency is None and fit.overhead_seconds.value == pytest.approx(0.25, rel=0.02)
+    text = report(fit)
+    assert "overhead per request  0.25 s" in text and "waited outside prefill" in text
+    assert "prefill arithmetic" not in text and "cannot be told apart" in text

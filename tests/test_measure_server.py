@@ -155,7 +155,7 @@ def test_aggregate_throughput_rises_with_concurrency_and_the_dataset_loads(wide_
     assert "calibration of sweep: " in result.stdout and "each figure against the fit" in result.stdout
     stored = raw["calibration"]
     assert stored == yaml.safe_load(yaml.safe_dump(as_data(calibrate(dataset, deployment_of(dataset, load_catalog())))))
-    assert {entry["streams"] for entry in stored["residuals"] if entry["kind"] == "decode"} >= {1}
+    assert {entry["streams"] for entry in stored["points"] if entry["kind"] == "decode"} >= {1}
     assert stored["overhead_seconds"] is not None and stored["memory_efficiency"]["value"] > 0
 
 

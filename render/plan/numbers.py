@@ -214,6 +214,7 @@ def measured_fit(fit: Calibration, shortest_prompt: int) -> MeasuredFit:
         overhead_share=fit.overhead_share(shortest_prompt),
         kv_slope_seconds_per_token=fitted(slope.seconds_per_token) if slope else None,
         kv_slope_predicted_seconds_per_token=slope.predicted_seconds_per_token if slope else None,
+        kv_slope_efficiency=fitted(slope.efficiency) if slope else None,
         points=tuple(FitPoint(point.kind, point.prompt_tokens, point.streams, point.measured, point.fitted,
                               point.precision, point.approximate) for point in fit.points),
         notes=fit.notes,

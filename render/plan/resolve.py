@@ -202,7 +202,7 @@ def resolve_choice(catalog: Catalog, storyboard: Storyboard, gpu: str | None = N
         compare_gpu=choose_compare_gpu(catalog, storyboard, the_gpu, compare_gpu), measured_id=dataset,
         is_default=(the_gpu.id, the_model.id, the_dtype.id, count, kv_is_default)
         == (defaults["gpu"], defaults["model"], defaults["dtype"], 1, True),
-        gpus=count, kv_is_default=kv_is_default, embedding_rows=storyboard.parameters.embedding_reads == "rows",
+        gpus=count, kv_is_default=kv_is_default, embedding_rows=storyboard.parameters.embedding_rows,
     )
 
 

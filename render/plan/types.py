@@ -310,6 +310,7 @@ class MeasuredFit:
     overhead_share: float | None             # of the shortest prompt's fitted TTFT
     kv_slope_seconds_per_token: Fitted | None  # decode step time per cached token, fitted freely
     kv_slope_predicted_seconds_per_token: float | None  # the KV bytes per token at the achieved bandwidth
+    kv_slope_efficiency: Fitted | None       # the fraction of bandwidth the slope alone implies
     points: tuple[FitPoint, ...]
     notes: tuple[str, ...]
 
@@ -365,6 +366,11 @@ class Parameters:
     # What a step reads of the input embedding table: "table", all of it (the source's convention: "all 16 GB"),
     # or "rows", only its tokens' rows (what a real step gathers)
     embedding_reads: str = "table"
+
+    @property
+    def embedding_rows(self) -> bool:
+        """A step reads only its tokens' rows of the input embedding table (Deployment.embedding_rows)."""
+        return self.embedding_reads == "rows"
 
 
 @dataclass(frozen=True)

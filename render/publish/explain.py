@@ -673,13 +673,11 @@ def exact(value) -> str:
     return f"{value:,}" if isinstance(value, int) or float(value).is_integer() else f"{value:.6g}"
 
 
-def fit_view(measured) -> dict | None:
-    """The measured endpoint's fit as both pages show it: its figures in words, each with its uncertainty, and each
-    measured figure beside the fitted one."""
-    fit = measured.fit
+def fit_view(fit, gpu_name: str, ceiling_tokens_per_second: float) -> dict | None:
+    """A measured endpoint's fit (the plan's MeasuredFit) as the pages and `film calibrate` show it: its figures
+    in words, each with its uncertainty, each measured figure beside the fitted one, and the notes."""
     if fit is None:
         return None
-
     seconds = fmt.precise_seconds
 
     def share(figure) -> str:
@@ -689,24 +687,24 @@ def fit_view(measured) -> dict | None:
     if fit.overhead_seconds:
         figures.append(("Overhead per request", f"{seconds(fit.overhead_seconds.value)} ± "
                         f"{seconds(fit.overhead_seconds.uncertainty)}",
-                        f"{fit.overhead_share:.1%} of the shortest prompt's wait: network, "
-                        f"queueing, the template"))
+                        (f"{fit.overhead_share:.1%} of the shortest prompt's wait: " if fit.overhead_share is not None
+                         else "waited outside prefill: ") + "network, queueing, the template"))
     if fit.compute_efficiency:
         figures.append(("Prefill arithmetic", share(fit.compute_efficiency),
-                        f"of {measured.gpu.short_name}'s peak: {fmt.teraflops(fit.achieved_flops, short=True)}"))
+                        f"of {gpu_name}'s peak: {fmt.teraflops(fit.achieved_flops, short=True)}"))
     if fit.memory_efficiency:
         figures.append(("Decode bandwidth", share(fit.memory_efficiency),
-                        f"of {measured.gpu.short_name}'s: {fmt.bandwidth(fit.achieved_bandwidth, short=True)}, about "
+                        f"of {gpu_name}'s: {fmt.bandwidth(fit.achieved_bandwidth, short=True)}, about "
                         f"{fmt.tokens_per_second(fit.expected_tokens_per_second, short=True)} for one user, "
-                        f"{fmt.tokens_per_second(measured.ceiling_tokens_per_second, short=True)} at best"))
+                        f"{fmt.tokens_per_second(ceiling_tokens_per_second, short=True)} at best"))
     if fit.kv_slope_seconds_per_token:
         slope = fit.kv_slope_seconds_per_token
         figures.append(("KV slope", f"{slope.value * 1e9:.1f} ± {slope.uncertainty * 1e9:.1f} ns a cached token",
                         f"{fit.kv_slope_predicted_seconds_per_token * 1e9:.1f} ns from the KV bytes at the fitted "
-                        f"bandwidth"))
-    points = [{"what": (f"TTFT, {point.prompt_tokens:,} tokens" if point.kind == "ttft" else
-                        f"decode step, {point.prompt_tokens:,} cached" + (f", {point.streams} streams"
-                                                                          if point.streams > 1 else "")),
+                        f"bandwidth; on its own, {share(fit.kv_slope_efficiency)} of it"))
+    points = [{"what": (f"TTFT at {point.prompt_tokens:,} tokens" if point.kind == "ttft" else
+                        f"decode step at {point.prompt_tokens:,} cached" + (f", {point.streams} streams"
+                                                                            if point.streams > 1 else "")),
                "measured": ("about " if point.approximate else "") + seconds(point.measured_seconds)
                + f" ± {seconds(point.precision_seconds)}",
                "fitted": seconds(point.fitted_seconds),

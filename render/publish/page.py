@@ -235,4 +235,5 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
                    for gpu in explorer.gpus},
         dtype_names={v.key.split("/")[2]: v.dtype for v in explorer.deployments.values()},
         data=json.dumps(compact(explorer), separators=(",", ":")), captions_url=captions_url(captions),
-        fit=fit_view(plan.measured), dataset=plan.measured.dataset)
+        fit=fit_view(plan.measured.fit, plan.measured.gpu.short_name, plan.measured.ceiling_tokens_per_second),
+        dataset=plan.measured.dataset)

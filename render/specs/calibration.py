@@ -107,11 +107,17 @@ class Calibration:
     memory_efficiency: Estimate | None
     kv_slope: KvSlope | None
     points: tuple[Point, ...]
-    prefill_exactly_determined: bool
-    decode_exactly_determined: bool
     notes: tuple[str, ...]
     prefill_fit: LinearFit | None = None  # (overhead, 1 / compute efficiency) and their covariance
     decode_fit: LinearFit | None = None   # (1 / memory efficiency,) and its variance
+
+    @property
+    def prefill_exactly_determined(self) -> bool:
+        return self.prefill_fit is not None and self.prefill_fit.exactly_determined
+
+    @property
+    def decode_exactly_determined(self) -> bool:
+        return self.decode_fit is not None and self.decode_fit.exactly_determined
 
     def predicted_ttft(self, prompt_tokens: float) -> Estimate | None:
         """What a prompt of this length should wait for its first token, by the fit."""
@@ -213,7 +219,6 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
     notes: list[str] = []
     points: list[Point] = []
     overhead = compute = memory = slope = prefill_fit = decode_fit = None
-    prefill_exact = decode_exact = False
     gpu_named = f"{deployment.gpu.name}" + (f" x{deployment.gpus}" if deployment.gpus > 1 else "")
 
     timed = [prompt for prompt in dataset.prompts if prompt.ttft_seconds is not None]
@@ -223,7 +228,6 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
         measured = np.array([prompt.ttft_seconds for prompt in timed])
         sigma = np.array([written_precision(prompt.ttft_seconds, prompt.ttft_approximate) for prompt in timed])
         fit = prefill_fit = weighted_fit(np.column_stack([np.ones_like(ideal), ideal]), measured, sigma)
-        prefill_exact = fit.exactly_determined
         overhead = Estimate(float(fit.coefficients[0]), math.sqrt(fit.covariance[0, 0]))
         compute = inverse(float(fit.coefficients[1]), float(fit.covariance[1, 1]))
         fitted = fit.coefficients[0] + fit.coefficients[1] * ideal
@@ -250,7 +254,6 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
         measured = np.array([1 / rate for _, _, rate in steps])
         sigma = np.array([written_precision(rate) / rate ** 2 for _, _, rate in steps])  # of 1 / rate
         fit = decode_fit = weighted_fit(ideal[:, None], measured, sigma)
-        decode_exact = fit.exactly_determined
         memory = inverse(float(fit.coefficients[0]), float(fit.covariance[0, 0]))
         points += [Point("decode", context, streams, float(step), float(error), float(value))
                    for (context, streams, _), step, error, value in zip(steps, measured, sigma,
@@ -275,13 +278,14 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
                          f"within the uncertainty): decode is bound by memory traffic, weights and cache alike")
     if dataset.compared_gpu_is_assumption:
         notes.append(f"the provider does not say its hardware: the fractions are of an assumed {gpu_named}")
-    if prefill_exact or decode_exact:
-        which = " and ".join(name for name, exact in (("the overhead and prefill", prefill_exact),
-                                                      ("decode", decode_exact)) if exact)
+    exact = [name for name, fit in (("the overhead and prefill", prefill_fit), ("decode", decode_fit))
+             if fit is not None and fit.exactly_determined]
+    if exact:
+        which = " and ".join(exact)
         notes.append(f"{which}: as many figures as unknowns, so nothing is left over to check the fit by; the "
                      "uncertainties come from the figures' written precision alone")
-    return Calibration(dataset.id, deployment, overhead, compute, memory, slope, tuple(points), prefill_exact,
-                       decode_exact, tuple(notes), prefill_fit, decode_fit)
+    return Calibration(dataset.id, deployment, overhead, compute, memory, slope, tuple(points), tuple(notes),
+                       prefill_fit, decode_fit)
 
 
 def kv_slope(deployment: Deployment, steps: list[tuple[int, int, float]], memory: Estimate | None) -> KvSlope | None:
