@@ -12,6 +12,7 @@
 #   make calibrate MEASURED=id [GPU=… GPUS=…]  what share of its ceilings a measured endpoint reaches (a fit)
 # Choices: make plan GPU=a100-sxm-80gb MODEL=llama-3.1-70b DTYPE=int8 [COMPARE_GPU=…] [MEASURED=…]
 #          GPUS=4 (tensor parallelism), KV_DTYPE=fp8 (the KV cache's format), MODEL=path/to/config.json
+#          EFFICIENCY=dataset-id or EFFICIENCY=compute=0.6,memory=0.8: expected numbers beside the ceilings
 #          make narration [GPU=… MODEL=… DTYPE=…] [VOICE=hibari|piper|recorded] [RECORDINGS=dir]
 #          make scene BEAT=prefill [QUALITY=low|medium|high]   make still BEAT=prefill AT=5.5   make sheet
 #
@@ -21,7 +22,7 @@
 
 # A $ in a value is make syntax: make would expand it before any program saw the value, so a
 # choice holding one is refused here rather than silently changed.
-CHOICE_VARIABLES := GPU GPUS MODEL DTYPE KV_DTYPE COMPARE_GPU MEASURED VOICE RECORDINGS BEAT AT QUALITY JOBS PYTHON \
+CHOICE_VARIABLES := GPU GPUS MODEL DTYPE KV_DTYPE COMPARE_GPU MEASURED EFFICIENCY VOICE RECORDINGS BEAT AT QUALITY JOBS PYTHON \
   VARIANTS MATRIX SCHEDULER PORT
 $(foreach variable,$(CHOICE_VARIABLES),$(if $(findstring $$,$(value $(variable))),\
   $(error $(variable)= contains '$$', which make would expand; give ids, numbers and paths without it)))
@@ -35,7 +36,8 @@ arg = $${$(1):+--$(2) "$$$(1)"}
 
 CHOICES := $(call arg,GPU,gpu) $(call arg,GPUS,gpus) $(call arg,MODEL,model) $(call arg,DTYPE,dtype) \
   $(call arg,KV_DTYPE,kv-dtype)
-PLAN_CHOICES := $(CHOICES) $(call arg,COMPARE_GPU,compare-gpu) $(call arg,MEASURED,measured)
+PLAN_CHOICES := $(CHOICES) $(call arg,COMPARE_GPU,compare-gpu) $(call arg,MEASURED,measured) \
+  $(call arg,EFFICIENCY,efficiency)
 VOICE_CHOICES := $(PLAN_CHOICES) $(call arg,VOICE,voice) $(call arg,RECORDINGS,recordings)
 FILM_CHOICES := $(VOICE_CHOICES) $(call arg,JOBS,jobs)
 FILMS_CHOICES := $(FILM_CHOICES) $(call arg,VARIANTS,variants) $(call arg,MATRIX,matrix) $(call arg,SCHEDULER,scheduler)
@@ -105,7 +107,7 @@ goldens: setup-film
 
 # Every GPU x model x data type x GPU count (GPUS=1,2,4,8) narrated: which fit, and each one's tightest slot.
 check-choices: setup
-	@$(VENV)/bin/python -m render.tools.check_choices $(call arg,GPUS,gpus)
+	@$(VENV)/bin/python -m render.tools.check_choices $(call arg,GPUS,gpus) $(call arg,EFFICIENCY,efficiency)
 
 clean:
 	rm -rf build

@@ -198,6 +198,8 @@ def add_plan_arguments(parser: argparse.ArgumentParser, voice: bool = True, buil
     add_choice_arguments(parser)
     parser.add_argument("--compare-gpu", help="the wasted-money beat's other GPU (default: the storyboard's)")
     parser.add_argument("--measured", help="measured dataset in data/measured/ (default: the storyboard's)")
+    parser.add_argument("--efficiency", help="speak expected numbers beside the ceilings: a measured dataset's id (its "
+                                             "fit) or compute=0.6,memory=0.8[,overhead=0.2]")
     parser.add_argument("--storyboard", default=STORYBOARD_PATH, help="storyboard file (default: %(default)s)")
     if voice:
         parser.add_argument("--voice", help="hibari, piper or recorded, optionally engine:voice (default: the storyboard's)")
@@ -218,7 +220,7 @@ def plan_from(args: argparse.Namespace, variant=None):
     plan = resolve_plan(gpu=choice.gpu, model=choice.model, dtype=choice.dtype, compare_gpu=args.compare_gpu,
                         measured=args.measured, voice=getattr(args, "voice", None),
                         recordings=getattr(args, "recordings", None), storyboard_path=args.storyboard,
-                        gpus=choice.gpus, kv_dtype=choice.kv_dtype)
+                        gpus=choice.gpus, kv_dtype=choice.kv_dtype, efficiency=args.efficiency)
     check_cues(plan)  # the scenes and the storyboard agree on their cues, before anything is voiced or drawn
     return plan
 
@@ -401,7 +403,7 @@ def write_page(plan, film: Path) -> Path:
 def make_arguments(args: argparse.Namespace) -> str:
     """The choice as make's variables (' GPU=a100-sxm-80gb GPUS=2'), for a message that says what to run."""
     names = (("gpu", "GPU"), ("gpus", "GPUS"), ("model", "MODEL"), ("dtype", "DTYPE"), ("kv_dtype", "KV_DTYPE"),
-             ("compare_gpu", "COMPARE_GPU"), ("measured", "MEASURED"))
+             ("compare_gpu", "COMPARE_GPU"), ("measured", "MEASURED"), ("efficiency", "EFFICIENCY"))
     return "".join(f" {variable}={getattr(args, name)}" for name, variable in names
                    if getattr(args, name, None) is not None)
 

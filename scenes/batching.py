@@ -12,7 +12,7 @@ from scenes.base import BeatScene
 from scenes.helpers import (Counter, LogChart, RooflineChart, WeightsWall, get_caption, get_formula, get_text, get_title,
                             inside_safe_area, power_label, powers_of_ten, slide_clear_of, tex_text)
 from scenes.measured_timings import get_provenance
-from scenes.sluice_and_tap import wall_label
+from scenes.sluice_and_tap import expected_numbers, wall_label
 from scenes.the_roofline import axis_ranges, roofline_ending
 from scenes.style import HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE
 
@@ -67,6 +67,7 @@ class Batching(BeatScene):
     def build(self) -> None:
         plan, spec = self.plan, self.plan.spec
         decode, batch = plan.numbers.decode, plan.numbers.batch
+        here = expected_numbers(self)  # the counters say what the narration says: expected figures with EFFICIENCY=
         title = get_title(self.beat.title, plan.choice.label)
         wall = WeightsWall(wall_label(self), width=WALL_WIDTH, height=WALL_HEIGHT, rows=8, cols=7, shares=spec.gpus,
                            experts=spec.experts)
@@ -84,7 +85,7 @@ class Batching(BeatScene):
                       before.decode[0].animate.move_to(point[0].get_center()),
                       FadeTransform(before.decode[1], point[1]),
                       *[FadeOut(part) for part in (before.badge, before.prefill, before.ridge, before.attainable,
-                                                   before.ridge_sum)], run_time=1.0)
+                                                   before.ridge_sum, before.achieved)], run_time=1.0)
             self.carry_on_with(title, chart, point)
             self.play(FadeIn(wall, shift=RIGHT * 0.3), run_time=0.5)
         else:
@@ -95,14 +96,16 @@ class Batching(BeatScene):
         users_label = get_text(f"{fmt.count(batch.size)} users, "
                                f"{fmt.count(batch.context_tokens)} cached tokens each",
                                SMALL_SIZE, KV_CACHE).next_to(VGroup(wall.bricks, stacks), DOWN, buff=0.25)
-        step = Counter("time per step", lambda v: fmt.milliseconds(v, short=True), start=decode.step_seconds,
-                       color=MEMORY)
-        throughput = Counter("tokens per second", lambda v: fmt.tokens_per_second(v, short=True),
-                             start=decode.tokens_per_second, color=HIGHLIGHT)
+        suffix = " here" if plan.expected else ""
+        step = Counter(f"time per step{suffix}", lambda v: fmt.milliseconds(v, short=True),
+                       start=here.decode.step_seconds, color=MEMORY)
+        throughput = Counter(f"tokens per second{suffix}", lambda v: fmt.tokens_per_second(v, short=True),
+                             start=here.decode.tokens_per_second, color=HIGHLIGHT)
         counters = VGroup(step, throughput).arrange(RIGHT, buff=0.8).next_to(users_label, DOWN, buff=0.35)
         counters.set_x(VGroup(wall.bricks, stacks).get_x())
         # Inside the safe area at the values they end on (a six-digit rate is wide) and start from.
-        for values in ((batch.step_seconds, batch.tokens_per_second), (decode.step_seconds, decode.tokens_per_second)):
+        for values in ((here.batch.step_seconds, here.batch.tokens_per_second),
+                       (here.decode.step_seconds, here.decode.tokens_per_second)):
             step.showing(values[0])
             throughput.showing(values[1])
             inside_safe_area(counters)
@@ -128,10 +131,10 @@ class Batching(BeatScene):
                             f"batch {fmt.count(batch.size)}\n{fmt.ops_per_byte(batch.ops_per_byte, short=True)}",
                             UP + LEFT)
         slide_clear_of(batched[1], chart.axes[1])  # a point near the left: off the axis, above the slope still
-        self.at("step", step.count_to(batch.step_seconds), point[0].animate.move_to(batched[0].get_center()),
+        self.at("step", step.count_to(here.batch.step_seconds), point[0].animate.move_to(batched[0].get_center()),
                 FadeOut(point[1]), run_time=1.4)
         self.play(FadeIn(batched[1]), run_time=0.3)
-        self.at("throughput", throughput.count_to(batch.tokens_per_second), read_once(1.0), run_time=1.4)
+        self.at("throughput", throughput.count_to(here.batch.tokens_per_second), read_once(1.0), run_time=1.4)
 
         if plan.measured.sweep:
             # A measured sweep: the endpoint's throughput at each number of streams, beside the roofline's.

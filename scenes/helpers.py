@@ -470,6 +470,16 @@ class RooflineChart(LogChart):
         return AnimationGroup(self.slope.animate.put_start_and_end_on(slope.get_start(), slope.get_end()),
                               self.roof.animate.put_start_and_end_on(roof.get_start(), roof.get_end()))
 
+    def achieved_roof(self, peak: float, bandwidth: float, label: str) -> VGroup:
+        """What a deployment reaches under the datasheet's line (EFFICIENCY=): its slope and roof dashed, and a legend
+        (a dash and `label`) for the caller to place."""
+        slope, roof = self.roofline_lines(peak, bandwidth)
+        lines = VGroup(*[DashedLine(line.get_start(), line.get_end(), color=line.get_color(), stroke_width=4,
+                                    dash_length=0.12) for line in (slope, roof)])
+        legend = VGroup(DashedLine(LEFT * 0.3, RIGHT * 0.3, color=TEXT, stroke_width=4, dash_length=0.12),
+                        get_text(label, SMALL_SIZE, TEXT)).arrange(RIGHT, buff=0.15)
+        return VGroup(lines, legend)
+
     def ridge_marker(self, label: str) -> VGroup:
         ridge = self.peak / self.bandwidth
         top = self.point(ridge, self.peak)

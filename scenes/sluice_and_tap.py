@@ -76,6 +76,16 @@ def wall_label(scene: BeatScene) -> str:
     return "\n".join(lines)
 
 
+def expected_numbers(scene: BeatScene):
+    """The numbers the beat speaks: the expected ones with EFFICIENCY=, else the ceilings."""
+    return scene.plan.expected or scene.plan.numbers
+
+
+def at_best(scene: BeatScene, caption: str, best: str) -> str:
+    """A counter's caption: with EFFICIENCY= its value is what the deployment gives here, and the ceiling follows."""
+    return f"{caption} here\n{best} at best" if scene.plan.expected else caption
+
+
 def times_gpus(scene: BeatScene, text: str) -> str:
     """A per-GPU figure as the deployment has it: itself on one GPU, 'T × it' on T of them."""
     gpus = scene.plan.spec.gpus
@@ -96,9 +106,12 @@ class Division:
 
 
 def get_division(scene: BeatScene, numerator: str, denominator: str, communication: float, result: str,
-                 color: str, then: tuple = ()) -> Division:
+                 color: str, then: tuple = (), share: float | None = None) -> Division:
+    """With `share` (EFFICIENCY=), the denominator is the part of the ceiling the deployment reaches."""
     gpus = scene.plan.spec.gpus
     below = tex_text(denominator) if gpus == 1 else rf"{gpus} \times {tex_text(denominator)}"
+    if share is not None:
+        below = rf"{tex_text(fmt.percent(share, short=True))} \times {below}"
     parts: list = [rf"\frac{{{tex_text(numerator)}}}{{{below}}}"]
     if scene.plan.spec.gpus > 1:
         parts += ["+", (tex_text(fmt.milliseconds(communication, short=True)), MUTED)]
@@ -164,13 +177,17 @@ def prefill_ending(scene: BeatScene, title: str) -> PrefillEnding:
     bound.next_to(stage.chip, DOWN, buff=0.3)
     busy = get_text(f"{fmt.percent(prefill.compute_utilisation, short=True)} of the arithmetic busy",
                     SMALL_SIZE, MUTED).next_to(bound, DOWN, buff=0.15)
+    efficiency = plan.choice.efficiency
     if compute_bound:
         division = (fmt.large(prefill.ops), fmt.teraflops(plan.spec.peak_flops, short=True))
+        share = efficiency.compute if efficiency else None
     else:  # a memory-bound prefill waits on its bytes, not its arithmetic
         division = (fmt.gigabytes(prefill.bytes_all_gpus, short=True),
                     fmt.bandwidth(plan.spec.memory_bandwidth, short=True))
-    result = get_division(scene, *division, prefill.communication_seconds, fmt.duration(prefill.seconds, short=True),
-                          COMPUTE)
+        share = efficiency.memory if efficiency else None
+    here = expected_numbers(scene).prefill
+    result = get_division(scene, *division, here.communication_seconds, fmt.duration(here.seconds, short=True),
+                          COMPUTE, share=share)
     return PrefillEnding(stage, tokens_label, work, peak, bound, busy, result)
 
 
@@ -180,7 +197,7 @@ class Prefill(BeatScene):
     successor = "decode"
 
     def build(self) -> None:
-        prefill = self.plan.numbers.prefill
+        prefill, here = self.plan.numbers.prefill, expected_numbers(self).prefill
         ending = prefill_ending(self, self.beat.title)
         stage = ending.stage
         stage.chip.cores.set_fill(stage.chip.idle_color)
@@ -191,8 +208,10 @@ class Prefill(BeatScene):
         gate = Rectangle(width=0.12, height=tokens.height + 0.5, stroke_width=0, fill_color=TEXT, fill_opacity=0.9)
         gate.next_to(tokens, RIGHT, buff=0.2)
         operations = Counter("operations", fmt.large, color=COMPUTE)
-        seconds = Counter("time to first token", lambda v: fmt.duration(v, short=True), color=COMPUTE)
-        counters = get_counter_row((operations, prefill.ops), (seconds, prefill.seconds))
+        # Ideally the first token's whole wait; with EFFICIENCY= the prefill alone (the overhead comes on top).
+        seconds = Counter(at_best(self, "prefill", fmt.duration(prefill.seconds, short=True)) if self.plan.expected
+                          else "time to first token", lambda v: fmt.duration(v, short=True), color=COMPUTE)
+        counters = get_counter_row((operations, prefill.ops), (seconds, here.seconds))
         self.add(counters)
 
         self.at("one-pass", FadeIn(tokens, shift=RIGHT * 0.3), FadeIn(gate), run_time=0.8)
@@ -205,7 +224,7 @@ class Prefill(BeatScene):
                 operations.count_to(prefill.ops), Write(ending.work), run_time=1.4)
         self.ambient = lambda: stage.wall.sweep(run_time=AMBIENT, experts=prefill.experts_read)
         self.at("peak", FadeIn(ending.peak, shift=DOWN * 0.2), run_time=0.6)
-        self.at("time", seconds.appear(), seconds.count_to(prefill.seconds), run_time=1.2)
+        self.at("time", seconds.appear(), seconds.count_to(here.seconds), run_time=1.2)
         self.at("busy", FadeIn(ending.bound, scale=1.1), FadeIn(ending.busy), run_time=0.6)
 
         # The payoff: the counters assemble into the sum they came from, and one more read of the
@@ -266,11 +285,12 @@ def decode_ending(scene: BeatScene, title: str) -> DecodeEnding:
     if per_token.width > FORMULA_WIDTH:  # beside the counters, not under them
         per_token.scale_to_fit_width(FORMULA_WIDTH)
     per_token.move_to(FORMULA_AT)
+    here, efficiency = expected_numbers(scene).decode, plan.choice.efficiency
     result = get_division(scene, fmt.gigabytes(decode.bytes_per_token, short=True),
-                          fmt.bandwidth(plan.spec.memory_bandwidth, short=True), decode.communication_seconds,
-                          fmt.milliseconds(decode.step_seconds, short=True), MEMORY,
-                          then=(r"\Rightarrow", (tex_text(fmt.tokens_per_second(decode.tokens_per_second, short=True)),
-                                                  HIGHLIGHT)))
+                          fmt.bandwidth(plan.spec.memory_bandwidth, short=True), here.communication_seconds,
+                          fmt.milliseconds(here.step_seconds, short=True), MEMORY,
+                          then=(r"\Rightarrow", (tex_text(fmt.tokens_per_second(here.tokens_per_second, short=True)),
+                                                  HIGHLIGHT)), share=efficiency.memory if efficiency else None)
     return DecodeEnding(stage, idle, bandwidth, bound, per_token, result)
 
 
@@ -280,7 +300,7 @@ class Decode(BeatScene):
     predecessor, successor = "prefill", "roofline"
 
     def build(self) -> None:
-        decode = self.plan.numbers.decode
+        decode, here = self.plan.numbers.decode, expected_numbers(self).decode
         ending = decode_ending(self, self.beat.title)
         stage = ending.stage
         stage.chip.cores.set_fill(stage.chip.idle_color)
@@ -300,10 +320,12 @@ class Decode(BeatScene):
         drop_start = chip.package.get_top() + UP * 1.0
         read = Counter("bytes read per token", lambda v: fmt.gigabytes(v, short=True), color=MEMORY)
         operations = Counter("operations per token", fmt.large, color=COMPUTE)
-        step = Counter("time per token", lambda v: fmt.milliseconds(v, short=True), color=MEMORY)
-        rate = Counter("tokens per second", lambda v: fmt.tokens_per_second(v, short=True).split()[0], color=HIGHLIGHT)
+        step = Counter(at_best(self, "time per token", fmt.milliseconds(decode.step_seconds, short=True)),
+                       lambda v: fmt.milliseconds(v, short=True), color=MEMORY)
+        rate = Counter(at_best(self, "tokens per second", fmt.integer(decode.tokens_per_second, short=True)),
+                       lambda v: fmt.tokens_per_second(v, short=True).split()[0], color=HIGHLIGHT)
         counters = get_counter_row((read, decode.bytes_per_token), (operations, decode.ops_per_token),
-                                   (step, decode.step_seconds), (rate, decode.tokens_per_second))
+                                   (step, here.step_seconds), (rate, here.tokens_per_second))
         self.add(counters)
 
         def drop() -> Succession:
@@ -323,9 +345,9 @@ class Decode(BeatScene):
         self.play(FadeIn(ending.idle), run_time=0.4)
         self.at("bandwidth", FadeIn(ending.bandwidth, shift=DOWN * 0.2), stage.link.animate.set_color(HIGHLIGHT),
                 run_time=0.6)
-        self.at("time", step.appear(), step.count_to(decode.step_seconds), drop(), read_once(0.9),
+        self.at("time", step.appear(), step.count_to(here.step_seconds), drop(), read_once(0.9),
                 Write(ending.per_token), run_time=1.0)
-        self.at("rate", rate.appear(), rate.count_to(decode.tokens_per_second), FadeIn(ending.bound), drop(),
+        self.at("rate", rate.appear(), rate.count_to(here.tokens_per_second), FadeIn(ending.bound), drop(),
                 read_once(0.9), run_time=1.0)
 
         # The payoff: the counters become the division that made them, while the tap keeps dripping.

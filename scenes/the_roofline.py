@@ -17,9 +17,9 @@ from manim import (DOWN, LEFT, RIGHT, UL, UP, Create, FadeIn, FadeOut, GrowFromE
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
-from scenes.helpers import (Bar, RooflineChart, blend, get_formula, get_pill, get_text, get_title, slide_clear_of,
-                            tex_text)
-from scenes.sluice_and_tap import decode_ending
+from scenes.helpers import (Bar, RooflineChart, blend, get_formula, get_pill, get_text, get_title, inside_safe_area,
+                            slide_clear_of, tex_text)
+from scenes.sluice_and_tap import decode_ending, expected_numbers
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
 CHART_AT = LEFT * 2.2 + DOWN * 0.35
@@ -83,11 +83,12 @@ class RooflineEnding:
     ridge: VGroup
     attainable: object
     ridge_sum: VGroup
+    achieved: VGroup  # EFFICIENCY=: the roof the deployment reaches, under the datasheet's (else empty)
 
     @property
     def parts(self) -> list:
         return [self.title, self.chart, self.badge, self.decode, self.prefill, self.ridge, self.attainable,
-                self.ridge_sum]
+                self.ridge_sum, self.achieved]
 
 
 def roofline_ending(scene: BeatScene, title: str) -> RooflineEnding:
@@ -104,8 +105,15 @@ def roofline_ending(scene: BeatScene, title: str) -> RooflineEnding:
     ridge_sum = ridge_formula(spec.peak_flops, spec.memory_bandwidth, spec.ridge_ops_per_byte)
     ridge_sum.next_to(attainable, DOWN, buff=0.6, aligned_edge=LEFT)
     badge = gpu_badge(plan.choice.gpu.short_name, spec.ridge_ops_per_byte, chart)
+    achieved = VGroup()
+    if plan.achieved:
+        efficiency = plan.choice.efficiency
+        achieved = chart.achieved_roof(plan.achieved.peak_flops, plan.achieved.memory_bandwidth,
+                                       f"reached here:\n{fmt.percent(efficiency.compute, short=True)} of peak, "
+                                       f"{fmt.percent(efficiency.memory, short=True)} of bandwidth")
+        inside_safe_area(achieved[1].next_to(ridge_sum, DOWN, buff=0.45, aligned_edge=LEFT))
     return RooflineEnding(get_title(title, plan.choice.label), chart, badge, decode, prefill, ridge, attainable,
-                          ridge_sum)
+                          ridge_sum, achieved)
 
 
 class Roofline(BeatScene):
@@ -147,6 +155,8 @@ class Roofline(BeatScene):
         where = chart.roof if on_roof else chart.slope  # the narration says which it sits on
         self.at("roof", Indicate(where, color=HIGHLIGHT, scale_factor=1.0), FadeIn(roof_label),
                 Write(ending.attainable), run_time=0.9)
+        if plan.achieved:  # what this deployment reaches, under the datasheet's line
+            self.play(Create(ending.achieved[0]), FadeIn(ending.achieved[1]), run_time=0.8)
         self.at("ridge", Create(ending.ridge[0]), Write(ending.ridge[1]), Write(ending.ridge_sum), FadeOut(slope_label),
                 run_time=1.0)
 
@@ -161,7 +171,10 @@ class Roofline(BeatScene):
             return
         step = (self.seconds_until("end") - 0.05) / (len(stops) + 1)
         badge, ridge, ridge_sum = ending.badge, ending.ridge, ending.ridge_sum
-        for name, peak, bandwidth, ridge_value in [*stops, home]:
+        for index, (name, peak, bandwidth, ridge_value) in enumerate([*stops, home]):
+            # The reached roof is this GPU's (its shares were measured here): it leaves with the first pill, returns home.
+            achieved = ([FadeOut(ending.achieved)] if index == 0 else
+                        [FadeIn(ending.achieved)] if index == len(stops) else []) if plan.achieved else []
             moves = [point.animate.shift(chart.point(intensity, min(peak, bandwidth * intensity))
                                          - point[0].get_center())
                      for point, intensity in ((ending.decode, n.decode.ops_per_byte),
@@ -172,7 +185,7 @@ class Roofline(BeatScene):
             new_ridge = chart.ridge_marker(f"ridge {fmt.integer(ridge_value, short=True)}")
             # Lines move; words cross-fade (a morph between two numbers reads as noise).
             self.play(morph, FadeTransform(badge, new_badge), Transform(ridge[0], new_ridge[0]),
-                      FadeTransform(ridge[1], new_ridge[1]), FadeTransform(ridge_sum, new_sum), *moves,
+                      FadeTransform(ridge[1], new_ridge[1]), FadeTransform(ridge_sum, new_sum), *moves, *achieved,
                       run_time=step * 0.8)
             badge, ridge_sum = new_badge, new_sum
             ridge = VGroup(ridge[0], new_ridge[1])
@@ -184,6 +197,7 @@ class WastedMoney(BeatScene):
 
     def build(self) -> None:
         plan, spec, n = self.plan, self.plan.spec, self.plan.numbers
+        here = expected_numbers(self)  # what the deployment gives (EFFICIENCY=), as the narration says
         compare, choice = n.compare, plan.choice
         ours, other = choice.times(choice.gpu.short_name), choice.times(compare.gpu.short_name)  # as many of each
         title = get_title(self.beat.title, f"{ours} against {other} · {choice.model.name} · {choice.dtype.name}")
@@ -194,14 +208,15 @@ class WastedMoney(BeatScene):
              lambda v: fmt.teraflops(v, short=True), COMPUTE, compare.flops_ratio),
             ("memory bandwidth", spec.memory_bandwidth, compare.memory_bandwidth,
              lambda v: fmt.bandwidth(v, short=True), MEMORY, compare.bandwidth_ratio),
-            ("one user's decode", n.decode.tokens_per_second, compare.decode_tokens_per_second,
+            ("one user's decode" + (" here" if plan.expected else ""), here.decode.tokens_per_second,
+             here.compare.decode_tokens_per_second,
              lambda v: fmt.tokens_per_second(v, short=True), HIGHLIGHT, compare.decode_speedup),
         ]
         groups = VGroup()
         for caption, value, compare_value, formatter, color, ratio in metrics:
             longest = max(value, compare_value)
             # A chip's own figures are per GPU; one user's decode is the whole deployment's.
-            names = (ours, other) if caption == "one user's decode" else (choice.gpu.short_name, compare.gpu.short_name)
+            names = (ours, other) if caption.startswith("one user's") else (choice.gpu.short_name, compare.gpu.short_name)
             bars = VGroup(Bar(names[0], formatter(value), 5.2 * value / longest, color),
                           Bar(names[1], formatter(compare_value), 5.2 * compare_value / longest,
                               blend(color, MUTED, 0.55)))
@@ -229,7 +244,7 @@ class WastedMoney(BeatScene):
         self.ambient = lambda: Indicate(groups[2][1:], scale_factor=1.04)
 
         # A long prompt: prefill time split into the linear layers and attention.
-        long_prompt = n.long_prompt
+        long_prompt = here.long_prompt
         total = long_prompt.seconds
         width = 9.0
         linear = Rectangle(width=width * long_prompt.linear_seconds / total, height=0.8, stroke_width=0,
@@ -241,7 +256,9 @@ class WastedMoney(BeatScene):
                             stroke_width=0, fill_color=MUTED, fill_opacity=0.9)
         stacked = VGroup(linear, attention, talking).arrange(RIGHT, buff=0).move_to(UP * 0.15)
         heading = get_text(f"a {fmt.count(long_prompt.tokens)}-token prompt on {ours}: prefill "
-                           f"{fmt.duration(total, short=True)}", LABEL_SIZE, TEXT).next_to(stacked, UP, buff=0.35)
+                           f"{fmt.duration(total, short=True)}"
+                           + (f" here ({fmt.duration(n.long_prompt.seconds, short=True)} at best)" if plan.expected else ""),
+                           LABEL_SIZE, TEXT).next_to(stacked, UP, buff=0.35)
         linear_label = get_text(f"linear layers {fmt.duration(long_prompt.linear_seconds, short=True)}",
                                 SMALL_SIZE, COMPUTE).next_to(linear, DOWN, buff=0.2)
         attention_label = get_text(

@@ -97,6 +97,13 @@ class TwoWaits(BeatScene):
                   Indicate(tpot), run_time=0.9)
 
 
+def expected_line(efficiency) -> str:
+    """The end card's word on EFFICIENCY=: what the expected figures assume, and where that comes from."""
+    source = f"fitted from {efficiency.fitted_from}" if efficiency.fitted_from else "as given"
+    return (f"expected figures at {fmt.percent(efficiency.compute, short=True)} of peak arithmetic and "
+            f"{fmt.percent(efficiency.memory, short=True)} of bandwidth, {source}")
+
+
 def split_words(line, source: str) -> list[VGroup]:
     """The characters of each word of a Text line (Text drops spaces from its submobjects)."""
     groups, cursor = [], 0
@@ -110,7 +117,8 @@ class TwoBudgets(BeatScene):
     """Two budgets and their levers; then the end card with what the film was computed for."""
 
     def build(self) -> None:
-        beat, plan, n = self.beat, self.plan, self.plan.numbers
+        beat, plan, best = self.beat, self.plan, self.plan.numbers
+        n = plan.expected or best  # the levers' figures: expected ones with EFFICIENCY=, each beside its ceiling
         title = get_title(beat.title)
         self.enter(title)
         ttft = BudgetCard("Time to first token", "answers to arithmetic (and attention)", COMPUTE)
@@ -122,7 +130,10 @@ class TwoBudgets(BeatScene):
 
         ttft_levers = [
             ttft.lever("trim the prompt", f"{fmt.duration(n.prefill.seconds, short=True)} for "
-                                          f"{fmt.count(n.prefill.tokens)} tokens"),
+                                          f"{fmt.count(n.prefill.tokens)} tokens"
+                                          + (f" (+ {fmt.duration(plan.choice.efficiency.overhead_seconds, short=True)} "
+                                             f"overhead)" if plan.expected and plan.choice.efficiency.overhead_seconds
+                                             else "")),
             ttft.lever("cache the prompt prefix", "a cached prefix is not prefilled again"),
             ttft.lever("more arithmetic", f"{fmt.teraflops(plan.spec.total_peak_flops, short=True)} on "
                                           f"{plan.choice.times(plan.choice.gpu.short_name)}"),
@@ -131,7 +142,9 @@ class TwoBudgets(BeatScene):
                 run_time=1.5)
         tps_levers = [
             tps.lever("bandwidth", f"{fmt.bandwidth(plan.spec.total_bandwidth, short=True)} → "
-                                   f"{fmt.tokens_per_second(n.decode.tokens_per_second, short=True)}"),
+                                   f"{fmt.tokens_per_second(n.decode.tokens_per_second, short=True)}"
+                                   + (f" ({fmt.integer(best.decode.tokens_per_second, short=True)} at best)"
+                                      if plan.expected else "")),
             # Only a smaller format than the film's own is a lever; weights already the smallest have none.
             *([tps.lever("quantisation", f"{n.quantised.dtype.name} weights → "
                                          f"{fmt.tokens_per_second(n.quantised.tokens_per_second, short=True)}"
@@ -162,6 +175,7 @@ class TwoBudgets(BeatScene):
             get_text(f"measurements: {plan.measured.dataset.route}", SMALL_SIZE, MUTED),
             get_text("every number computed by a roofline model from datasheet peaks (dense) and model configs",
                      SMALL_SIZE, MUTED),
+            *([get_text(expected_line(choice.efficiency), SMALL_SIZE, MUTED)] if plan.expected else []),
             get_text(f"after {plan.source}", SMALL_SIZE, MUTED),
         ).arrange(DOWN, buff=0.28)
         for line in end_card:

@@ -7,6 +7,7 @@ film is a pure function of (storyboard, data, GPU, model, data type, measured da
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from render.plan import numbers as compute
 from render.plan.storyboard import Storyboard, load_storyboard
 from render.plan.templating import extract_cues, fill
 from render.plan.tracking import Tracked
-from render.plan.types import Beat, Choice, NarrationSettings, Plan, parse_voice
+from render.plan.types import Beat, Choice, Efficiency, NarrationSettings, Plan, parse_voice
 from render.specs import roofline as rl
 from render.specs.catalog import Catalog, load_catalog
 from render.specs.pronunciations import load_pronunciations
@@ -41,13 +42,14 @@ def resolve_plan(
     data_dir: Path = DATA_DIR,
     gpus: int | None = None,
     kv_dtype: str | None = None,
+    efficiency: str | None = None,
 ) -> Plan:
     """Resolve the storyboard for one choice of GPU (and how many), model and data type
     (defaults: the storyboard's, on one GPU)."""
     storyboard = load_storyboard(storyboard_path)
     catalog = load_catalog(data_dir)
     params = storyboard.parameters
-    choice = resolve_choice(catalog, storyboard, gpu, model, dtype, compare_gpu, measured, gpus, kv_dtype)
+    choice = resolve_choice(catalog, storyboard, gpu, model, dtype, compare_gpu, measured, gpus, kv_dtype, efficiency)
     dataset = catalog.measured(choice.measured_id)
     measured_model, measured_gpu = catalog.model(dataset.model), catalog.gpu(dataset.compared_gpu)
     measured_dtype = catalog.dtype(dataset.precision)
@@ -59,12 +61,20 @@ def resolve_plan(
                f"the measured dataset's {longest:,}-token prompt ({dataset.path})")
 
     spec = compute.spec_sheet(choice.deployment)
-    numbers = compute.film_numbers(choice.deployment, choice.compare_gpu, params,
-                                   quantisation_lever(catalog, choice.dtype))
+    numbers = compute.film_numbers(choice.deployment, choice.compare_gpu, params, quantisation_lever(catalog, choice.dtype))
     measured_numbers = compute.measured_numbers(dataset, measured_gpu, measured_model, measured_dtype,
                                                 choice.embedding_rows)
     pills = tuple(compute.pill(catalog.gpu(gpu_id), choice.dtype) for gpu_id in params.roofline_pills
                   if gpu_id != choice.gpu.id)
+    lever = quantisation_lever(catalog, choice.dtype)
+    achieved, expected = None, None
+    if choice.efficiency:
+        # The same formulas on the GPUs as the deployment reaches them (the comparison GPU at the same shares)
+        efficiency = choice.efficiency
+        reached = choice.deployment.on(rl.achieved(choice.gpu, efficiency.compute, efficiency.memory))
+        achieved = compute.spec_sheet(reached)
+        expected = compute.film_numbers(reached, rl.achieved(choice.compare_gpu, efficiency.compute, efficiency.memory),
+                                        params, lever)
 
     notes = []
     if choice.arithmetic != choice.dtype.arithmetic:
@@ -97,6 +107,8 @@ def resolve_plan(
                          f"included (the source's convention: the storyboard's parameters.embedding_reads: table); a "
                          f"real step gathers only its tokens' rows of it, {fmt.gigabytes(table, short=True)} "
                          f"({fmt.percent(table / weights, short=True)} of the weights) less.")
+    if choice.efficiency:
+        notes.append(efficiency_note(choice, catalog))
     if dataset.compared_gpu_is_assumption:
         notes.append(f"The measured timings ({dataset.id}) are compared with {with_article(measured_gpu)}: "
                      f"an assumption, since the provider does not publish its hardware.")
@@ -107,6 +119,8 @@ def resolve_plan(
     groups = {"choice": (choice, "choice"), "gpu": (choice.hardware, "choice.hardware"),
               "model": (choice.model, "choice.model"), "dtype": (choice.dtype, "choice.dtype"), "spec": (spec, "spec"),
               "measured": (measured_numbers, "measured"), "parameters": (params, "parameters"),
+              "efficiency": (choice.efficiency, "choice.efficiency"), "achieved": (achieved, "achieved"),
+              "expected": (expected, "expected"), "numbers": (numbers, "numbers"),
               **{group: (getattr(numbers, group), f"numbers.{group}") for group in numbers.__dataclass_fields__}}
     beats = []
     for beat in storyboard.beats:
@@ -136,7 +150,7 @@ def resolve_plan(
         choice=choice, spec=spec, numbers=numbers, measured=measured_numbers, pills=pills,
         parameters=params, narration=narration,
         pronunciations=load_pronunciations(data_dir / "pronunciations.yaml", named, gpu_names),
-        beats=tuple(beats), notes=tuple(notes), summary=summary,
+        beats=tuple(beats), notes=tuple(notes), summary=summary, achieved=achieved, expected=expected,
     )
 
 
@@ -178,7 +192,7 @@ def kv_formats(catalog: Catalog) -> dict[str, DataType]:
 
 def resolve_choice(catalog: Catalog, storyboard: Storyboard, gpu: str | None = None, model: str | None = None,
                    dtype: str | None = None, compare_gpu: str | None = None, measured: str | None = None,
-                   gpus: int | None = None, kv_dtype: str | None = None) -> Choice:
+                   gpus: int | None = None, kv_dtype: str | None = None, efficiency: str | None = None) -> Choice:
     """The one place a choice left out becomes the storyboard's default."""
     defaults = storyboard.defaults
     the_gpu = catalog.gpu(gpu or defaults["gpu"])
@@ -200,10 +214,91 @@ def resolve_choice(catalog: Catalog, storyboard: Storyboard, gpu: str | None = N
     return Choice(
         gpu=the_gpu, model=the_model, dtype=the_dtype, arithmetic=rl.arithmetic_format(the_gpu, the_dtype),
         compare_gpu=choose_compare_gpu(catalog, storyboard, the_gpu, compare_gpu), measured_id=dataset,
-        is_default=(the_gpu.id, the_model.id, the_dtype.id, count, kv_is_default)
-        == (defaults["gpu"], defaults["model"], defaults["dtype"], 1, True),
+        is_default=(the_gpu.id, the_model.id, the_dtype.id, count, kv_is_default, bool(efficiency))
+        == (defaults["gpu"], defaults["model"], defaults["dtype"], 1, True, False),
         gpus=count, kv_is_default=kv_is_default, embedding_rows=storyboard.parameters.embedding_rows,
+        efficiency=efficiency_of(catalog, efficiency, storyboard.parameters.embedding_rows) if efficiency else None,
     )
+
+
+# What EFFICIENCY= may give by hand: each share of a ceiling, and the fixed wait, with its unit and range.
+EFFICIENCY_KEYS = {"compute": "of peak arithmetic", "memory": "of bandwidth", "overhead": "seconds per request"}
+MAX_OVERHEAD_SECONDS = 60.0
+
+
+def efficiency_of(catalog: Catalog, text: str, embedding_rows: bool = False) -> Efficiency:
+    """EFFICIENCY=: a measured dataset's id (its fit's shares and overhead) or compute=0.6,memory=0.8[,overhead=0.2]
+    (shares as fractions or percentages)."""
+    text = text.strip()
+    if "=" not in text:
+        return fitted_efficiency(catalog, text, embedding_rows)
+    usage = "give EFFICIENCY=compute=0.6,memory=0.8 (shares of the ceilings; overhead=0.2 adds seconds per request)"
+    given: dict[str, float] = {}
+    for part in text.split(","):
+        key, _, value = (piece.strip() for piece in part.partition("="))
+        if key not in EFFICIENCY_KEYS:
+            raise FilmError(f"EFFICIENCY={text}: unknown {key!r}; the keys are {', '.join(EFFICIENCY_KEYS)}; {usage}")
+        if key in given:
+            raise FilmError(f"EFFICIENCY={text}: {key} is given twice; {usage}")
+        try:
+            number = float(value[:-1]) / 100 if value.endswith("%") and key != "overhead" else float(value)
+        except ValueError:
+            raise FilmError(f"EFFICIENCY={text}: {key}={value!r} is not a number; {usage}") from None
+        if key == "overhead" and not 0 <= number <= MAX_OVERHEAD_SECONDS:
+            raise FilmError(f"EFFICIENCY={text}: overhead={value} must be from 0 to {MAX_OVERHEAD_SECONDS:g} seconds")
+        if key != "overhead" and not (math.isfinite(number) and 0 < number <= 1):
+            raise FilmError(f"EFFICIENCY={text}: {key}={value} must be a share of the ceiling above 0 and at most 1 "
+                            f"(0.6 or 60%): a deployment does not beat its datasheet")
+        given[key] = number
+    missing = [key for key in ("compute", "memory") if key not in given]
+    if missing:
+        raise FilmError(f"EFFICIENCY={text}: {' and '.join(missing)} missing; {usage}")
+    return Efficiency(given["compute"], given["memory"], given.get("overhead", 0.0))
+
+
+def fitted_efficiency(catalog: Catalog, dataset_id: str, embedding_rows: bool) -> Efficiency:
+    """The shares a measured dataset's fit gives against the GPU it is compared with."""
+    from render.specs.calibration import calibrate
+
+    if dataset_id not in catalog.measured_ids():
+        raise FilmError(f"EFFICIENCY={dataset_id}: no measured dataset of that id in data/measured/ (film list "
+                        f"measured), and not compute=…,memory=… either; give one of: {', '.join(catalog.measured_ids())}")
+    dataset = catalog.measured(dataset_id)
+    deployment = Deployment(catalog.gpu(dataset.compared_gpu), catalog.model(dataset.model),
+                            catalog.dtype(dataset.precision), embedding_rows=embedding_rows)
+    fit = calibrate(dataset, deployment)
+    shares = {"compute": (fit.compute_efficiency, "arithmetic"), "memory": (fit.memory_efficiency, "bandwidth")}
+    for key, (share, word) in shares.items():
+        if share is None:
+            why = next((note for note in fit.notes if word in note), "its timings cannot determine it")
+            raise FilmError(f"EFFICIENCY={dataset_id}: {dataset.path} does not give the share {EFFICIENCY_KEYS[key]}: "
+                            f"{why}. Measure more (film measure), or give the shares: EFFICIENCY=compute=…,memory=…")
+        elif share.value > 1:
+            raise FilmError(f"EFFICIENCY={dataset_id}: its fit reaches {share.value:.0%} {EFFICIENCY_KEYS[key]} of "
+                            f"{deployment.gpu.name}: faster than the datasheet, so the GPU it is compared with "
+                            f"({dataset.path}: compared_gpu) is not what served it; fix that, or give "
+                            f"EFFICIENCY=compute=…,memory=…")
+    overhead = fit.overhead_seconds.value if fit.overhead_seconds else 0.0
+    return Efficiency(fit.compute_efficiency.value, fit.memory_efficiency.value, overhead, dataset_id)
+
+
+def efficiency_note(choice: Choice, catalog: Catalog) -> str:
+    """What the expected numbers assume, for the pages and `film plan`."""
+    efficiency = choice.efficiency
+    shares = (f"{fmt.percent(efficiency.compute, short=True)} of peak arithmetic and "
+              f"{fmt.percent(efficiency.memory, short=True)} of bandwidth")
+    overhead = (f", and {fmt.duration(efficiency.overhead_seconds, short=True)} of every first token's wait outside "
+                f"prefill" if efficiency.overhead_seconds else "")
+    if not efficiency.fitted_from:
+        return (f"Expected numbers (EFFICIENCY=) assume {choice.times(choice.gpu.name)} reaches {shares}{overhead}, as "
+                f"given; the ceilings are the datasheet's.")
+    dataset = catalog.measured(efficiency.fitted_from)
+    measured_on = catalog.gpu(dataset.compared_gpu)
+    carried = ("" if measured_on.id == choice.gpu.id and choice.gpus == 1 else
+               f" The shares were measured against {with_article(measured_on)} and are assumed to carry over to "
+               f"{choice.times(choice.gpu.name)}.")
+    return (f"Expected numbers (EFFICIENCY={efficiency.fitted_from}): the fit of {dataset.path} reaches "
+            f"{shares}{overhead}.{carried}")
 
 
 # The most GPUs a film's deployment may span: tensor parallelism stays inside one server.

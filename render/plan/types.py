@@ -10,6 +10,8 @@ read attributes (`plan.numbers.prefill.ops`), so a misspelt name fails at once.
       spec          SpecSheet: that GPU running that model (peak, bandwidth, ridge, weight bytes)
       numbers       Numbers: prefill, decode, batch, long_prompt, compare, quantised
       measured      MeasuredNumbers: the measured dataset, its prompts by role (short, medium, long)
+      achieved      SpecSheet at the achieved ceilings (EFFICIENCY=), or None
+      expected      Numbers at those ceilings: what the deployment should give, not its best; or None
       pills         Pill per GPU the roofline morphs through
       parameters    Parameters: the storyboard's prompt lengths, batch and comparison choices
       narration     NarrationSettings: voice, lead-in, gap, tempo, loudness
@@ -40,6 +42,25 @@ BUILT_IN_CUES = ("speech-start", "speech-end", "end")
 
 
 @dataclass(frozen=True)
+class Efficiency:
+    """What share of its ceilings a deployment reaches (EFFICIENCY=): fitted from a measured dataset's timings
+    (render/specs/calibration.py), or given as compute=…,memory=…[,overhead=…]."""
+
+    compute: float            # of peak arithmetic (prefill's matrix multiplies)
+    memory: float             # of bandwidth (decode's weight and cache reads)
+    overhead_seconds: float   # waited per request outside prefill: network, queueing, the template
+    fitted_from: str = ""     # the measured dataset's id; empty: given by hand
+
+    @property
+    def name(self) -> str:
+        """'expected-openrouter-…' or 'expected-c0.6-m0.8[-o0.2]': the film's folder says which."""
+        if self.fitted_from:
+            return f"expected-{self.fitted_from}"
+        overhead = f"-o{self.overhead_seconds:g}" if self.overhead_seconds else ""
+        return f"expected-c{self.compute:g}-m{self.memory:g}{overhead}"
+
+
+@dataclass(frozen=True)
 class Choice:
     """What the film is about: a model in one data type, served by one GPU or tensor-parallel over several."""
 
@@ -53,6 +74,7 @@ class Choice:
     gpus: int = 1        # T: tensor parallelism over this many of `gpu`
     kv_is_default: bool = True  # the KV cache in the data type's own format
     embedding_rows: bool = False  # a step gathers its rows of the input embedding table (parameters.embedding_reads)
+    efficiency: Efficiency | None = None  # EFFICIENCY=: the film speaks expected numbers beside its ceilings
 
     @property
     def deployment(self) -> Deployment:
@@ -69,7 +91,8 @@ class Choice:
         regenerated film goes to."""
         gpus = f"-x{self.gpus}" if self.gpus > 1 else ""
         kv = "" if self.kv_is_default else f"-kv-{self.dtype.kv_dtype}"
-        return f"{self.gpu.id}{gpus}-{self.model.id}-{self.dtype.id}{kv}"
+        expected = f"-{self.efficiency.name}" if self.efficiency else ""
+        return f"{self.gpu.id}{gpus}-{self.model.id}-{self.dtype.id}{kv}{expected}"
 
     def times(self, gpu_name: str) -> str:
         """A GPU's name as the deployment has it: 'H100', or '4× H100' on four."""
@@ -482,6 +505,9 @@ class Plan:
     beats: tuple[Beat, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
     summary: str = ""  # the film in a sentence, its numbers filled in (the storyboard's film.summary)
+    # EFFICIENCY=: the spec sheet at the achieved ceilings, and every number of `numbers` at them (None: the ceilings only)
+    achieved: SpecSheet | None = None
+    expected: Numbers | None = None
 
     def beat(self, beat_id: str) -> Beat:
         for beat in self.beats:

@@ -15,7 +15,7 @@ spoken text, numbers counted as the words they are read as, at the voice's pace,
 Synthesis is the cost (a few seconds a choice, far less with a warm clip cache, which every
 choice shares: build/cache/speech), spread over --jobs processes.
 
-    python -m render.tools.check_choices [--gpus 1,2,4,8] [--sample] [--layout] [--jobs N]
+    python -m render.tools.check_choices [--gpus 1,2,4,8] [--sample] [--layout] [--jobs N] [--efficiency E]
                                          [--out build/check-choices.tsv]
 """
 
@@ -84,11 +84,14 @@ class ChoiceCheck:
 TABLE_HEADER = "choice\toutcome\ttightest beat\tload (own pace / slot)\ttempo\theadroom (s)\tnote"
 
 
-def check_choice(gpu: str, model: str, dtype: str, gpus: int, cache: Path, layout: bool = False) -> ChoiceCheck:
+def check_choice(gpu: str, model: str, dtype: str, gpus: int, cache: Path, layout: bool = False,
+                 efficiency: str | None = None) -> ChoiceCheck:
     """One choice resolved and narrated; with `layout`, every beat's layout linted too (text over
-    text or over a frame's edge, text too small, drawing outside the safe area: about 40 s a choice)."""
+    text or over a frame's edge, text too small, drawing outside the safe area: about 40 s a choice).
+    With `efficiency` (EFFICIENCY=), its film of expected numbers."""
     try:
-        plan = resolve_plan(gpu=gpu, model=model, dtype=dtype, gpus=gpus, recordings=cache / "no-recordings")
+        plan = resolve_plan(gpu=gpu, model=model, dtype=dtype, gpus=gpus, recordings=cache / "no-recordings",
+                            efficiency=efficiency)
     except FilmError as error:  # refused, as it should be, only when its GPUs cannot hold it
         outcome = "refused" if isinstance(error, DoesNotFit) else "fails"
         return ChoiceCheck(gpu, model, dtype, gpus, outcome, note=str(error).splitlines()[0][:200])
@@ -191,7 +194,8 @@ def axis_ends(catalog: Catalog, around: Choice, gpu_counts: Sequence[int] = GPU_
     return list(dict.fromkeys(picks))
 
 
-def sample_choices(tightest: int = 10, gpu_counts: Sequence[int] = GPU_COUNTS) -> list[tuple[Choice, SpeechLoad | None]]:
+def sample_choices(tightest: int = 10, gpu_counts: Sequence[int] = GPU_COUNTS,
+                   efficiency: str | None = None) -> list[tuple[Choice, SpeechLoad | None]]:
     """A representative few for `make test`: the `tightest` choices by estimated speech load, then the
     ends of each axis around the storyboard's default (None where a choice is refused)."""
     catalog = load_catalog(DATA_DIR)
@@ -199,7 +203,7 @@ def sample_choices(tightest: int = 10, gpu_counts: Sequence[int] = GPU_COUNTS) -
     for choice in all_choices(catalog, gpu_counts):
         gpu, model, dtype, gpus = choice
         try:
-            plan = resolve_plan(gpu=gpu, model=model, dtype=dtype, gpus=gpus)
+            plan = resolve_plan(gpu=gpu, model=model, dtype=dtype, gpus=gpus, efficiency=efficiency)
         except FilmError:
             loads[choice] = None
             continue
@@ -212,12 +216,15 @@ def sample_choices(tightest: int = 10, gpu_counts: Sequence[int] = GPU_COUNTS) -
 
 
 def check_choices(gpu_counts: Sequence[int] = GPU_COUNTS, cache: Path | None = None, jobs: int = 1,
-                  say=print, sample: bool = False, layout: bool = False) -> list[ChoiceCheck]:
+                  say=print, sample: bool = False, layout: bool = False,
+                  efficiency: str | None = None) -> list[ChoiceCheck]:
     """Every choice (or `make test`'s sample) checked, `jobs` at a time (separate processes sharing the
     clip cache, whose entries are written atomically), in order."""
     catalog = load_catalog(DATA_DIR)
     cache = cache or cache_dir()
-    choices = [choice for choice, _ in sample_choices(gpu_counts=gpu_counts)] if sample \
+    if efficiency:
+        resolve_plan(efficiency=efficiency)  # a bad EFFICIENCY= is one message, not one per choice
+    choices = [choice for choice, _ in sample_choices(gpu_counts=gpu_counts, efficiency=efficiency)] if sample \
         else all_choices(catalog, gpu_counts)
     results: list[ChoiceCheck] = []
     started = time.perf_counter()
@@ -230,11 +237,11 @@ def check_choices(gpu_counts: Sequence[int] = GPU_COUNTS, cache: Path | None = N
 
     if jobs <= 1:
         for choice in choices:
-            report(check_choice(*choice, cache, layout))
+            report(check_choice(*choice, cache, layout, efficiency))
     else:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             for result in pool.map(check_choice, *zip(*choices), [cache] * len(choices), [layout] * len(choices),
-                                   chunksize=1 if layout else 4):
+                                   [efficiency] * len(choices), chunksize=1 if layout else 4):
                 report(result)
     say(f"{len(choices)} choices in {time.perf_counter() - started:.0f} s")
     return results
@@ -270,11 +277,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the sample make test narrates: the tightest ten by estimate and each axis's ends")
     parser.add_argument("--layout", action="store_true",
                         help="also lint every beat's layout (about 40 s a choice: with --sample, or for hours)")
+    parser.add_argument("--efficiency", help="the films of expected numbers: EFFICIENCY=, a measured dataset's id or "
+                                             "compute=0.6,memory=0.8")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="choices narrated at once, each in its own process (default: one per core)")
     args = parser.parse_args(argv)
     try:
-        results = check_choices(args.gpus, args.cache, max(1, args.jobs), sample=args.sample, layout=args.layout)
+        results = check_choices(args.gpus, args.cache, max(1, args.jobs), sample=args.sample, layout=args.layout,
+                                efficiency=args.efficiency)
     except FilmError as error:
         print(f"check-choices: {error}", file=sys.stderr)
         return 2
