@@ -186,6 +186,12 @@ def precise_seconds(value: float) -> str:
     return f"{plain(significant(value, 3))} s"
 
 
+def nanoseconds(value: float, uncertainty: float | None = None) -> str:
+    """A per-token time far under a microsecond: '57.7 ns', '57.7 ± 6.0 ns' (the KV slope)."""
+    spread = f" ± {uncertainty * 1e9:.1f}" if uncertainty is not None else ""
+    return f"{value * 1e9:.1f}{spread} ns"
+
+
 def share_of(value: float, uncertainty: float) -> str:
     """A fitted fraction and its uncertainty: '74% ± 1%'."""
     return f"{percent(value, short=True)} ± {percent(uncertainty, short=True)}"

@@ -7,17 +7,20 @@ first-token bars become the decode-rate bars under the same provenance.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, DashedLine, FadeIn, FadeOut, GrowFromEdge, Indicate,
-                   LaggedStart, Rectangle, ReplacementTransform, Transform, VGroup, Write)
+from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Create, DashedLine, Dot, FadeIn, FadeOut, GrowFromEdge,
+                   Indicate, LaggedStart, Rectangle, ReplacementTransform, Transform, VGroup, VMobject, Write)
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
-from scenes.helpers import Bar, WeightsWall, get_formula, get_pill, get_text, get_title, tex_text
+from scenes.helpers import (Bar, LogChart, WeightsWall, get_formula, get_pill, get_text, get_title, inside_safe_area,
+                            power_label, powers_of_ten, tex_text)
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
 BAR_LENGTH = 6.0
+BESIDE_CHART_BAR_LENGTH = 2.9  # the measured beat's bars when the fit's chart takes the right of the frame
 MEASURED_SUBTITLE = "time to first token (request sent → first streamed token) against the ideal prefill"
 CACHE_SUBTITLE = "decode rate = 1 ÷ time per output token, against the roofline's ceiling"
 PROVENANCE_WIDTH = 12.2
@@ -53,6 +56,41 @@ def prompt_name(tokens: float, estimated: bool = False) -> str:
     return f"{'≈' if estimated else ''}{fmt.count(tokens)}-token prompt"
 
 
+class TtftChart(VGroup):
+    """The measured waits against prompt length (log-log): the roofline's ideal prefill, the fit through the
+    measured points (a fixed overhead, then prefill at the achieved share of peak), and the points themselves."""
+
+    def __init__(self, measured, width: float, height: float, **kwargs):
+        super().__init__(**kwargs)
+        fit = measured.fit
+        curve = fit.ttft_curve
+        self.measured = [point for point in fit.points if point.kind == "ttft"]
+        values = [value for point in curve for value in (point.ideal_seconds, point.fitted_seconds)]
+        values += [point.measured_seconds for point in self.measured]
+        x_range = (curve[0].prompt_tokens, curve[-1].prompt_tokens)
+        y_range = (10 ** math.floor(math.log10(min(values))), 10 ** math.ceil(math.log10(max(values))))
+        self.chart = LogChart(x_range, y_range, "prompt tokens (log)", "time to first token (log)",
+                              powers_of_ten(x_range, power_label),
+                              powers_of_ten(y_range, lambda exponent: fmt.precise_seconds(10.0 ** exponent)),
+                              width, height)
+
+        def line(values, color):
+            return VMobject(color=color, stroke_width=5).set_points_as_corners(
+                [self.chart.point(point.prompt_tokens, value) for point, value in zip(curve, values)])
+
+        self.ideal = line([point.ideal_seconds for point in curve], COMPUTE)
+        self.fitted = line([point.fitted_seconds for point in curve], HIGHLIGHT)
+        self.dots = {point.prompt_tokens: Dot(self.chart.point(point.prompt_tokens, point.measured_seconds),
+                                              radius=0.09, color=TEXT) for point in self.measured}
+        legend = VGroup(get_text(f"fit: {fmt.precise_seconds(fit.overhead_seconds.value)} + prefill at "
+                                 f"{fmt.percent(fit.compute_efficiency.value, short=True)} of peak", SMALL_SIZE,
+                                 HIGHLIGHT),
+                        get_text("ideal prefill", SMALL_SIZE, COMPUTE))
+        self.legend = legend.arrange(DOWN, aligned_edge=LEFT, buff=0.08)
+        self.legend.next_to(self.chart.axes, UP, buff=0.2).align_to(self.chart.axes[0], LEFT)
+        self.add(self.chart, self.ideal, self.fitted, *self.dots.values(), self.legend)
+
+
 @dataclass
 class MeasuredEnding:
     """The measured beat's last picture: each wait split into its ideal prefill and the rest."""
@@ -62,10 +100,11 @@ class MeasuredEnding:
     groups: VGroup        # per prompt: heading, (measured bar, ideal bar)
     splits: VGroup        # per measured bar: the share that is not prefill
     network: object
+    chart: VGroup         # the fit through the measured waits (a TtftChart), or empty when the fit has no prefill
 
     @property
     def parts(self) -> list:
-        return [self.title, self.provenance, self.groups, self.splits, self.network]
+        return [self.title, self.provenance, self.groups, self.splits, self.network, self.chart]
 
 
 def measured_ending(scene: BeatScene, title: str) -> MeasuredEnding:
@@ -73,17 +112,21 @@ def measured_ending(scene: BeatScene, title: str) -> MeasuredEnding:
     prompts = [prompt for prompt in (measured.short, measured.medium, measured.long)
                if prompt is not None and prompt.ttft_seconds is not None]
     longest = max(prompt.ttft_seconds for prompt in prompts)
+    charted = bool(measured.fit and measured.fit.ttft_curve)
+    length = BESIDE_CHART_BAR_LENGTH if charted else BAR_LENGTH
     groups, splits = VGroup(), VGroup()
     for prompt in prompts:
         waited, ideal = prompt.ttft_seconds, prompt.ideal_prefill_seconds
         pair = VGroup(
-            Bar("measured", fmt.seconds(waited, short=True), BAR_LENGTH * waited / longest, HIGHLIGHT),
-            Bar("ideal prefill", fmt.duration(ideal, short=True), BAR_LENGTH * ideal / longest, COMPUTE),
+            Bar("measured", fmt.seconds(waited, short=True), length * waited / longest, HIGHLIGHT),
+            Bar("ideal prefill", fmt.duration(ideal, short=True), length * ideal / longest, COMPUTE),
         ).arrange(DOWN, buff=0.1, aligned_edge=LEFT)
         heading = get_text(prompt_name(prompt.prompt_tokens, measured.dataset.prompt_tokens_estimated),
                            LABEL_SIZE, TEXT)
         groups.add(VGroup(heading.next_to(pair, UP, buff=0.12, aligned_edge=LEFT), pair))
     groups.arrange(DOWN, buff=0.3, aligned_edge=LEFT).move_to(UP * 0.35)
+    if charted:
+        groups.align_to([-6.3, 0, 0], LEFT)
     for group, prompt in zip(groups, prompts):
         measured_bar, ideal_bar = group[1]
         # The measured wait, split: the ideal prefill's share in its colour, the rest left as network.
@@ -92,9 +135,16 @@ def measured_ending(scene: BeatScene, title: str) -> MeasuredEnding:
                                  stroke_width=0, fill_color=COMPUTE, fill_opacity=0.95)
         splits.add(prefill_part.move_to(measured_bar.rect, aligned_edge=LEFT))
     network = get_pill(f"{fmt.percent(measured.network_fraction, short=True)} network and queueing", HIGHLIGHT)
-    network.next_to(groups[:-1], RIGHT, buff=0.5)
+    chart = VGroup()
+    if charted:  # right of the bars: the fit through the waits, the pill above it
+        chart = TtftChart(measured, width=3.4, height=2.4)
+        chart.move_to([4.6, 0.05, 0]).shift(DOWN * (chart.legend.height / 2))
+        network.next_to(chart.legend, UP, buff=0.2).set_x(chart.chart.axes.get_x())
+        inside_safe_area(VGroup(chart, network))
+    else:
+        network.next_to(groups[:-1], RIGHT, buff=0.5)
     provenance = get_provenance(measured)
-    return MeasuredEnding(get_title(title, MEASURED_SUBTITLE), provenance, groups, splits, network)
+    return MeasuredEnding(get_title(title, MEASURED_SUBTITLE), provenance, groups, splits, network, chart)
 
 
 class Measured(BeatScene):
@@ -109,16 +159,22 @@ class Measured(BeatScene):
         self.at("endpoint", FadeIn(ending.provenance, shift=UP * 0.2), run_time=0.8)
         self.ambient = lambda: Indicate(ending.provenance[0], scale_factor=1.02)
 
-        # First what the roofline promises, prompt by prompt: the ideal prefill of each; then what was
-        # measured, each wait growing as long as it took.
+        # First what the roofline promises, prompt by prompt: the ideal prefill of each (and, charted, for every
+        # prompt length); then what was measured, each wait growing as long as it took, each a point on the chart.
+        chart = ending.chart
+        ideal_line = [FadeIn(chart.chart), Create(chart.ideal), FadeIn(chart.legend[1])] if chart else []
         self.play(LaggedStart(*[AnimationGroup(FadeIn(group[0]), group[1][1].grow()) for group in groups],
-                              lag_ratio=0.8), run_time=min(3.6, max(1.2, self.seconds_until("short") - 0.6)))
+                              lag_ratio=0.8), *ideal_line, run_time=min(3.6, max(1.2, self.seconds_until("short") - 0.6)))
         short_groups = groups[:-1]
-        self.at("short", LaggedStart(*[group[1][0].grow() for group in short_groups], lag_ratio=0.7),
+        long_dot = chart.dots.get(self.plan.measured.long.prompt_tokens) if chart else None
+        short_dots = [FadeIn(dot, scale=1.5) for dot in chart.dots.values() if dot is not long_dot] if chart else []
+        self.at("short", LaggedStart(*[group[1][0].grow() for group in short_groups], *short_dots, lag_ratio=0.7),
                 until="network")
-        self.at("network", FadeIn(ending.network, shift=LEFT * 0.2), run_time=0.8)
+        # The fit: flat at the overhead until prefill's arithmetic takes over, through the points.
+        fitted = [Create(chart.fitted), FadeIn(chart.legend[0])] if chart else []
+        self.at("network", FadeIn(ending.network, shift=LEFT * 0.2), *fitted, run_time=0.8)
         self.ambient = lambda: Indicate(ending.network, scale_factor=1.08)
-        self.at("long", groups[-1][1][0].grow(), run_time=1.2)
+        self.at("long", groups[-1][1][0].grow(), *([FadeIn(long_dot, scale=1.5)] if long_dot else []), run_time=1.2)
 
         # The payoff: each measured wait resolves into its ideal prefill and the rest, network and queueing.
         self.hold_for_payoff(0.6 * len(ending.splits))
@@ -176,7 +232,7 @@ class CacheRidesAlong(BeatScene):
             self.add(bar_pairs)
             self.bring_to_front(before.splits, before.network)
             self.play(ReplacementTransform(bar_pairs, VGroup(short, long)), FadeOut(before.splits),
-                      FadeOut(before.network), *[FadeOut(group) for group in before.groups],
+                      FadeOut(before.network), FadeOut(before.chart), *[FadeOut(group) for group in before.groups],
                       Transform(before.title, title), run_time=1.0)
             self.carry_on_with(title, before.provenance, short, long)
             self.at("rate", Write(limit), FadeIn(limit_label), Indicate(short.rect, scale_factor=1.0), run_time=1.0)
@@ -213,6 +269,20 @@ class CacheRidesAlong(BeatScene):
         more.next_to(kv_label, DOWN, buff=0.2, aligned_edge=LEFT)
         ratio.next_to(more, DOWN, buff=0.25, aligned_edge=LEFT)
         self.at("ratio", FadeIn(more, shift=UP * 0.2), Write(ratio), run_time=0.8)
+        # The fit of every decode rate: the share of bandwidth reached, and what each cached token adds to a step
+        # against what its KV bytes would at that share.
+        fit = measured.fit
+        if fit and fit.memory_efficiency:
+            lines = [(f"fit: {fmt.share_of(fit.memory_efficiency.value, fit.memory_efficiency.uncertainty)} "
+                      f"of bandwidth", MEMORY)]
+            if fit.kv_slope_seconds_per_token:
+                slope = fit.kv_slope_seconds_per_token
+                lines += [(f"each cached token: +{fmt.nanoseconds(slope.value, slope.uncertainty)} a step", KV_CACHE),
+                          (f"its KV bytes alone: {fmt.nanoseconds(fit.kv_slope_predicted_seconds_per_token)}", MUTED)]
+            fitted = VGroup(*[get_text(line, SMALL_SIZE, color) for line, color in lines])
+            # Above the bars it explains, left of the ceiling's words.
+            fitted.arrange(DOWN, aligned_edge=LEFT, buff=0.08).next_to(short, UP, buff=0.3).align_to(short, LEFT)
+            self.play(LaggedStart(*[FadeIn(line, shift=LEFT * 0.2) for line in fitted], lag_ratio=0.5), run_time=1.0)
         # The payoff: every decode step sweeps the weights and the cache riding on them.
         extra = VGroup(kv)
         while self.seconds_until("end") > 1.3:

@@ -8,7 +8,7 @@ import math
 from render.errors import FilmError
 from render.plan.types import (BatchNumbers, ComparisonFraming, ComparisonNumbers, DecodeNumbers, FitPoint, Fitted,
                                LongPromptNumbers, MeasuredFit, MeasuredNumbers, MeasuredPromptNumbers, MeasuredSweep, Numbers, Parameters,
-                               Pill, PrefillNumbers, QuantisedDecode, SpecSheet, SweepPoint)
+                               Pill, PrefillNumbers, QuantisedDecode, SpecSheet, SweepPoint, TtftCurvePoint)
 from render.specs import roofline as rl
 from render.specs.calibration import Calibration, calibrate
 from render.specs.catalog import MeasuredDataset, MeasuredPrompt
@@ -217,8 +217,21 @@ def measured_fit(fit: Calibration, shortest_prompt: int) -> MeasuredFit:
         kv_slope_efficiency=fitted(slope.efficiency) if slope else None,
         points=tuple(FitPoint(point.kind, point.prompt_tokens, point.streams, point.measured, point.fitted,
                               point.precision, point.approximate) for point in fit.points),
-        notes=fit.notes,
+        notes=fit.notes, ttft_curve=ttft_curve(fit),
     )
+
+
+def ttft_curve(fit: Calibration, per_decade: int = 8) -> tuple[TtftCurvePoint, ...]:
+    """The fitted TTFT and the ideal prefill from a decade below the shortest measured prompt to one above the longest
+    (whole powers of ten), for the measured beat's chart; empty when the fit has no prefill."""
+    lengths = [point.prompt_tokens for point in fit.points if point.kind == "ttft"]
+    if not lengths or fit.predicted_ttft(lengths[0]) is None:
+        return ()
+    deployment = fit.deployment
+    low, high = math.floor(math.log10(min(lengths))), math.ceil(math.log10(max(lengths)))
+    tokens = sorted({round(10 ** (low + step / per_decade)) for step in range((high - low) * per_decade + 1)})
+    return tuple(TtftCurvePoint(count, rl.time_on(deployment, rl.prefill(deployment, count)).seconds,
+                                fit.predicted_ttft(count).value) for count in tokens)
 
 
 def measured_sweep(dataset: MeasuredDataset, deployment: Deployment) -> MeasuredSweep | None:

@@ -320,6 +320,16 @@ class FitPoint:
 
 
 @dataclass(frozen=True)
+class TtftCurvePoint:
+    """A prompt length's wait for its first token: the roofline's ideal prefill, and the fit's (overhead + prefill at
+    the achieved share of peak)."""
+
+    prompt_tokens: int
+    ideal_seconds: float
+    fitted_seconds: float
+
+
+@dataclass(frozen=True)
 class MeasuredFit:
     """What the measured endpoint reaches of its GPU's ceilings (render/specs/calibration.py); None where the
     dataset cannot say."""
@@ -336,6 +346,7 @@ class MeasuredFit:
     kv_slope_efficiency: Fitted | None       # the fraction of bandwidth the slope alone implies
     points: tuple[FitPoint, ...]
     notes: tuple[str, ...]
+    ttft_curve: tuple[TtftCurvePoint, ...] = ()  # over the measured prompt lengths and beyond; empty: prefill not fitted
 
 
 @dataclass(frozen=True)

@@ -699,8 +699,8 @@ def fit_view(fit, gpu_name: str, ceiling_tokens_per_second: float) -> dict | Non
                         f"{fmt.tokens_per_second(ceiling_tokens_per_second, short=True)} at best"))
     if fit.kv_slope_seconds_per_token:
         slope = fit.kv_slope_seconds_per_token
-        figures.append(("KV slope", f"{slope.value * 1e9:.1f} ± {slope.uncertainty * 1e9:.1f} ns a cached token",
-                        f"{fit.kv_slope_predicted_seconds_per_token * 1e9:.1f} ns from the KV bytes at the fitted "
+        figures.append(("KV slope", f"{fmt.nanoseconds(slope.value, slope.uncertainty)} a cached token",
+                        f"{fmt.nanoseconds(fit.kv_slope_predicted_seconds_per_token)} from the KV bytes at the fitted "
                         f"bandwidth; on its own, {share(fit.kv_slope_efficiency)} of it"))
     points = [{"what": (f"TTFT at {point.prompt_tokens:,} tokens" if point.kind == "ttft" else
                         f"decode step at {point.prompt_tokens:,} cached" + (f", {point.streams} streams"
