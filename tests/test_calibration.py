@@ -213,3 +213,120 @@ def test_a_wait_that_does_not_grow_with_the_prompt_is_shown_as_overhead_alone(se
     text = report(fit)
     assert "overhead per request  0.25 s" in text and "waited outside prefill" in text
     assert "prefill arithmetic" not in text and "cannot be told apart" in text
+
+
+# -- EFFICIENCY=: films of expected numbers ---------------------------------------------------------
+
+
+def test_an_efficiency_film_speaks_expected_numbers_beside_its_ceilings():
+    from render.plan.resolve import resolve_plan
+
+    best = resolve_plan()
+    plan = resolve_plan(efficiency=SEED)
+    efficiency = plan.choice.efficiency
+    fit = best.measured.fit
+    assert (efficiency.compute, efficiency.memory, efficiency.overhead_seconds) == pytest.approx(
+        (fit.compute_efficiency.value, fit.memory_efficiency.value, fit.overhead_seconds.value))
+    # The same formulas on the GPU as the deployment reaches it: decode at 74% of 3.35 TB/s, prefill at 73% of peak.
+    assert plan.expected.decode.step_seconds == pytest.approx(best.numbers.decode.step_seconds / efficiency.memory)
+    assert plan.expected.prefill.seconds == pytest.approx(best.numbers.prefill.seconds / efficiency.compute)
+    assert plan.expected.batch.tokens_per_second < best.numbers.batch.tokens_per_second
+    assert plan.achieved.peak_flops == pytest.approx(best.spec.peak_flops * efficiency.compute)
+    assert plan.achieved.memory_bandwidth == pytest.approx(best.spec.memory_bandwidth * efficiency.memory)
+    assert plan.numbers == best.numbers  # the ceilings are the same numbers
+    assert round(plan.expected.decode.tokens_per_second) == 155 and round(best.numbers.decode.tokens_per_second) == 209
+
+    narration = {beat.id: beat.narration for beat in plan.beats}
+    assert "an H100 manages about 155 a second here, 209 at best." in narration["decode"]
+    assert "that takes about 46 milliseconds here, 34 milliseconds at best," in narration["prefill"]
+    assert "from 6.4 to 7.3 milliseconds here" in narration["batching"]
+    assert "instead of 155." in narration["batching"]
+    assert "still waits about 1.1 seconds here" in narration["wasted-money"]
+    # What no efficiency changes reads as it did: the roofline's intensities, the measured beats.
+    for beat in ("two-waits", "roofline", "measured", "cache-rides-along", "two-budgets"):
+        assert narration[beat] == best.beat(beat).narration
+    assert "(at best 34 milliseconds and 209)" in plan.summary
+    # Its own film: it never overwrites the default one, and the notes say what it assumes.
+    assert plan.choice.name == f"h100-sxm-llama-3.1-8b-bf16-expected-{SEED}" and not plan.choice.is_default
+    assert any(note.startswith(f"Expected numbers (EFFICIENCY={SEED}): the fit of data/measured/") and
+               "73% of peak arithmetic and 74% of bandwidth, and 0.28 s" in note for note in plan.notes)
+    # And without it, the film reads the transcript with no 'here' anywhere.
+    assert best.expected is None and best.achieved is None
+    assert not any(" here" in beat.narration or "at best" in beat.narration for beat in best.beats)
+
+
+def test_efficiency_given_by_hand_and_carried_to_another_gpu():
+    from render.plan.resolve import resolve_plan
+
+    plan = resolve_plan(gpu="a100-sxm-80gb", efficiency="compute=60%, memory=0.8, overhead=0.2")
+    efficiency = plan.choice.efficiency
+    assert (efficiency.compute, efficiency.memory, efficiency.overhead_seconds, efficiency.fitted_from) == \
+        (0.6, 0.8, 0.2, "")
+    assert plan.choice.name == "a100-sxm-80gb-llama-3.1-8b-bf16-expected-c0.6-m0.8-o0.2"
+    assert plan.expected.decode.tokens_per_second == pytest.approx(0.8 * plan.numbers.decode.tokens_per_second)
+    # The comparison GPU at the same shares: the ratios the wasted-money beat speaks do not move.
+    assert plan.expected.compare.decode_speedup == pytest.approx(plan.numbers.compare.decode_speedup)
+    assert any("as given" in note for note in plan.notes)
+    fitted_elsewhere = resolve_plan(gpu="b200", efficiency=SEED)
+    assert any("measured against an H100 and are assumed to carry over to B200" in note
+               for note in fitted_elsewhere.notes)
+
+
+@pytest.mark.parametrize("given, message", [
+    ("compute=1.2,memory=0.8", "compute=1.2 must be a share of the ceiling above 0 and at most 1"),
+    ("compute=0,memory=0.8", "compute=0 must be a share of the ceiling above 0"),
+    ("compute=nan,memory=0.8", "compute=nan must be a share"),
+    ("compute=0.6", "memory missing"),
+    ("compute=0.6,memory=0.8,speed=2", "unknown 'speed'; the keys are compute, memory, overhead"),
+    ("compute=0.6,compute=0.5,memory=0.8", "compute is given twice"),
+    ("compute=six,memory=0.8", "compute='six' is not a number"),
+    ("compute=0.6,memory=0.8,overhead=-1", "overhead=-1 must be from 0 to 60 seconds"),
+    ("no-such-dataset", "EFFICIENCY=no-such-dataset: no measured dataset of that id in data/measured/"),
+])
+def test_a_bad_efficiency_is_refused_with_its_fix(given, message):
+    from render.errors import FilmError
+    from render.plan.resolve import resolve_plan
+
+    with pytest.raises(FilmError) as refused:
+        resolve_plan(efficiency=given)
+    assert message in str(refused.value) and str(refused.value).startswith(f"EFFICIENCY={given}")
+
+
+def test_a_dataset_that_cannot_give_a_share_or_gives_more_than_the_datasheet_is_refused(data_copy):
+    from render.errors import FilmError
+    from render.plan.resolve import resolve_plan
+
+    # The longest prompt waits as long as the shortest: the overhead is all the fit can say of TTFT.
+    flat = data_copy(f"measured/{SEED}.yaml", "ttft_seconds: 0.74", "ttft_seconds: 0.3")
+    with pytest.raises(FilmError) as refused:
+        resolve_plan(efficiency=SEED, data_dir=flat)
+    message = str(refused.value)
+    assert message.startswith(f"EFFICIENCY={SEED}: {flat / 'measured' / SEED}.yaml does not give the share of peak "
+                              f"arithmetic: TTFT does not grow with the prompt here"), message
+    assert message.endswith("Measure more (film measure), or give the shares: EFFICIENCY=compute=…,memory=…")
+    assert resolve_plan(data_dir=flat).expected is None  # the film without EFFICIENCY= still resolves
+    assert "Traceback" not in message
+
+
+def test_a_share_above_one_is_refused_naming_the_assumed_gpu(data_copy):
+    from render.errors import FilmError
+    from render.plan.resolve import resolve_plan
+
+    faster = data_copy(f"measured/{SEED}.yaml", "compared_gpu: h100-sxm", "compared_gpu: rtx-4090")
+    with pytest.raises(FilmError) as refused:
+        resolve_plan(efficiency=SEED, data_dir=faster)
+    message = str(refused.value)
+    assert "faster than the datasheet" in message and "compared_gpu" in message and "RTX 4090" in message
+
+
+def test_make_passes_efficiency_on_to_the_plan():
+    """EFFICIENCY= on a make target reaches the film command (hostile values: tests/test_cli.py)."""
+    import subprocess
+
+    from conftest import ROOT
+
+    made = subprocess.run(["make", "-s", "plan", "EFFICIENCY=compute=0.6,memory=0.8"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    assert '"efficiency": {' in made.stdout and '"fitted_from": ""' in made.stdout
+    assert '"compute": 0.6' in made.stdout

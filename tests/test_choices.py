@@ -109,3 +109,34 @@ def test_a_narrator_rounds_what_the_screen_shows_exactly():
     assert "even at 21 terabytes a second four MI300Xs need 2.8 milliseconds a token, 36 percent of it between GPUs" in decode
     assert fmt.bandwidth(four.spec.total_bandwidth, short=True) == "21.2 TB/s"
     assert "at four MI300Xs' 10,500 teraflops" in four.beat("prefill").narration
+
+
+EFFICIENCY = "openrouter-coreweave-llama-3.1-8b-bf16"  # the seed dataset's fit: every film of expected numbers
+
+
+@pytest.fixture(scope="module")
+def expected_sample():
+    return cc.sample_choices(efficiency=EFFICIENCY)
+
+
+def test_the_expected_films_of_the_sample_narrate_within_their_slots(expected_sample, tmp_path_factory, seed_speech):
+    """EFFICIENCY= adds 'here' and 'at best' to four beats: by the estimate every sampled choice still fits, and the
+    three fullest by it (with the default) are narrated with the real voice, each within its slot."""
+    max_tempo = resolve_plan().narration.max_tempo
+    loads = [load for _, load in expected_sample if load]
+    assert max(load.load for load in loads) < max_tempo, max(loads, key=lambda load: load.load)
+    assert [choice for choice, load in expected_sample if load is None] == [("h100-sxm", "deepseek-v3", "bf16", 1)]
+    narrated = [choice for choice, _ in expected_sample[:3]] + [DEFAULT]
+    cache = seed_speech(tmp_path_factory.mktemp("expected-cache"))
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = list(pool.map(cc.check_choice, *zip(*narrated), [cache] * len(narrated), [False] * len(narrated),
+                                [EFFICIENCY] * len(narrated)))
+    loads = {choice: load for choice, load in expected_sample}
+    for choice, result in zip(narrated, results):
+        assert result.outcome == "fits", f"{result.label}: {result.beat} {result.note}"
+        assert 1.0 <= result.tempo <= max_tempo and result.headroom >= 0, result.row()
+        gpu, model, dtype, gpus = choice
+        plan = resolve_plan(gpu=gpu, model=model, dtype=dtype, gpus=gpus, efficiency=EFFICIENCY)
+        estimate = {load.beat: load for load in cc.speech_loads(plan)}[result.beat]
+        assert estimate.seconds == pytest.approx(result.natural, rel=0.15), result.label
+        assert loads[choice].load == pytest.approx(max(load.load for load in cc.speech_loads(plan)))

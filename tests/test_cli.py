@@ -108,7 +108,7 @@ HOSTILE = ["x; touch {proof}; true", "x`touch {proof}`", 'x"; touch {proof}; ech
     ("plan", "MEASURED", HOSTILE[0]), ("narration", "VOICE", HOSTILE[0]), ("narration", "RECORDINGS", HOSTILE[3]),
     ("still", "BEAT", HOSTILE[0]), ("still", "AT", HOSTILE[1]), ("still", "QUALITY", HOSTILE[2]),
     ("film", "JOBS", HOSTILE[0]), ("plan", "PYTHON", HOSTILE[0]), ("calibrate", "MEASURED", HOSTILE[2]),
-    ("calibrate", "GPU", HOSTILE[0]),
+    ("calibrate", "GPU", HOSTILE[0]), ("plan", "EFFICIENCY", HOSTILE[1]), ("check-choices", "EFFICIENCY", HOSTILE[0]),
 ])
 def test_make_variables_never_run_as_shell_code_and_are_refused(tmp_path, target, variable, payload):
     proof = tmp_path / "proof"
