@@ -631,3 +631,31 @@ def dots(image: np.ndarray, colour: str) -> list[tuple[float, float]]:
         if 6 <= height <= 30 and abs(height - width) <= 2 and filled > 0.6:
             found.append(((box[0].start + box[0].stop) / 2, (box[1].start + box[1].stop) / 2))
     return found
+
+
+def test_a_film_of_expected_numbers_shows_them_and_the_reached_roof(narrated, seed_speech, tmp_path):
+    """EFFICIENCY=: the decode beat reads the expected figures and the shares, and the roofline beat's last picture has
+    the reached roof, dashed, under the datasheet's: more of the slope's and the roof's colours than the film of
+    ceilings, in the same chart."""
+    from scenes.base import BeatView
+    from scenes.style import COMPUTE, MEMORY
+
+    cache = seed_speech(tmp_path / "cache")
+    plan = Narrator(resolve_plan(efficiency="openrouter-coreweave-llama-3.1-8b-bf16", recordings=tmp_path / "none"),
+                    cache).narrate().plan
+    decode = beats.render_video(plan, "decode", beats.QUALITIES["tiny"], tmp_path / "decode.mp4")
+    assert {"expected.decode.tokens_per_second", "expected.decode.step_seconds", "choice.efficiency.memory",
+            "numbers.decode.tokens_per_second"} <= set(decode.values_read)
+    assert not any(path.startswith("expected") for path in
+                   beats.render_video(narrated.plan, "decode", beats.QUALITIES["tiny"], tmp_path / "d.mp4").values_read
+                   if path != "expected")
+
+    def chart(timed) -> np.ndarray:  # the roofline's chart just before the beat's closing fade, its GPU back home
+        at = BeatView.of(timed, "roofline").cues["end"] - 0.2
+        image = np.asarray(Image.open(beats.render_still(timed, "roofline", at, "low", tmp_path / str(id(timed))))
+                           .convert("RGB"))
+        return image[image.shape[0] // 6: image.shape[0] * 5 // 6, : image.shape[1] * 3 // 5]
+
+    expected, ceilings = chart(plan), chart(narrated.plan)
+    for colour in (COMPUTE, MEMORY):  # the dashed roof and the dashed slope
+        assert colour_share(expected, colour) > colour_share(ceilings, colour) * 1.15, colour

@@ -17,7 +17,7 @@ from render import formatting as fmt
 from render.plan.tracking import value_at
 from render.plan.types import Plan
 
-GPU, COMPARE, MODEL, DTYPE, STORYBOARD, MEASURED, INTERCONNECT = (
+GPU, COMPARE, MODEL, DTYPE, STORYBOARD, MEASURED, INTERCONNECT, EFFICIENCY = (
     "gpu",
     "compare_gpu",
     "model",
@@ -25,6 +25,7 @@ GPU, COMPARE, MODEL, DTYPE, STORYBOARD, MEASURED, INTERCONNECT = (
     "storyboard",
     "measured",
     "interconnect",
+    "efficiency",
 )
 
 
@@ -519,6 +520,38 @@ EXPLANATIONS: dict[str, Explanation] = {
         ("measured.short.ttft_seconds",),
         (MEASURED, MODEL),
     ),
+    # -- the measured dataset's fit (render/specs/calibration.py)
+    **{
+        f"measured.fit.{field}.{part}": Explanation(
+            f"{what}{', its one-sigma uncertainty' if part == 'uncertainty' else ''}, fitted from the measured timings",
+            formula, (), (MEASURED,) if field == "overhead_seconds" else (MEASURED, GPU), unit)
+        for field, what, formula, unit in (
+            ("overhead_seconds", "the wait outside prefill (network, queueing, the template)",
+             "TTFT(N) = overhead + (2·P·N + 2·L·d·N²) ÷ (share × peak), bounded least squares", "seconds"),
+            ("compute_efficiency", "the share of peak arithmetic prefill reaches",
+             "TTFT(N) = overhead + (2·P·N + 2·L·d·N²) ÷ (share × peak), bounded least squares", "share"),
+            ("memory_efficiency", "the share of bandwidth decode reaches",
+             "step(C) = (W_read + C·k) ÷ (share × bandwidth), bounded least squares", "share"),
+            ("kv_slope_seconds_per_token", "what each cached token adds to a decode step",
+             "the slope of step time against cached tokens, fitted freely", "seconds per token"),
+        )
+        for part in ("value", "uncertainty")
+    },
+    "measured.fit.kv_slope_predicted_seconds_per_token": Explanation(
+        "what a cached token's KV bytes alone add to a step at the fitted bandwidth",
+        "k ÷ (share × bandwidth)",
+        ("measured.kv_bytes_per_token", "measured.fit.memory_efficiency.value"),
+        (MEASURED, MODEL, GPU),
+        "seconds per token",
+    ),
+    # -- EFFICIENCY=: the shares the expected numbers assume (the expected numbers follow the table below)
+    **{
+        f"choice.efficiency.{field}": Explanation(what, "fitted from the measured dataset, or given", (), (EFFICIENCY,),
+                                                  unit)
+        for field, what, unit in (("compute", "the share of peak arithmetic the deployment reaches", "share"),
+                                  ("memory", "the share of bandwidth the deployment reaches", "share"),
+                                  ("overhead_seconds", "the wait per request outside prefill", "seconds"))
+    },
     # -- numbers only the film's page reaches, at its controls' settings (render/plan/explorer.py)
     "page.prefill.attention_share": Explanation(
         "attention's share of a prompt's operations",
@@ -571,6 +604,18 @@ EXPLANATIONS: dict[str, Explanation] = {
 }
 
 
+# EFFICIENCY=: each number of `numbers` and `spec` again, at the ceilings the deployment reaches.
+EXPLANATIONS.update({
+    f"{expected}.{path.split('.', 1)[1]}": Explanation(
+        f"{explanation.meaning}, {said} here", f"{explanation.formula}, at share × peak and share × bandwidth",
+        (*explanation.inputs, "choice.efficiency.compute", "choice.efficiency.memory"),
+        (*explanation.sources, EFFICIENCY), explanation.unit)
+    for path, explanation in list(EXPLANATIONS.items())
+    for group, expected, said in (("numbers", "expected", "expected"), ("spec", "achieved", "reached"))
+    if path.startswith(f"{group}.")
+})
+
+
 @dataclass(frozen=True)
 class Source:
     kind: str
@@ -594,6 +639,8 @@ def sources_of(plan: Plan) -> dict[str, Source]:
         STORYBOARD: ("the storyboard", "script/storyboard.yaml: the film's parameters (prompt lengths, batch)"),
         MEASURED: (f"measured: {dataset.provider}", f"{dataset.path}: {dataset.source}"
                    + (f" (measured {dataset.measured_on})" if dataset.measured_on else "")),
+        EFFICIENCY: ("EFFICIENCY=", next((note for note in plan.notes if note.startswith("Expected numbers")),
+                                         "not given: every number is a ceiling")),
     }
     found = {}
     for kind, (label, text) in cited.items():
@@ -637,7 +684,8 @@ READABLE = {
     "operations": lambda v: f"{fmt.large(v)} operations", "parameters": lambda v: f"{fmt.large(v)} parameters",
     "bytes": lambda v: fmt.gigabytes(v, short=True) if v >= 1e8 else f"{fmt.count(v)} bytes",
     "tokens": lambda v: f"{fmt.count(v)} tokens", "users": lambda v: f"{fmt.count(v)} users",
-    "experts": lambda v: f"{fmt.approx(v)} experts",
+    "experts": lambda v: f"{fmt.approx(v)} experts", "share": lambda v: fmt.percent(v, short=True),
+    "seconds per token": lambda v: fmt.nanoseconds(v),
 }
 
 
