@@ -220,6 +220,7 @@ def test_a_wait_that_does_not_grow_with_the_prompt_is_shown_as_overhead_alone(se
 
 def test_an_efficiency_film_speaks_expected_numbers_beside_its_ceilings():
     from render.plan.resolve import resolve_plan
+    from render.plan.types import Plan
 
     best = resolve_plan()
     plan = resolve_plan(efficiency=SEED)
@@ -234,6 +235,7 @@ def test_an_efficiency_film_speaks_expected_numbers_beside_its_ceilings():
     assert plan.achieved.peak_flops == pytest.approx(best.spec.peak_flops * efficiency.compute)
     assert plan.achieved.memory_bandwidth == pytest.approx(best.spec.memory_bandwidth * efficiency.memory)
     assert plan.numbers == best.numbers  # the ceilings are the same numbers
+    assert Plan.from_json(plan.to_json()) == plan  # as the render workers and the timed plan read it back
     assert round(plan.expected.decode.tokens_per_second) == 155 and round(best.numbers.decode.tokens_per_second) == 209
 
     narration = {beat.id: beat.narration for beat in plan.beats}

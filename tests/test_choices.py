@@ -121,12 +121,13 @@ def expected_sample():
 
 def test_the_expected_films_of_the_sample_narrate_within_their_slots(expected_sample, tmp_path_factory, seed_speech):
     """EFFICIENCY= adds 'here' and 'at best' to four beats: by the estimate every sampled choice still fits, and the
-    three fullest by it (with the default) are narrated with the real voice, each within its slot."""
+    three fullest by it are narrated with the real voice, each within its slot (the default's film of expected numbers
+    is narrated, and its layout linted, in tests/test_layout.py)."""
     max_tempo = resolve_plan().narration.max_tempo
     loads = [load for _, load in expected_sample if load]
     assert max(load.load for load in loads) < max_tempo, max(loads, key=lambda load: load.load)
     assert [choice for choice, load in expected_sample if load is None] == [("h100-sxm", "deepseek-v3", "bf16", 1)]
-    narrated = [choice for choice, _ in expected_sample[:3]] + [DEFAULT]
+    narrated = [choice for choice, _ in expected_sample[:3]]
     cache = seed_speech(tmp_path_factory.mktemp("expected-cache"))
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         results = list(pool.map(cc.check_choice, *zip(*narrated), [cache] * len(narrated), [False] * len(narrated),
