@@ -81,8 +81,9 @@ def test_every_ratio_the_pages_explain_is_written_as_a_ratio():
     from render.plan.tracking import value_at
     from render.publish.explain import EXPLANATIONS, number_row
 
-    plan = resolve_plan(recordings=None)
+    plan = resolve_plan(recordings=None, efficiency="compute=0.6,memory=0.8")  # expected.* rows too
     ratios = [path for path in EXPLANATIONS if path.endswith(("_ratio", "speedup"))]
+    assert "expected.compare.bandwidth_ratio" in ratios
     assert "numbers.compare.bandwidth_ratio" in ratios
     for path in ratios:
         written = number_row(plan, path, value_at(plan, path)).value
