@@ -172,6 +172,13 @@ def duration(seconds: float, short: bool = False) -> str:
     return f"{number} s" if short else f"{number} {'second' if number == '1' else 'seconds'}"
 
 
+def duration_beside(seconds: float, other: float) -> str:
+    """A computed time said right after `other`: without its unit when `other` is said in the same one ('about 46
+    milliseconds here, 34 at best'; but '0.12 seconds here, 86 milliseconds at best')."""
+    number, _, unit = duration(seconds).partition(" ")
+    return number if duration(other).partition(" ")[2].rstrip("s") == unit.rstrip("s") else duration(seconds)
+
+
 def seconds(value: float, short: bool = False) -> str:
     """A measured time at two significant figures, always in seconds: '0.74 seconds', '0.3 seconds'."""
     number = plain(significant(value, 2))

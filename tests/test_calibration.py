@@ -240,7 +240,7 @@ def test_an_efficiency_film_speaks_expected_numbers_beside_its_ceilings():
 
     narration = {beat.id: beat.narration for beat in plan.beats}
     assert "an H100 manages about 155 a second here, 209 at best." in narration["decode"]
-    assert "that takes about 46 milliseconds here, 34 milliseconds at best," in narration["prefill"]
+    assert "that takes about 46 milliseconds here, 34 at best," in narration["prefill"]
     assert "from 6.4 to 7.3 milliseconds here" in narration["batching"]
     assert "instead of 155." in narration["batching"]
     assert "still waits about 1.1 seconds here" in narration["wasted-money"]

@@ -101,3 +101,11 @@ def test_articles_come_from_the_data(catalog):
     assert fmt.with_article(catalog.gpu("h100-sxm")) == "an H100"
     assert fmt.with_article(catalog.gpu("b200")) == "a B200"
     assert fmt.possessive(catalog.gpu("rtx-4090")) == "an RTX 4090's"
+
+
+@pytest.mark.parametrize("seconds, other, said", [
+    (0.0336, 0.046, "34"), (0.36, 0.44, "0.36"), (1.0, 1.2, "1"),    # the unit said once, for both
+    (0.086, 0.12, "86 milliseconds"), (0.12, 0.086, "0.12 seconds"),  # a unit of its own
+])
+def test_a_time_said_beside_another_drops_the_unit_they_share(seconds, other, said):
+    assert fmt.duration_beside(seconds, other) == said

@@ -39,7 +39,7 @@ FILTERS = {
     name: strict(getattr(formatting, name))
     for name in (
         "count", "approx", "round_down", "integer", "number_word", "quantity", "large", "gigabytes",
-        "bytes_per_token", "teraflops", "bandwidth", "milliseconds", "duration", "seconds",
+        "bytes_per_token", "teraflops", "bandwidth", "milliseconds", "duration", "duration_beside", "seconds",
         "tokens_per_second", "ops_per_byte", "percent", "fraction", "times", "faster", "with_article",
         "possessive", "verb", "part_of",
     )
