@@ -438,6 +438,12 @@ class BeatScene(Scene):
     def seconds_until(self, name: str) -> float:
         return self.cue(name) - self.now
 
+    def repeat_until(self, name: str, animations: Callable[[], Iterable], run_time: float, leaving: float) -> None:
+        """Play the animations `animations()` makes, again and again, while more than `leaving` seconds remain
+        before cue `name` (a payoff that keeps going until the beat's end; Motion Canvas's loopUntil)."""
+        while self.seconds_until(name) > leaving:
+            self.play(*animations(), run_time=run_time)
+
     def hold_for_payoff(self, payoff: float, offset: float = 0.1) -> None:
         """Wait for the speech to end (plus `offset`) before a payoff of `payoff` seconds, but no
         later than leaves it time to finish: a long narration (a big deployment's extra clause)

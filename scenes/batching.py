@@ -153,5 +153,5 @@ class Batching(BeatScene):
             many = chart.dot(batch.ridge_value_ops_per_byte, MEMORY, "", DOWN)[0].set_color(HIGHLIGHT)
             self.at("speech-end", FadeIn(ridge), FadeIn(many, scale=1.5), Write(remark), offset=-1.0, lead=0)
         # The payoff: the sweep keeps serving every user's stack, one read a step.
-        while self.seconds_until("end") > 1.4:
-            self.play(read_once(1.2), Indicate(stacks, color=HIGHLIGHT, scale_factor=1.0), run_time=1.2)
+        self.repeat_until("end", lambda: (read_once(1.2), Indicate(stacks, color=HIGHLIGHT, scale_factor=1.0)),
+                          run_time=1.2, leaving=1.4)

@@ -184,10 +184,9 @@ class Measured(BeatScene):
             # that barely moves the picture.
             self.play(ReplacementTransform(ideal_bar.rect.copy(), split),
                       Indicate(measured_bar.rect, color=TEXT, scale_factor=1.0), run_time=0.6)
-        while self.seconds_until("end") > 1.1:
-            self.play(Indicate(ending.network, scale_factor=1.08), *[Indicate(group[1][0].rect, color=HIGHLIGHT,
-                                                                               scale_factor=1.0)
-                                                                      for group in short_groups], run_time=1.0)
+        self.repeat_until("end", lambda: (Indicate(ending.network, scale_factor=1.08),
+                                          *[Indicate(group[1][0].rect, color=HIGHLIGHT, scale_factor=1.0)
+                                            for group in short_groups]), run_time=1.0, leaving=1.1)
 
 
 class CacheRidesAlong(BeatScene):
@@ -285,6 +284,6 @@ class CacheRidesAlong(BeatScene):
             self.play(LaggedStart(*[FadeIn(line, shift=LEFT * 0.2) for line in fitted], lag_ratio=0.5), run_time=1.0)
         # The payoff: every decode step sweeps the weights and the cache riding on them.
         extra = VGroup(kv)
-        while self.seconds_until("end") > 1.3:
-            self.play(wall.sweep(run_time=1.2, extra=extra), Indicate(long.rect, color=HIGHLIGHT, scale_factor=1.0),
-                      run_time=1.2)
+        self.repeat_until("end", lambda: (wall.sweep(run_time=1.2, extra=extra),
+                                          Indicate(long.rect, color=HIGHLIGHT, scale_factor=1.0)),
+                          run_time=1.2, leaving=1.3)

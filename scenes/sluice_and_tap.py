@@ -238,9 +238,9 @@ class Prefill(BeatScene):
                   *[FadeIn(part) for part in result.rest], FadeOut(operations.caption), FadeOut(seconds.caption),
                   run_time=1.2)
         self.remove(tokens)
-        while self.seconds_until("end") > 1.3:
-            self.play(stage.wall.sweep(run_time=1.2, experts=prefill.experts_read),
-                      Indicate(result.formula, color=HIGHLIGHT, scale_factor=1.04), run_time=1.2)
+        self.repeat_until("end", lambda: (stage.wall.sweep(run_time=1.2, experts=prefill.experts_read),
+                                          Indicate(result.formula, color=HIGHLIGHT, scale_factor=1.04)),
+                          run_time=1.2, leaving=1.3)
 
 
 # -- decode ----------------------------------------------------------------------------------------
@@ -368,5 +368,4 @@ class Decode(BeatScene):
                   *[FadeIn(part) for index, part in enumerate(formula) if index not in (0, result.value, rate_at)],
                   FadeOut(operations.value), *[FadeOut(counter.caption) for counter in (read, operations, step, rate)],
                   drop(), read_once(1.2), run_time=1.2)
-        while self.seconds_until("end") > 1.1:
-            self.play(drop(), read_once(1.0), run_time=1.0)
+        self.repeat_until("end", lambda: (drop(), read_once(1.0)), run_time=1.0, leaving=1.1)

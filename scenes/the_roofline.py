@@ -166,8 +166,9 @@ class Roofline(BeatScene):
         home = (plan.choice.gpu.short_name, spec.peak_flops, spec.memory_bandwidth, spec.ridge_ops_per_byte)
         stops = [(pill.name, pill.peak_flops, pill.memory_bandwidth, pill.ridge_ops_per_byte) for pill in plan.pills]
         if not stops or self.seconds_until("end") < 1.2:
-            while self.seconds_until("end") > 1.0:  # no pills: the decode point pulses on its slope
-                self.play(Indicate(decode_dot, scale_factor=1.8), Indicate(ending.ridge[1]), run_time=0.9)
+            # No pills: the decode point pulses on its slope.
+            self.repeat_until("end", lambda: (Indicate(decode_dot, scale_factor=1.8), Indicate(ending.ridge[1])),
+                              run_time=0.9, leaving=1.0)
             return
         step = (self.seconds_until("end") - 0.05) / (len(stops) + 1)
         badge, ridge, ridge_sum = ending.badge, ending.ridge, ending.ridge_sum
@@ -287,6 +288,5 @@ class WastedMoney(BeatScene):
         self.at("attention", GrowFromEdge(attention, LEFT), FadeIn(attention_label), FadeIn(work[3:]), FadeIn(note),
                 *talking_in, run_time=0.9)
         # The payoff: attention's share and its term in the sum light up together, again and again.
-        while self.seconds_until("end") > 1.2:
-            self.play(Indicate(attention, color=HIGHLIGHT, scale_factor=1.06), Indicate(work[4], scale_factor=1.3),
-                      run_time=1.1)
+        self.repeat_until("end", lambda: (Indicate(attention, color=HIGHLIGHT, scale_factor=1.06),
+                                          Indicate(work[4], scale_factor=1.3)), run_time=1.1, leaving=1.2)

@@ -16,12 +16,12 @@ from render.files import PROJECT_ROOT
 from render.plan.registry import SCENES, SceneEntry
 from render.plan.types import BUILT_IN_CUES, Plan
 
-CUE_METHODS = {"at", "hold_until", "cue", "seconds_until"}
+CUE_METHODS = {"at", "hold_until", "cue", "seconds_until", "repeat_until"}
 
 
 @functools.lru_cache(maxsize=None)
 def cues_waited_for(entry: SceneEntry) -> frozenset[str]:
-    """Every cue name the beat's class names: the first argument of at/hold_until/cue/seconds_until,
+    """Every cue name the beat's class names: the first argument of at/hold_until/cue/seconds_until/repeat_until,
     and until=."""
     tree = ast.parse((PROJECT_ROOT / entry.path).read_text())
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
