@@ -435,6 +435,11 @@ class BeatScene(Scene):
                             f"before the word it belongs to, or use one of those.")
         return self.beat.cues[name]
 
+    @property
+    def numbers_here(self):
+        """The numbers the beat speaks: the expected ones with EFFICIENCY= (plan.expected), else the ceilings."""
+        return self.plan.expected or self.plan.numbers
+
     def seconds_until(self, name: str) -> float:
         return self.cue(name) - self.now
 

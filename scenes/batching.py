@@ -9,10 +9,9 @@ from manim import (DOWN, LEFT, RIGHT, UP, Create, Dot, FadeIn, FadeOut, FadeTran
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
-from scenes.helpers import (Counter, LogChart, RooflineChart, WeightsWall, get_caption, get_formula, get_text, get_title,
-                            inside_safe_area, power_label, powers_of_ten, slide_clear_of, tex_text)
-from scenes.measured_timings import get_provenance
-from scenes.sluice_and_tap import expected_numbers, wall_label
+from scenes.helpers import (Counter, LogChart, RooflineChart, WeightsWall, get_caption, get_formula, get_provenance,
+                            get_text, get_title, inside_safe_area, power_label, powers_of_ten, slide_clear_of, tex_text,
+                            wall_label)
 from scenes.the_roofline import axis_ranges, roofline_ending
 from scenes.style import HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE
 
@@ -67,7 +66,7 @@ class Batching(BeatScene):
     def build(self) -> None:
         plan, spec = self.plan, self.plan.spec
         decode, batch = plan.numbers.decode, plan.numbers.batch
-        here = expected_numbers(self)  # the counters say what the narration says: expected figures with EFFICIENCY=
+        here = self.numbers_here  # the counters say what the narration says: expected figures with EFFICIENCY=
         title = get_title(self.beat.title, plan.choice.label)
         wall = WeightsWall(wall_label(self), width=WALL_WIDTH, height=WALL_HEIGHT, rows=8, cols=7, shares=spec.gpus,
                            experts=spec.experts)

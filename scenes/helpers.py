@@ -21,7 +21,7 @@ from manim import (DOWN, LEFT, PI, RIGHT, UL, UP, Animation, AnimationGroup, Das
                    Line, MathTex, Rectangle, RoundedRectangle, Square, Succession, Text, ValueTracker, VGroup,
                    interpolate_color, ManimColor, there_and_back)
 
-from render import formulas
+from render import formatting as fmt, formulas
 from scenes.style import (BACKGROUND, BODY_SIZE, COMPUTE, FONT, FORMULA_SIZE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE,
                           MEMORY, MUTED, NUMBER_SIZE, PANEL, ROLE_COLOURS, SAFE_LEFT, SAFE_RIGHT, SAFE_TOP,
                           SMALL_SIZE, TEXT, TITLE_SIZE)
@@ -552,3 +552,44 @@ def blend(color_a: str, color_b: str, share: float) -> ManimColor:
     return interpolate_color(ManimColor(color_a), ManimColor(color_b), share)
 
 
+# -- pieces more than one beat shows --------------------------------------------------------------
+
+
+def wall_label(scene) -> str:
+    """The weights' size; on several GPUs, each one's share; for a mixture of experts, its experts."""
+    spec = scene.plan.spec
+    lines = [f"{fmt.gigabytes(spec.weight_bytes, short=True)} of weights"]
+    if spec.experts:
+        lines[0] += f" · {fmt.count(spec.experts)} experts"
+    if spec.gpus > 1:
+        lines.append(f"{fmt.gigabytes(spec.weight_bytes_per_gpu, short=True)} on each GPU")
+    return "\n".join(lines)
+
+
+PROVENANCE_WIDTH = 12.2
+
+
+def get_provenance(measured) -> VGroup:
+    """Where the numbers come from: route, provider, precision, model, the GPU assumed, the source."""
+    dataset = measured.dataset
+    assumed = " (assumed: the provider does not publish its hardware)" if dataset.compared_gpu_is_assumption else ""
+    how = [f"{dataset.prompt_cache} prompts"] if dataset.prompt_cache else []
+    how += ["TTFT counts reasoning tokens"] if dataset.reasoning else []
+    how += ["prompt sizes estimated"] if dataset.prompt_tokens_estimated else []
+    source = f"source: {dataset.path}"
+    lines = [(f"measured: {dataset.route}", TEXT),
+             (f"{measured.precision.name} {measured.model.name} · ideal times on {measured.gpu.short_name}{assumed}",
+              MUTED)]
+    # How it was measured goes beside the source when both fit on one line, else on a line of its own.
+    together = " · ".join([source, *how])
+    if get_text(together, SMALL_SIZE).width <= PROVENANCE_WIDTH:
+        lines.append((together, MUTED))
+    else:
+        lines += [(source, MUTED), (" · ".join(how), MUTED)]
+    texts = VGroup()
+    for line, color in lines:
+        text = get_text(line, SMALL_SIZE, color)
+        if text.width > PROVENANCE_WIDTH:  # only a very long route or path: narrower, before lining up
+            text.scale_to_fit_width(PROVENANCE_WIDTH)
+        texts.add(text)
+    return texts.arrange(DOWN, aligned_edge=LEFT, buff=0.08).to_edge(DOWN, buff=0.45).set_x(0)

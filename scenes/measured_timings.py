@@ -15,7 +15,8 @@ from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Create, DashedLine, Do
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
-from scenes.helpers import (Bar, LogChart, WeightsWall, get_formula, get_pill, get_text, get_title, inside_safe_area,
+from scenes.helpers import (Bar, LogChart, WeightsWall, get_formula, get_pill, get_provenance, get_text, get_title,
+                            inside_safe_area,
                             power_label, powers_of_ten, tex_text)
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
@@ -23,33 +24,6 @@ BAR_LENGTH = 6.0
 BESIDE_CHART_BAR_LENGTH = 2.9  # the measured beat's bars when the fit's chart takes the right of the frame
 MEASURED_SUBTITLE = "time to first token (request sent → first streamed token) against the ideal prefill"
 CACHE_SUBTITLE = "decode rate = 1 ÷ time per output token, against the roofline's ceiling"
-PROVENANCE_WIDTH = 12.2
-
-
-def get_provenance(measured) -> VGroup:
-    """Where the numbers come from: route, provider, precision, model, the GPU assumed, the source."""
-    dataset = measured.dataset
-    assumed = " (assumed: the provider does not publish its hardware)" if dataset.compared_gpu_is_assumption else ""
-    how = [f"{dataset.prompt_cache} prompts"] if dataset.prompt_cache else []
-    how += ["TTFT counts reasoning tokens"] if dataset.reasoning else []
-    how += ["prompt sizes estimated"] if dataset.prompt_tokens_estimated else []
-    source = f"source: {dataset.path}"
-    lines = [(f"measured: {dataset.route}", TEXT),
-             (f"{measured.precision.name} {measured.model.name} · ideal times on {measured.gpu.short_name}{assumed}",
-              MUTED)]
-    # How it was measured goes beside the source when both fit on one line, else on a line of its own.
-    together = " · ".join([source, *how])
-    if get_text(together, SMALL_SIZE).width <= PROVENANCE_WIDTH:
-        lines.append((together, MUTED))
-    else:
-        lines += [(source, MUTED), (" · ".join(how), MUTED)]
-    texts = VGroup()
-    for line, color in lines:
-        text = get_text(line, SMALL_SIZE, color)
-        if text.width > PROVENANCE_WIDTH:  # only a very long route or path: narrower, before lining up
-            text.scale_to_fit_width(PROVENANCE_WIDTH)
-        texts.add(text)
-    return texts.arrange(DOWN, aligned_edge=LEFT, buff=0.08).to_edge(DOWN, buff=0.45).set_x(0)
 
 
 def prompt_name(tokens: float, estimated: bool = False) -> str:

@@ -16,7 +16,7 @@ from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Arrow, FadeIn, FadeOut
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
 from scenes.helpers import (Chip, Counter, WeightsWall, get_formula, get_pill, get_text, get_title, inside_safe_area,
-                            slide_clear_of, tex_text)
+                            slide_clear_of, tex_text, wall_label)
 from scenes.base import AMBIENT_SECONDS as AMBIENT
 from scenes.style import COMPUTE, HIGHLIGHT, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
@@ -63,22 +63,6 @@ def get_stage(scene: BeatScene, title: str) -> Stage:
     inside_safe_area(wall.label)  # "1,342 GB of weights · 256 experts" is wider than the wall
     link = Arrow(wall.bricks.get_left(), chip.package.get_right(), buff=0.15, color=MEMORY, stroke_width=5)
     return Stage(get_title(title, plan.choice.label), chip, wall, link)
-
-
-def wall_label(scene: BeatScene) -> str:
-    """The weights' size; on several GPUs, each one's share; for a mixture of experts, its experts."""
-    spec = scene.plan.spec
-    lines = [f"{fmt.gigabytes(spec.weight_bytes, short=True)} of weights"]
-    if spec.experts:
-        lines[0] += f" · {fmt.count(spec.experts)} experts"
-    if spec.gpus > 1:
-        lines.append(f"{fmt.gigabytes(spec.weight_bytes_per_gpu, short=True)} on each GPU")
-    return "\n".join(lines)
-
-
-def expected_numbers(scene: BeatScene):
-    """The numbers the beat speaks: the expected ones with EFFICIENCY=, else the ceilings."""
-    return scene.plan.expected or scene.plan.numbers
 
 
 def at_best(scene: BeatScene, caption: str, best: str) -> str:
@@ -185,7 +169,7 @@ def prefill_ending(scene: BeatScene, title: str) -> PrefillEnding:
         division = (fmt.gigabytes(prefill.bytes_all_gpus, short=True),
                     fmt.bandwidth(plan.spec.memory_bandwidth, short=True))
         share = efficiency.memory if efficiency else None
-    here = expected_numbers(scene).prefill
+    here = scene.numbers_here.prefill
     result = get_division(scene, *division, here.communication_seconds, fmt.duration(here.seconds, short=True),
                           COMPUTE, share=share)
     return PrefillEnding(stage, tokens_label, work, peak, bound, busy, result)
@@ -197,7 +181,7 @@ class Prefill(BeatScene):
     successor = "decode"
 
     def build(self) -> None:
-        prefill, here = self.plan.numbers.prefill, expected_numbers(self).prefill
+        prefill, here = self.plan.numbers.prefill, self.numbers_here.prefill
         ending = prefill_ending(self, self.beat.title)
         stage = ending.stage
         stage.chip.cores.set_fill(stage.chip.idle_color)
@@ -291,7 +275,7 @@ def decode_ending(scene: BeatScene, title: str) -> DecodeEnding:
     if per_token.width > FORMULA_WIDTH:  # beside the counters, not under them
         per_token.scale_to_fit_width(FORMULA_WIDTH)
     per_token.move_to(FORMULA_AT)
-    here, efficiency = expected_numbers(scene).decode, plan.choice.efficiency
+    here, efficiency = scene.numbers_here.decode, plan.choice.efficiency
     result = get_division(scene, fmt.gigabytes(decode.bytes_per_token, short=True),
                           fmt.bandwidth(plan.spec.memory_bandwidth, short=True), here.communication_seconds,
                           fmt.milliseconds(here.step_seconds, short=True), MEMORY,
@@ -306,7 +290,7 @@ class Decode(BeatScene):
     predecessor, successor = "prefill", "roofline"
 
     def build(self) -> None:
-        decode, here = self.plan.numbers.decode, expected_numbers(self).decode
+        decode, here = self.plan.numbers.decode, self.numbers_here.decode
         ending = decode_ending(self, self.beat.title)
         stage = ending.stage
         stage.chip.cores.set_fill(stage.chip.idle_color)

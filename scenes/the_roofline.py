@@ -19,7 +19,7 @@ from render import formatting as fmt, formulas
 from scenes.base import BeatScene
 from scenes.helpers import (Bar, RooflineChart, blend, get_formula, get_pill, get_text, get_title, inside_safe_area,
                             slide_clear_of, tex_text)
-from scenes.sluice_and_tap import decode_ending, expected_numbers
+from scenes.sluice_and_tap import decode_ending
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
 CHART_AT = LEFT * 2.2 + DOWN * 0.35
@@ -198,7 +198,7 @@ class WastedMoney(BeatScene):
 
     def build(self) -> None:
         plan, spec, n = self.plan, self.plan.spec, self.plan.numbers
-        here = expected_numbers(self)  # what the deployment gives (EFFICIENCY=), as the narration says
+        here = self.numbers_here  # what the deployment gives (EFFICIENCY=), as the narration says
         compare, choice = n.compare, plan.choice
         ours, other = choice.times(choice.gpu.short_name), choice.times(compare.gpu.short_name)  # as many of each
         title = get_title(self.beat.title, f"{ours} against {other} · {choice.model.name} · {choice.dtype.name}")
