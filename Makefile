@@ -51,10 +51,12 @@ setup:
 setup-film:
 	@"$$PYTHON" render/tools/bootstrap.py film
 
-# Two test processes (pytest-xdist), a test file each at a time, so a file's shared renders are made once.
+# The linter (ruff, configured in pyproject.toml), then two test processes (pytest-xdist), a test file each at a
+# time, so a file's shared renders are made once.
 TEST_WORKERS ?= 2
 test:
 	@"$$PYTHON" render/tools/bootstrap.py test
+	@$(VENV)/bin/ruff check render scenes tests
 	@$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 plan: setup

@@ -111,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     films.add_argument("--scheduler", help="an existing Dask cluster's scheduler, tcp://HOST:PORT "
                                            "(default: a local cluster on this machine)")
     films.add_argument("--quality", default="high", help="high (1080p60, the film) or low/medium/tiny (previews)")
-    films.add_argument("--jobs", type=whole_number(1, 256), help="the local cluster's workers (default: the number of cores)")
+    films.add_argument("--jobs", type=whole_number(1, 256),
+                       help="the local cluster's workers (default: the number of cores)")
     films.set_defaults(run=run_films)
 
     page = commands.add_parser("page", help="write the publishable page of the film made for this choice")
@@ -135,8 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--model", required=True, help="the model name the endpoint serves")
     measure.add_argument("--api-key-env", help="environment variable holding the API key (never printed)")
     measure.add_argument("--prompt-tokens", default="34,2081,16361", help="prompt lengths (default: %(default)s)")
-    measure.add_argument("--max-tokens", type=whole_number(1, 100_000), default=256, help="tokens to generate (default: %(default)s)")
-    measure.add_argument("--runs", type=whole_number(1, 100), default=5, help="runs per prompt length (default: %(default)s)")
+    measure.add_argument("--max-tokens", type=whole_number(1, 100_000), default=256,
+                         help="tokens to generate (default: %(default)s)")
+    measure.add_argument("--runs", type=whole_number(1, 100), default=5,
+                         help="runs per prompt length (default: %(default)s)")
     measure.add_argument("--concurrency", default="1",
                          help="streams at once, a level per run of each length, e.g. 1,8,32 (default: %(default)s)")
     measure.add_argument("--warm-prefix", action="store_true",
@@ -144,11 +147,13 @@ def build_parser() -> argparse.ArgumentParser:
                               "(default: cold prompts that no cache can serve)")
     measure.add_argument("--label", help="what this is, e.g. 'CoreWeave, BF16'")
     measure.add_argument("--provider", help="who serves it (default: the label, or the host)")
-    measure.add_argument("--as-model", help="the catalog model it runs, for the ideal times (default: the storyboard's)")
+    measure.add_argument("--as-model",
+                         help="the catalog model it runs, for the ideal times (default: the storyboard's)")
     measure.add_argument("--precision", help="its data type, a catalog id (default: the storyboard's)")
     measure.add_argument("--compared-gpu", help="the GPU its timings are compared with (default: the storyboard's)")
     measure.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default: %(default)s)")
-    measure.add_argument("--max-requests", type=whole_number(1, 100_000), default=300, help="cap on requests (default: %(default)s)")
+    measure.add_argument("--max-requests", type=whole_number(1, 100_000), default=300,
+                         help="cap on requests (default: %(default)s)")
     measure.add_argument("--out", type=Path, required=True, help="the dataset to write, e.g. data/measured/mine.yaml")
     measure.set_defaults(run=run_measure)
 
@@ -202,8 +207,10 @@ def add_plan_arguments(parser: argparse.ArgumentParser, voice: bool = True, buil
                                              "fit) or compute=0.6,memory=0.8[,overhead=0.2]")
     parser.add_argument("--storyboard", default=STORYBOARD_PATH, help="storyboard file (default: %(default)s)")
     if voice:
-        parser.add_argument("--voice", help="hibari, piper or recorded, optionally engine:voice (default: the storyboard's)")
-        parser.add_argument("--recordings", type=Path, help="folder of <beat-id>.wav/.flac recordings (default: the storyboard's)")
+        parser.add_argument("--voice",
+                            help="hibari, piper or recorded, optionally engine:voice (default: the storyboard's)")
+        parser.add_argument("--recordings", type=Path,
+                            help="folder of <beat-id>.wav/.flac recordings (default: the storyboard's)")
     if build:
         parser.add_argument("--build", type=Path, default=BUILD_DIR, help="build folder (default: build/)")
 
@@ -347,7 +354,8 @@ def run_films(args: argparse.Namespace) -> int:
         variants = matrix_variants(args.matrix, load_catalog(DATA_DIR), load_storyboard(args.storyboard), around)
     plans, left_out = plans_for(variants, lambda variant: plan_from(args, variant), strict=bool(args.variants))
     if left_out:
-        print(f"films: MATRIX={args.matrix} leaves out {len(left_out)} of its {len(variants)} choices, which do not fit: "
+        print(f"films: MATRIX={args.matrix} leaves out {len(left_out)} of its {len(variants)} choices, "
+              "which do not fit: "
               + "; ".join(left_out[:3]) + (" …" if len(left_out) > 3 else ""), flush=True)
     if not plans:
         raise FilmError(f"MATRIX={args.matrix}: no choice around {around} fits; try another GPU, more GPUS= or a "
@@ -604,7 +612,8 @@ def roofline_table(choice, report: dict) -> str:
         choice.label
         + (" (weight-only, BF16 arithmetic)" if report["arithmetic"] != dtype.arithmetic or dtype.weight_only else ""),
         f"  peak {fmt.teraflops(report['peak_flops'], short=True)}, bandwidth "
-        f"{fmt.bandwidth(report['memory_bandwidth'], short=True)}, ridge {fmt.ops_per_byte(ridge, short=True)}{per_gpu}",
+        f"{fmt.bandwidth(report['memory_bandwidth'], short=True)}, "
+        f"ridge {fmt.ops_per_byte(ridge, short=True)}{per_gpu}",
         f"  weights {fmt.gigabytes(report['weight_bytes'], short=True)}"
         + (f" ({fmt.gigabytes(report['weight_bytes_per_gpu'], short=True)} per GPU)" if choice.gpus > 1 else "")
         + f", KV cache {fmt.count(report['kv_bytes_per_token'])} bytes/token "
@@ -635,7 +644,8 @@ def roofline_table(choice, report: dict) -> str:
             f"  {phase['bound']:<8}{rate:>14}"
         )
     lines.append("")
-    lines.append(f"  prefill attention: {fmt.percent(report['prefill_attention_fraction'], short=True)} of its operations")
+    attention = fmt.percent(report['prefill_attention_fraction'], short=True)
+    lines.append(f"  prefill attention: {attention} of its operations")
     lines.append(
         f"  decode reaches the ridge at batch {fmt.count(at_ridge)}" if at_ridge
         else "  decode never reaches the ridge at this context: each sequence's KV cache grows with the batch"

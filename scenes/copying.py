@@ -3,8 +3,8 @@
 Manim copies objects whenever an animation begins (its start, its target, the parts of a transform), and a
 copy is a deep copy, attribute by attribute: each number and string of each part went through
 `copy.deepcopy`, and each colour was rebuilt from its pickled form. Numbers, strings and colours are values
-(Manim makes a new colour rather than change one; so are its enums), so a copy shares them; arrays of numbers are copied at
-once; everything else is deep-copied as before. What a copy holds is what `copy.deepcopy` gave it.
+(Manim makes a new colour rather than change one; so are its enums), so a copy shares them; arrays of numbers are
+copied at once; everything else is deep-copied as before. What a copy holds is what `copy.deepcopy` gave it.
 """
 
 from __future__ import annotations

@@ -138,7 +138,8 @@ class Measured(BeatScene):
         chart = ending.chart
         ideal_line = [FadeIn(chart.chart), Create(chart.ideal), FadeIn(chart.legend[1])] if chart else []
         self.play(LaggedStart(*[AnimationGroup(FadeIn(group[0]), group[1][1].grow()) for group in groups],
-                              lag_ratio=0.8), *ideal_line, run_time=min(3.6, max(1.2, self.seconds_until("short") - 0.6)))
+                              lag_ratio=0.8), *ideal_line, run_time=min(3.6, max(1.2,
+                                                                                 self.seconds_until("short") - 0.6)))
         short_groups = groups[:-1]
         long_dot = chart.dots.get(self.plan.measured.long.prompt_tokens) if chart else None
         short_dots = [FadeIn(dot, scale=1.5) for dot in chart.dots.values() if dot is not long_dot] if chart else []
@@ -189,8 +190,9 @@ class CacheRidesAlong(BeatScene):
                            color=HIGHLIGHT)
         limit_label = get_text(f"ceiling {fmt.tokens_per_second(ceiling, short=True)}", SMALL_SIZE, HIGHLIGHT)
         limit_label.next_to(limit, UP, buff=0.1)
-        share = get_text(f"{fmt.integer(short_rate, short=True)} is {fmt.percent(measured.ceiling_fraction, short=True)} "
-                         f"of the ceiling", SMALL_SIZE, MUTED).next_to(limit_label, UP, buff=0.08)
+        share = get_text(f"{fmt.integer(short_rate, short=True)} is "
+                         f"{fmt.percent(measured.ceiling_fraction, short=True)} of the ceiling", SMALL_SIZE, MUTED)
+        share.next_to(limit_label, UP, buff=0.08)
 
         if self.continues:
             # One shot with the measured beat: the provenance stays, the waits become speeds.
@@ -230,8 +232,9 @@ class CacheRidesAlong(BeatScene):
         wall.label.next_to(wall.bricks, LEFT, buff=0.3)
         kv_label = get_text(f"+ {fmt.gigabytes(measured.long_kv_bytes, short=True)} of KV cache",
                             SMALL_SIZE, KV_CACHE).next_to(kv, RIGHT, buff=0.3)
-        ratio = get_formula(formulas.CACHE_SHARE, "=", rf"\frac{{{tex_text(fmt.gigabytes(measured.long_kv_bytes, short=True))}}}"
-                                                    rf"{{{tex_text(fmt.gigabytes(measured.weight_bytes, short=True))}}}",
+        ratio = get_formula(formulas.CACHE_SHARE, "=",
+                            rf"\frac{{{tex_text(fmt.gigabytes(measured.long_kv_bytes, short=True))}}}"
+                            rf"{{{tex_text(fmt.gigabytes(measured.weight_bytes, short=True))}}}",
                             r"\approx", (tex_text(fmt.percent(measured.long_kv_ratio, short=True)), KV_CACHE), size=30)
         ratio.next_to(wall.bricks, RIGHT, buff=0.6).align_to(wall.bricks, DOWN)
         self.play(FadeIn(wall), run_time=0.5)

@@ -203,8 +203,10 @@ class Prefill(BeatScene):
         self.at("tokens", Write(ending.tokens_label), Indicate(tokens, color=HIGHLIGHT, scale_factor=1.05),
                 run_time=0.8)
         # The gate opens: all tokens pour into the chip at once, every core lights, one sweep of the wall.
-        self.at("ops", FadeOut(gate, shift=UP * 0.5), tokens.animate.move_to(stage.chip.cores).scale(0.4).set_opacity(0),
-                stage.chip.light(1.0), stage.wall.sweep(run_time=1.2, experts=prefill.experts_read), operations.appear(),
+        self.at("ops", FadeOut(gate, shift=UP * 0.5),
+                tokens.animate.move_to(stage.chip.cores).scale(0.4).set_opacity(0),
+                stage.chip.light(1.0), stage.wall.sweep(run_time=1.2, experts=prefill.experts_read),
+                operations.appear(),
                 operations.count_to(prefill.ops), Write(ending.work), run_time=1.4)
         self.ambient = lambda: stage.wall.sweep(run_time=AMBIENT, experts=prefill.experts_read)
         self.at("peak", FadeIn(ending.peak, shift=DOWN * 0.2), run_time=0.6)
@@ -244,7 +246,8 @@ class DecodeEnding:
 
     @property
     def parts(self) -> list:
-        return [*self.stage.parts, self.idle, self.bandwidth, self.bound, self.per_token, self.result.formula, self.best]
+        return [*self.stage.parts, self.idle, self.bandwidth, self.bound, self.per_token, self.result.formula,
+                self.best]
 
     @property
     def lit_core(self):
@@ -321,7 +324,8 @@ class Decode(BeatScene):
         def drop() -> Succession:
             token = Square(0.22, stroke_width=0, fill_color=HIGHLIGHT, fill_opacity=1).move_to(drop_start)
             return Succession(FadeIn(token, run_time=0.15),
-                              token.animate(run_time=0.45, rate_func=rate_functions.rush_into).move_to(chip.package.get_top()),
+                              token.animate(run_time=0.45,
+                                            rate_func=rate_functions.rush_into).move_to(chip.package.get_top()),
                               FadeOut(token, run_time=0.1))
 
         self.at("drip", drop(), run_time=0.7)

@@ -173,7 +173,8 @@ class Roofline(BeatScene):
         step = (self.seconds_until("end") - 0.05) / (len(stops) + 1)
         badge, ridge, ridge_sum = ending.badge, ending.ridge, ending.ridge_sum
         for index, (name, peak, bandwidth, ridge_value) in enumerate([*stops, home]):
-            # The reached roof is this GPU's (its shares were measured here): it leaves with the first pill, returns home.
+            # The reached roof is this GPU's (its shares were measured here): it leaves with the first pill, returns
+            # home.
             achieved = ([FadeOut(ending.achieved)] if index == 0 else
                         [FadeIn(ending.achieved)] if index == len(stops) else []) if plan.achieved else []
             moves = [point.animate.shift(chart.point(intensity, min(peak, bandwidth * intensity))
@@ -217,7 +218,8 @@ class WastedMoney(BeatScene):
         for caption, value, compare_value, formatter, color, ratio in metrics:
             longest = max(value, compare_value)
             # A chip's own figures are per GPU; one user's decode is the whole deployment's.
-            names = (ours, other) if caption.startswith("one user's") else (choice.gpu.short_name, compare.gpu.short_name)
+            names = (ours, other) if caption.startswith("one user's") else (choice.gpu.short_name,
+                                                                            compare.gpu.short_name)
             bars = VGroup(Bar(names[0], formatter(value), 5.2 * value / longest, color),
                           Bar(names[1], formatter(compare_value), 5.2 * compare_value / longest,
                               blend(color, MUTED, 0.55)))
@@ -258,7 +260,8 @@ class WastedMoney(BeatScene):
         stacked = VGroup(linear, attention, talking).arrange(RIGHT, buff=0).move_to(UP * 0.15)
         heading = get_text(f"a {fmt.count(long_prompt.tokens)}-token prompt on {ours}: prefill "
                            f"{fmt.duration(total, short=True)}"
-                           + (f" here ({fmt.duration(n.long_prompt.seconds, short=True)} at best)" if plan.expected else ""),
+                           + (f" here ({fmt.duration(n.long_prompt.seconds, short=True)} at best)"
+                              if plan.expected else ""),
                            LABEL_SIZE, TEXT).next_to(stacked, UP, buff=0.35)
         linear_label = get_text(f"linear layers {fmt.duration(long_prompt.linear_seconds, short=True)}",
                                 SMALL_SIZE, COMPUTE).next_to(linear, DOWN, buff=0.2)
@@ -272,7 +275,8 @@ class WastedMoney(BeatScene):
         talking_label = VGroup()
         if long_prompt.communication_seconds:
             talking_label = get_text(f"between GPUs {fmt.duration(long_prompt.communication_seconds, short=True)}",
-                                     SMALL_SIZE, MUTED).next_to(attention_label, DOWN, buff=0.12).align_to(talking, RIGHT)
+                                     SMALL_SIZE, MUTED).next_to(attention_label, DOWN, buff=0.12).align_to(talking,
+                                                                                                           RIGHT)
         # The work itself: two operations per weight per token, and attention's square of the prompt.
         work = get_formula(formulas.PREFILL_WORK)
         work.next_to(VGroup(linear_label, attention_label, talking_label), DOWN, buff=0.55)

@@ -99,7 +99,7 @@ def test_noisy_timings_give_back_their_fractions_within_the_stated_uncertainty(s
         rng = np.random.default_rng(draw)
         made = dataclasses.replace(dataset, prompts=timings_from(h100, *truth.values(), lengths=(64, 1024, 4096, 8192,
                                                                                                16384),
-                                                                 noise=lambda: rng.normal(0, 0.03)))
+                                                                 noise=lambda rng=rng: rng.normal(0, 0.03)))
         fit = calibrate(made, h100)
         for name, value in truth.items():
             estimate = getattr(fit, name)

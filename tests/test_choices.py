@@ -106,7 +106,8 @@ def test_a_narrator_rounds_what_the_screen_shows_exactly():
     assert plan.beat("batching").narration.endswith("tokens a second instead of 2,700.")
     four = resolve_plan(gpu="mi300x", model="deepseek-v3", dtype="fp8", gpus=4)
     decode = four.beat("decode").narration
-    assert "even at 21 terabytes a second four MI300Xs need 2.8 milliseconds a token, 36 percent of it between GPUs" in decode
+    assert ("even at 21 terabytes a second four MI300Xs need 2.8 milliseconds a token, "
+            "36 percent of it between GPUs") in decode
     assert fmt.bandwidth(four.spec.total_bandwidth, short=True) == "21.2 TB/s"
     assert "at four MI300Xs' 10,500 teraflops" in four.beat("prefill").narration
 

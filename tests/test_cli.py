@@ -27,7 +27,8 @@ def test_plan_for_another_choice():
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)
     choice = plan["choice"]
-    assert (choice["gpu"]["id"], choice["model"]["id"], choice["dtype"]["id"]) == ("a100-sxm-80gb", "llama-3.1-70b", "int8")
+    assert (choice["gpu"]["id"], choice["model"]["id"], choice["dtype"]["id"]) == ("a100-sxm-80gb", "llama-3.1-70b",
+                                                                                   "int8")
     assert plan["spec"]["ridge_ops_per_byte"] == pytest.approx(153, abs=0.5)
 
 

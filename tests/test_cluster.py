@@ -189,7 +189,7 @@ def test_a_beat_that_fails_twice_fails_its_film_and_the_other_is_made(cluster):
     cluster.attempts.unlink(missing_ok=True)
     failing = "rtx-4090-llama-3.1-8b-int8"
     ran = subprocess.run([sys.executable, "-m", "render.cli", "films", "--variants",
-                          f"h100-sxm/llama-3.1-8b/bf16 rtx-4090/llama-3.1-8b/int8", "--quality", "tiny",
+                          "h100-sxm/llama-3.1-8b/bf16 rtx-4090/llama-3.1-8b/int8", "--quality", "tiny",
                           "--scheduler", cluster.address, "--build", str(cluster.build)],
                          cwd=ROOT, capture_output=True, text=True, timeout=400)
     assert ran.returncode == 1, ran.stdout + ran.stderr
@@ -210,7 +210,8 @@ def test_a_beat_that_fails_twice_fails_its_film_and_the_other_is_made(cluster):
 def test_a_worker_with_other_code_is_refused(cluster, monkeypatch):
     plan = resolve_plan()
     with cluster.client() as client:
-        part = Part("two-waits-part0", "two-waits", "two-waits", 0, (0, 12), plan.slice_for("two-waits").to_json(), "tiny")
+        part = Part("two-waits-part0", "two-waits", "two-waits", 0, (0, 12), plan.slice_for("two-waits").to_json(),
+                    "tiny")
         future = client.submit(render_part_task, part, "prefill-decode-film 0.0.1 (code 000000000000, manim 0.1)",
                                pure=False)
         with pytest.raises(FilmError, match=r"worker tcp://127\.0\.0\.1:\d+ runs prefill-decode-film .* but the "

@@ -50,7 +50,8 @@ def test_parameter_count_from_the_architecture_matches_the_published_one(catalog
 
 def test_llama_3_1_8b_config(catalog):
     model = catalog.model("llama-3.1-8b")
-    assert (model.layers, model.hidden_size, model.attention_heads, model.kv_heads, model.head_dim) == (32, 4096, 32, 8, 128)
+    assert (model.layers, model.hidden_size, model.attention_heads, model.kv_heads, model.head_dim) == (32, 4096, 32,
+                                                                                                        8, 128)
     assert model.parameters == pytest.approx(8.03e9, rel=1e-3)
     assert not model.tied_embeddings
 
@@ -80,7 +81,8 @@ def test_every_entry_cites_a_source(catalog):
 
 def test_measured_dataset_is_the_source_pages_figures(catalog):
     data = catalog.measured("openrouter-coreweave-llama-3.1-8b-bf16")
-    assert (data.provider, data.precision, data.model, data.compared_gpu) == ("CoreWeave", "bf16", "llama-3.1-8b", "h100-sxm")
+    assert (data.provider, data.precision, data.model, data.compared_gpu) == ("CoreWeave", "bf16", "llama-3.1-8b",
+                                                                              "h100-sxm")
     assert data.compared_gpu_is_assumption is True
     assert "OpenRouter" in data.route
     figures = [(p.prompt_tokens, p.ttft_seconds, p.decode_tokens_per_second) for p in data.prompts]
@@ -153,7 +155,8 @@ def test_a_figure_outside_physical_bounds_names_file_line_and_range(data_copy, w
 
 def test_data_files_that_are_not_yaml_text_are_refused(data_copy, tmp_path):
     data = data_copy("models.yaml")
-    (data / "models.yaml").write_bytes((data / "models.yaml").read_bytes().replace(b"Llama 3.1 8B", b"Llama \xff 8B", 1))
+    (data / "models.yaml").write_bytes((data / "models.yaml").read_bytes().replace(b"Llama 3.1 8B", b"Llama \xff 8B",
+                                                                                   1))
     with pytest.raises(FilmError, match=r"models.yaml:\d+: not UTF-8 text \(byte 0xff\); save the file as UTF-8"):
         load_catalog(data)
     (data / "models.yaml").write_text("models:\n  ? [a, b]\n  : c\n")
@@ -167,7 +170,8 @@ def test_data_files_that_are_not_yaml_text_are_refused(data_copy, tmp_path):
 @pytest.mark.parametrize("field, value, message", [
     ("ttft_seconds", "-0.74", "'ttft_seconds' is -0.74; it must be between 0.0001 and 600 seconds"),
     ("ttft_seconds", "0", "'ttft_seconds' is 0; it must be between 0.0001 and 600 seconds"),
-    ("decode_tokens_per_second", "1e9", "'decode_tokens_per_second' is 1000000000.0; it must be between 0.01 and 100,000"),
+    ("decode_tokens_per_second", "1e9",
+     "'decode_tokens_per_second' is 1000000000.0; it must be between 0.01 and 100,000"),
     ("prompt_tokens", "-34", "'prompt_tokens' is -34; it must be between 1 and 10,000,000 tokens"),
 ])
 def test_absurd_measurements_are_refused(tmp_path, field, value, message):

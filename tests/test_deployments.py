@@ -11,7 +11,6 @@ import math
 import re
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -193,8 +192,9 @@ def check_narration(plan) -> None:
     names = f"{fmt.number_word(gpus)} {gpu.short_name}s" if gpus > 1 else f"{gpu.article} {gpu.short_name}"
     decode, prefill, batch = (plan.beat(beat).narration for beat in ("decode", "prefill", "batching"))
     # "an H100 needs" / "four H100s need"; "at an H100's" / "at four H100s'"
-    assert f"{names} {'needs' if gpus == 1 else 'need'} {fmt.milliseconds(numbers.decode.step_seconds)}" in decode, where
-    assert f"at {names}{chr(39) + 's' if gpus == 1 else chr(39)} {fmt.teraflops(spec.total_peak_flops)}" in prefill, where
+    needs, possessive = ("needs", "'s") if gpus == 1 else ("need", "'")
+    assert f"{names} {needs} {fmt.milliseconds(numbers.decode.step_seconds)}" in decode, where
+    assert f"at {names}{possessive} {fmt.teraflops(spec.total_peak_flops)}" in prefill, where
     assert not re.search(rf"\b(one|1|a|an) {re.escape(gpu.short_name)}s\b", text), where
     if gpus > 1:
         assert f"{names[:-1]} " not in text.replace(names, ""), where  # never "four H100 " without its plural

@@ -31,7 +31,8 @@ def test_malformed_yaml_names_file_and_line(storyboard_copy):
 def test_an_unknown_key_is_named_with_a_suggestion(storyboard_copy):
     path = storyboard_copy("    narration: >-\n      Decode is", "    narations: >-\n      Decode is")
     message = refusal(path)
-    assert f"{path}:{line_of(path, 'narations')}: beat 'decode': unknown key 'narations' (did you mean 'narration'?)" in message
+    assert (f"{path}:{line_of(path, 'narations')}: beat 'decode': unknown key 'narations' "
+            f"(did you mean 'narration'?)") in message
 
 
 def test_a_missing_field_is_named(storyboard_copy):
@@ -59,7 +60,8 @@ def test_a_malformed_timestamp_says_how_to_write_one(storyboard_copy):
 def test_an_unknown_scene_lists_close_matches(storyboard_copy):
     path = storyboard_copy("scene: batching", "scene: batch")
     message = refusal(path)
-    assert f"{path}:{line_of(path, 'scene: batch')}: beat 'batching': unknown scene 'batch'; did you mean batching?" in message
+    assert (f"{path}:{line_of(path, 'scene: batch')}: beat 'batching': unknown scene 'batch'; "
+            f"did you mean batching?") in message
     assert "Known scenes" in message and "sluice-and-tap" in message
 
 
@@ -183,7 +185,8 @@ def test_hostile_templates_get_one_message(storyboard_copy, template, message):
 
 @pytest.mark.parametrize("old, new, message", [
     ('start: "0:33"', "start: .nan", "beat 'decode' start: nan is not a time in an explainer film"),
-    ('end: "2:34"', 'end: "100000:00"', "film end: '100000:00' is not a time in an explainer film; write one from 0:00 to 60:00"),
+    ('end: "2:34"', 'end: "100000:00"',
+     "film end: '100000:00' is not a time in an explainer film; write one from 0:00 to 60:00"),
     ("batch_size: 64", "batch_size: 100000000", "parameters: batch_size must be from 1 to 100,000, not 100,000,000"),
     ("prompt_tokens: 2000", "prompt_tokens: 0", "parameters: prompt_tokens must be from 1 to 10,000,000, not 0"),
     ("[[paste]]Paste", "[[end]]Paste", "cue [[end]] is built in"),

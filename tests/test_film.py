@@ -68,7 +68,8 @@ def test_a_second_run_reuses_every_beat(first, build):
 
 
 def test_changing_one_beats_narration_rerenders_only_that_beat(first, build, storyboard_copy):
-    path = storyboard_copy("So treat them as [[budgets]]two budgets:", "So treat them as [[budgets]]two separate budgets:")
+    path = storyboard_copy("So treat them as [[budgets]]two budgets:",
+                           "So treat them as [[budgets]]two separate budgets:")
     plan = resolve_plan(storyboard_path=path, recordings=build / "none")
     result = make_film(plan, "tiny", build, jobs=2, say=lambda line: None)
     assert result.rendered == ["two-budgets"]
@@ -184,7 +185,8 @@ def test_the_film_never_stands_still_but_for_its_end_card(first):
     result, _ = first
     plan = timed_plan_of(result)
     out = subprocess.run(["ffmpeg", "-hide_banner", "-nostdin", "-i", str(result.film), "-vf",
-                          "freezedetect=n=0.0005:d=3", "-map", "0:v", "-f", "null", "-"], capture_output=True, text=True)
+                          "freezedetect=n=0.0005:d=3", "-map", "0:v", "-f", "null", "-"], capture_output=True,
+                          text=True)
     starts = [float(value) for value in re.findall(r"freeze_start: ([\d.]+)", out.stderr)]
     holding = [beat for beat in plan.beats if beat.holds]
     assert [beat.id for beat in holding] == ["two-budgets"]

@@ -154,7 +154,8 @@ def test_the_film_check_counts_each_streams_real_length_and_decodes_it(made, tmp
     short = tmp_path / "short.mp4"
     # The container says 154 s, but the pictures stop at 40 s.
     subprocess.run(["ffmpeg", "-v", "error", "-t", "40", "-i", str(first.film), "-i", str(first.film), "-map", "0:v",
-                    "-map", "1:a", "-map_chapters", "1", "-c", "copy", "-y", str(short)], check=True, capture_output=True)
+                    "-map", "1:a", "-map_chapters", "1", "-c", "copy", "-y", str(short)], check=True,
+                    capture_output=True)
     assert float(probe(short)["format"]["duration"]) == pytest.approx(154, abs=0.1)  # the container's claim
     with pytest.raises(FilmError, match=r"failed its check: the video holds \d+ frames"):
         check_film(short, plan, QUALITIES["tiny"])
@@ -204,7 +205,8 @@ def mp4_boxes(data: bytes, start: int = 0, end: int | None = None, path: str = "
     end = len(data) if end is None else end
     position = start
     while position + 8 <= end:
-        size, kind = int.from_bytes(data[position:position + 4], "big"), data[position + 4:position + 8].decode("latin1")
+        size, kind = int.from_bytes(data[position:position + 4],
+                                    "big"), data[position + 4:position + 8].decode("latin1")
         header = 8
         if size == 1:
             size, header = int.from_bytes(data[position + 8:position + 16], "big"), 16

@@ -114,7 +114,8 @@ def run_measure_cli(url: str, out, extra_env=None, *args, timeout: float = 120) 
     env = {**os.environ, **(extra_env or {})}
     return subprocess.run([sys.executable, "-m", "render.cli", "measure", "--base-url", url, "--model", "m",
                            "--prompt-tokens", "34,2081", "--runs", "2", "--max-tokens", "12", "--label", "test rig",
-                           "--out", str(out), *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=timeout)
+                           "--out", str(out), *args], cwd=ROOT, capture_output=True, text=True, env=env,
+                           timeout=timeout)
 
 
 def test_the_api_key_is_sent_but_never_shown_or_written(tmp_path):
@@ -133,7 +134,8 @@ def test_the_api_key_is_sent_but_never_shown_or_written(tmp_path):
 
 def test_a_missing_key_variable_is_refused(tmp_path):
     result = run_measure_cli("http://127.0.0.1:9/v1", tmp_path / "x.yaml", {}, "--api-key-env", "NO_SUCH_VAR_HERE")
-    assert result.returncode == 1 and "--api-key-env NO_SUCH_VAR_HERE: that environment variable is empty" in result.stderr
+    assert result.returncode == 1
+    assert "--api-key-env NO_SUCH_VAR_HERE: that environment variable is empty" in result.stderr
 
 
 def test_the_written_dataset_loads_into_the_plan_and_changes_the_measured_beats(tmp_path, data_copy):

@@ -190,7 +190,8 @@ def test_a_fit_of_the_real_server_predicts_a_prompt_length_and_a_concurrency_it_
         attempts.append(found)
         if not found:
             break
-    print(f"held out: TTFT at {held_length.prompt_tokens:,} tokens predicted {fit.predicted_ttft(held_length.prompt_tokens)}"
+    print(f"held out: TTFT at {held_length.prompt_tokens:,} tokens predicted "
+          f"{fit.predicted_ttft(held_length.prompt_tokens)}"
           f", measured {held_length.ttft_seconds}; decode at 2 streams predicted "
           f"{fit.predicted_throughput(shortest.prompt_tokens, 2)}, measured {2 * two.decode_tokens_per_second}")
     assert not attempts[-1], attempts

@@ -268,7 +268,8 @@ def test_an_overlong_beat_names_the_beat_and_the_overrun(storyboard_copy, tmp_pa
     with pytest.raises(FilmError) as error:
         make_narration(plan, tmp_path, cache)
     message = str(error.value)
-    assert re.search(r"beat 'roofline' \(.*storyboard.yaml:\d+\) does not fit: its speech lasts [\d.]+ s at tempo 1.10", message)
+    assert re.search(r"beat 'roofline' \(.*storyboard.yaml:\d+\) does not fit: its speech lasts [\d.]+ s "
+                     r"at tempo 1.10", message)
     assert "its slot leaves 9.45 s (10 s less the 0.25 s lead-in and the 0.3 s gap)" in message
     assert re.search(r": [\d.]+ s over\.", message) and "raise narration.max_tempo" in message
 

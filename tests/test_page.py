@@ -131,7 +131,8 @@ def check_numbers(driver, plan, gpu=None, gpus=None, dtype=None) -> None:
     prefill = report["phases"]["prefill"]
     step = report["phases"].get("decode_batch", report["phases"]["decode"])
     if report.get("refused"):  # the page says which part overflows memory
-        warnings = driver.execute_script("return Array.prototype.filter.call(document.querySelectorAll('[data-show-if]'),"
+        warnings = driver.execute_script("return Array.prototype.filter.call("
+                                         "document.querySelectorAll('[data-show-if]'),"
                                          " e => !e.hidden).map(e => e.dataset.showIf);")
         assert warnings, "a setting that does not fit in memory shows no warning"
     assert shown(driver, "prefill.ttft") == fmt.duration(prefill["seconds"], short=True)
@@ -159,8 +160,10 @@ def test_every_slider_position_shows_the_rooflines_numbers(browser, pages, name)
     page, plan = pages[name]
     browser.get(page.as_uri())
     check_numbers(browser, plan)
-    for slider, moves in (("prompt", ("HOME", "RIGHT", "RIGHT", "RIGHT", "END")), ("batch", ("HOME", "RIGHT", "END", "LEFT", "LEFT")),
-                          ("context", ("HOME", "RIGHT", "RIGHT", "END", "LEFT")), ("answer", ("HOME", "RIGHT", "END", "LEFT", "LEFT"))):
+    for slider, moves in (("prompt", ("HOME", "RIGHT", "RIGHT", "RIGHT", "END")), ("batch", ("HOME", "RIGHT", "END",
+                                                                                             "LEFT", "LEFT")),
+                          ("context", ("HOME", "RIGHT", "RIGHT", "END", "LEFT")), ("answer", ("HOME", "RIGHT", "END",
+                                                                                              "LEFT", "LEFT"))):
         seen = set()
         for key in moves:
             press(browser, slider, key if key in ("HOME", "END") else f"ARROW_{key}")
@@ -232,11 +235,13 @@ def test_the_page_reads_step_by_step_by_keyboard_and_seeks_the_film(browser, pag
     browser.get(page.as_uri())
     wait_for(browser, "return document.getElementById('film').readyState >= 1;")
     browser.find_element("id", "read-steps").send_keys(Keys.ENTER)
-    visible = "return Array.prototype.filter.call(document.querySelectorAll('.step'), s => !s.hidden).map(s => s.dataset.step);"
+    visible = ("return Array.prototype.filter.call(document.querySelectorAll('.step'), s => !s.hidden)"
+               ".map(s => s.dataset.step);")
     assert browser.execute_script(visible) == ["1"]
     browser.switch_to.active_element.send_keys(Keys.ENTER)  # focus is on Next
     assert browser.execute_script(visible) == ["2"]
-    assert wait_for(browser, "return document.getElementById('film').currentTime;") == pytest.approx(plan.beats[1].start, abs=0.1)
+    assert wait_for(browser,
+        "return document.getElementById('film').currentTime;") == pytest.approx(plan.beats[1].start, abs=0.1)
     assert browser.execute_script("return !!document.querySelector('.step[data-step=\"2\"] #prompt');")  # its control
     # Beside it, what it moves: moved there, the step's numbers and the page's agree.
     step_ttft = "return document.querySelector('.step[data-step=\"2\"] [data-show=\"prefill.ttft\"]').textContent;"
@@ -365,7 +370,8 @@ def test_the_review_and_the_page_share_one_frame_and_one_table(pages, cli_tiny_f
     folder = cli_tiny_film / "preview"
     shown_by_pictures = json.loads((folder / "shown.json").read_text())
     review = make_review(plan, folder / "film.mp4", {beat.id: [*beat.reads, *shown_by_pictures[beat.id]]
-                                                     for beat in plan.beats}, tmp_path, say=lambda line: None).read_text()
+                                                     for beat in plan.beats}, tmp_path,
+                                                     say=lambda line: None).read_text()
     html = page.read_text()
     stylesheet = web.render("pages.css")  # in the film's palette and font
     assert "--bg: #0e1116" in stylesheet and stylesheet in html and stylesheet in review

@@ -220,7 +220,8 @@ def test_every_choice_resolves_or_is_refused_for_memory(catalog):
     ("h100-sxm", None, "an H100 has three times an A100's teraflops but only 1.6 times its bandwidth, "
                        "so one user's decode gets 1.6 times faster, while a 32,000-token prompt still waits"),
     ("a100-sxm-80gb", None, "an H100 has three times an A100's teraflops but only 1.6 times its bandwidth, "
-                            "so one user's decode gets 1.6 times faster, while on an A100 a 32,000-token prompt waits 2.5 seconds"),
+                            "so one user's decode gets 1.6 times faster, "
+                            "while on an A100 a 32,000-token prompt waits 2.5 seconds"),
     ("h100-sxm", "h200-sxm", "an H200 has the same teraflops as an H100 and 1.4 times its bandwidth, "
                              "so one user's decode gets 1.4 times faster, while on an H100"),
     ("l40s", None, "an L40S has 1.2 times an A100's teraflops but only 0.42 times its bandwidth, "

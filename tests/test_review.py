@@ -89,7 +89,8 @@ def chromium():
     """Debian's headless Chromium driven by Selenium (both paths given: nothing is downloaded), its viewport
     1280x800, its console kept; the caller quits it."""
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-        pytest.fail("chromium and chromium-driver are not installed: `make test` installs them (render/tools/bootstrap.py)")
+        pytest.fail("chromium and chromium-driver are not installed: `make test` installs them "
+                    "(render/tools/bootstrap.py)")
     os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must not fetch anything
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -132,14 +133,16 @@ def test_the_page_plays_the_film_with_captions_chapters_and_transcript(browser, 
     assert len(chapters) == len(plan.beats)
     assert all(c.text.endswith(beat.title) for c, beat in zip(chapters, plan.beats))
     chapters[3].click()
-    assert wait_for(browser, "return document.getElementById('film').currentTime;") == pytest.approx(plan.beats[3].start, abs=0.05)
+    assert wait_for(browser,
+        "return document.getElementById('film').currentTime;") == pytest.approx(plan.beats[3].start, abs=0.05)
     assert wait_for(browser, "var c = document.querySelectorAll('button.chapter')[3];"
                              "return c.getAttribute('aria-current') === 'true';")
     clause = plan.beats[5].timing.clauses[1]
     button = next(b for b in browser.find_elements("css selector", "button.clause") if b.text == clause.text)
     browser.execute_script("arguments[0].scrollIntoView();", button)
     button.click()
-    assert wait_for(browser, "return document.getElementById('film').currentTime;") == pytest.approx(clause.start, abs=0.05)
+    assert wait_for(browser, "return document.getElementById('film').currentTime;") == pytest.approx(clause.start,
+                                                                                                     abs=0.05)
     shot = build / "review-1280x800.png"
     browser.execute_script("window.scrollTo(0, 0);")
     browser.save_screenshot(str(shot))
@@ -177,7 +180,10 @@ function luminance(rgb) {
   var c = rgb.map(function (v) { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
   return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
 }
-function parse(color) { var m = color.match(/[\\d.]+/g).map(Number); return {rgb: m.slice(0, 3), alpha: m.length > 3 ? m[3] : 1}; }
+function parse(color) {
+  var m = color.match(/[\\d.]+/g).map(Number);
+  return {rgb: m.slice(0, 3), alpha: m.length > 3 ? m[3] : 1};
+}
 function background(element) {
   for (var e = element; e; e = e.parentElement) {
     var c = parse(getComputedStyle(e).backgroundColor);

@@ -116,7 +116,8 @@ def test_comparison_with_an_a100(catalog, one_h100, llama8b, bf16):
     assert comparison.flops_ratio == pytest.approx(3.17, abs=0.01)
     assert comparison.bandwidth_ratio == pytest.approx(1.643, abs=0.001)
     assert comparison.decode_speedup == pytest.approx(comparison.bandwidth_ratio)
-    assert rl.decode_tokens_per_second(Deployment(catalog.gpu("a100-sxm-80gb"), llama8b, bf16)) == pytest.approx(127, abs=0.5)
+    assert rl.decode_tokens_per_second(Deployment(catalog.gpu("a100-sxm-80gb"), llama8b, bf16)) == pytest.approx(127,
+        abs=0.5)
 
 
 def test_int8_weight_only_halves_bytes_and_keeps_bf16_arithmetic(catalog, h100, llama8b):
@@ -140,7 +141,8 @@ def test_companion_worked_examples(catalog, bf16):
     assert rl.ridge_ops_per_byte(a100, bf16) == pytest.approx(153, abs=0.5)
     # "14 GB of weights / 2.039 TB/s ~ 6.9 ms per token, about 145 tokens per second" (7B at 16-bit).
     seven_b = replace(catalog.model("llama-3.1-8b"), parameters=7_000_000_000)
-    assert rl.time_on(Deployment(a100, seven_b, bf16), rl.decode_step(Deployment(a100, seven_b, bf16))).seconds == pytest.approx(6.9e-3, abs=0.05e-3)
+    assert rl.time_on(Deployment(a100, seven_b, bf16), rl.decode_step(Deployment(a100, seven_b,
+        bf16))).seconds == pytest.approx(6.9e-3, abs=0.05e-3)
     assert rl.decode_tokens_per_second(Deployment(a100, seven_b, bf16)) == pytest.approx(145, abs=1)
     # "A pass of T tokens does about T operations per byte": prefill of 1,000 tokens ~ 1,000.
     assert rl.prefill(Deployment(a100, seven_b, bf16), 1000).ops_per_byte == pytest.approx(1000, rel=0.05)
@@ -159,7 +161,8 @@ def test_roofline_time_is_the_larger_of_compute_and_memory(one_h100):
 
 def test_a_model_that_does_not_fit_is_refused_with_the_sizes(catalog, bf16):
     with pytest.raises(FilmError) as error:
-        rl.check_fits(Deployment(catalog.gpu("rtx-4090"), catalog.model("llama-3.1-70b"), bf16), 32_000, "the long prompt")
+        rl.check_fits(Deployment(catalog.gpu("rtx-4090"), catalog.model("llama-3.1-70b"), bf16), 32_000,
+                      "the long prompt")
     message = str(error.value)
     assert "does not fit on one GeForce RTX 4090" in message
     assert "151.6 GB" in message and "141.1 GB of weights" in message and "10.5 GB of KV cache" in message

@@ -77,7 +77,8 @@ def test_every_beat_renders_for_another_gpu_and_model(other_tiny_film, beat_id):
 
 def test_a_render_reports_the_plan_values_its_scene_read(narrated, tmp_path):
     prefill = beats.render_video(narrated.plan, "prefill", beats.QUALITIES["tiny"], tmp_path / "prefill.mp4")
-    assert {"numbers.prefill.ops", "numbers.prefill.seconds", "spec.peak_flops", "spec.sm_count"} <= set(prefill.values_read)
+    assert {"numbers.prefill.ops", "numbers.prefill.seconds", "spec.peak_flops",
+            "spec.sm_count"} <= set(prefill.values_read)
     assert not any(path.startswith(("numbers.batch", "measured")) for path in prefill.values_read)
     frames = []
     decode = beats.render_video(narrated.plan, "decode", beats.QUALITIES["tiny"], tmp_path / "decode.mp4",
@@ -485,7 +486,8 @@ def test_scenes_read_no_yaml_and_compute_no_physics():
             names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                      and node.module == "render" for alias in node.names}
             assert names <= {"formatting", "formulas"}, f"{path.name} imports {names} from render"
-        calls = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+        calls = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func,
+                                                                                                      ast.Name)}
         assert "open" not in calls, f"{path.name} opens files"
 
 
@@ -574,7 +576,8 @@ def test_a_mixture_of_experts_wall_lights_only_the_experts_a_read_touches():
     chips = Chip(132, count=4)
     assert len(chips.chips) == 4 and len(chips.package) == 4
     chips.light_now(0.5)
-    lit_per_chip = [sum(core.get_fill_color().to_hex().lower() != Chip.idle_color.lower() for core in chip[1]) for chip in chips.chips]
+    lit_per_chip = [sum(core.get_fill_color().to_hex().lower() != Chip.idle_color.lower() for core in chip[1])
+                    for chip in chips.chips]
     assert len(set(lit_per_chip)) == 1 and lit_per_chip[0] == round(0.5 * chips.per_chip)
 
 
@@ -593,7 +596,8 @@ def test_a_measured_sweep_replaces_the_roofline_chart_in_the_batching_beat(data_
     data = data_copy("gpus.yaml")
     sweep_dataset(data, cache="cached", reasoning=30)
     build = tmp_path / "build"
-    plan = Narrator(resolve_plan(data_dir=data, measured="swept", recordings=build / "none"), build / "cache").narrate().plan
+    plan = Narrator(resolve_plan(data_dir=data, measured="swept", recordings=build / "none"),
+                    build / "cache").narrate().plan
     assert {beat: beats.lint_beat(plan, beat) for beat in ("batching", "measured", "cache-rides-along")} == \
         {"batching": (), "measured": (), "cache-rides-along": ()}
 

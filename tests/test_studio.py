@@ -161,7 +161,8 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
     storyboard.write_text(good)
     wait_for(page, "return document.getElementById('problem').hidden;", 30)
     wait_for(page, "return document.querySelectorAll('article.beat.stale').length == 0;", 30)
-    assert {beat: view[1:3] for beat, view in pictures(page).items()} == {beat: view[1:3] for beat, view in after.items()}
+    assert {beat: view[1:3] for beat, view in pictures(page).items()} == {beat: view[1:3] for beat,
+                                                                          view in after.items()}
 
     # A scene's colour: the beats whose drawing uses that scene's code are drawn again, and only they (its own
     # two beats, and batching, which draws the measured sweep with it).

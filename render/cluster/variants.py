@@ -70,7 +70,8 @@ def matrix_variants(kind: str, catalog: Catalog, storyboard: Storyboard, around:
     """The candidate films of MATRIX=kind, around the given choice (the storyboard's where not
     given). Whether each fits is the plan's to say: a candidate that does not is left out."""
     defaults = storyboard.defaults
-    gpu, model, dtype = around.gpu or defaults["gpu"], around.model or defaults["model"], around.dtype or defaults["dtype"]
+    gpu, model = around.gpu or defaults["gpu"], around.model or defaults["model"]
+    dtype = around.dtype or defaults["dtype"]
     if kind == "all":
         choices = [(g, m, d) for g in catalog.gpus for m in catalog.models for d in catalog.dtypes]
     elif kind == "gpus":

@@ -7,7 +7,8 @@ import math
 
 from render.errors import FilmError
 from render.plan.types import (BatchNumbers, ComparisonFraming, ComparisonNumbers, DecodeNumbers, FitPoint, Fitted,
-                               LongPromptNumbers, MeasuredFit, MeasuredNumbers, MeasuredPromptNumbers, MeasuredSweep, Numbers, Parameters,
+                               LongPromptNumbers, MeasuredFit, MeasuredNumbers, MeasuredPromptNumbers, MeasuredSweep,
+                               Numbers, Parameters,
                                Pill, PrefillNumbers, QuantisedDecode, SpecSheet, SweepPoint, TtftCurvePoint)
 from render.specs import roofline as rl
 from render.specs.calibration import Calibration, calibrate
@@ -71,7 +72,8 @@ def decode_numbers(deployment: Deployment) -> DecodeNumbers:
         ops_per_token=timing.step.operations, bytes_per_token=timing.step.bytes * deployment.gpus,
         step_seconds=timing.seconds, compute_seconds=timing.compute_seconds, tokens_per_second=1 / timing.seconds,
         ops_per_byte=timing.step.ops_per_byte, compute_utilisation=timing.compute_seconds / timing.seconds,
-        bytes_per_gpu=timing.step.bytes, weight_bytes_read=rl.weight_bytes_read(model, dtype, 1, deployment.embedding_rows),
+        bytes_per_gpu=timing.step.bytes, weight_bytes_read=rl.weight_bytes_read(model, dtype, 1,
+                                                                                deployment.embedding_rows),
         experts_read=rl.experts_touched(model, 1), memory_seconds=timing.memory_seconds,
         communication_seconds=timing.communication_seconds, communication_fraction=timing.communication_fraction,
     )
@@ -92,7 +94,8 @@ def batch_numbers(deployment: Deployment, size: int, context: int) -> BatchNumbe
         ops_per_byte_limit=None if math.isinf(limit) else limit,
         ridge_value_size=ridge_value_size,
         ridge_value_ops_per_byte=rl.decode_step(deployment, ridge_value_size, context).ops_per_byte,
-        bytes_per_gpu=timing.step.bytes, weight_bytes_read=rl.weight_bytes_read(model, dtype, size, deployment.embedding_rows),
+        bytes_per_gpu=timing.step.bytes, weight_bytes_read=rl.weight_bytes_read(model, dtype, size,
+                                                                                deployment.embedding_rows),
         experts_read=rl.experts_touched(model, size), communication_seconds=timing.communication_seconds,
     )
 

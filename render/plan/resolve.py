@@ -61,7 +61,8 @@ def resolve_plan(
                f"the measured dataset's {longest:,}-token prompt ({dataset.path})")
 
     spec = compute.spec_sheet(choice.deployment)
-    numbers = compute.film_numbers(choice.deployment, choice.compare_gpu, params, quantisation_lever(catalog, choice.dtype))
+    numbers = compute.film_numbers(choice.deployment, choice.compare_gpu, params, quantisation_lever(catalog,
+                                                                                                     choice.dtype))
     measured_numbers = compute.measured_numbers(dataset, measured_gpu, measured_model, measured_dtype,
                                                 choice.embedding_rows)
     pills = tuple(compute.pill(catalog.gpu(gpu_id), choice.dtype) for gpu_id in params.roofline_pills
@@ -97,7 +98,8 @@ def resolve_plan(
                          f"(data/dtypes.yaml): {fmt.gigabytes(rl.weight_bytes(model, dtype), short=True)} of weights, "
                          f"not {fmt.gigabytes(rl.weight_bytes(model, dtype, True), short=True)}.")
     if not choice.model.tied_embeddings:
-        table, weights = rl.input_embedding_bytes(choice.model, choice.dtype), rl.weight_bytes(choice.model, choice.dtype)
+        table, weights = rl.input_embedding_bytes(choice.model, choice.dtype), rl.weight_bytes(choice.model,
+                                                                                               choice.dtype)
         if choice.embedding_rows:
             notes.append(f"A decode step here gathers only its tokens' rows of the input embedding table (the "
                          f"storyboard's parameters.embedding_reads: rows): {fmt.gigabytes(table, short=True)} of the "
@@ -262,7 +264,8 @@ def fitted_efficiency(catalog: Catalog, dataset_id: str, embedding_rows: bool) -
 
     if dataset_id not in catalog.measured_ids():
         raise FilmError(f"EFFICIENCY={dataset_id}: no measured dataset of that id in data/measured/ (film list "
-                        f"measured), and not compute=…,memory=… either; give one of: {', '.join(catalog.measured_ids())}")
+                        f"measured), and not compute=…,memory=… either; give one of: "
+                        f"{', '.join(catalog.measured_ids())}")
     dataset = catalog.measured(dataset_id)
     deployment = Deployment(catalog.gpu(dataset.compared_gpu), catalog.model(dataset.model),
                             catalog.dtype(dataset.precision), embedding_rows=embedding_rows)

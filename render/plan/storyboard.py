@@ -146,7 +146,8 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     previous_start, previous_label = None, None
     for beat, label, start, _ in raw:
         if previous_start is None and start != 0:
-            raise FilmError(f"{beat.where('start')}: {label} is the first beat and must start at 0:00, not {beat['start']}")
+            raise FilmError(f"{beat.where('start')}: {label} is the first beat and must start at 0:00, "
+                            f"not {beat['start']}")
         if previous_start is not None and start <= previous_start:
             raise FilmError(
                 f"{beat.where('start')}: {label} starts at {beat['start']}, not after {previous_label} "
@@ -160,7 +161,7 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
         previous_start, previous_label = start, label
 
     beats = []
-    for position, (beat, label, start, captions) in enumerate(raw):
+    for position, (beat, _label, start, captions) in enumerate(raw):
         end = raw[position + 1][2] if position + 1 < len(raw) else film_end
         where = {"narration": beat.where("narration")}
         where.update({name: beat["captions"].where(name) for name in captions})

@@ -192,18 +192,19 @@ class Budgeted(NodeTransformer):
     def filtered(node, name: str):
         return nodes.Filter(node, name, [], [], None, None, lineno=node.lineno)
 
-    def visit_For(self, node):
+    def visit_For(self, node):  # noqa: N802 - Jinja's NodeTransformer names
         node = self.generic_visit(node)
         node.iter = self.filtered(node.iter, "_loop")
         return node
 
-    def visit_Concat(self, node):
+    def visit_Concat(self, node):  # noqa: N802
         node = self.generic_visit(node)
         return self.filtered(nodes.List(node.nodes, lineno=node.lineno), "_concat")
 
-    def visit_Output(self, node):
+    def visit_Output(self, node):  # noqa: N802
         node = self.generic_visit(node)
-        node.nodes = [self.filtered(nodes.Const(child.data, lineno=child.lineno) if isinstance(child, nodes.TemplateData)
+        node.nodes = [self.filtered(nodes.Const(child.data, lineno=child.lineno) if isinstance(child,
+                                                                                               nodes.TemplateData)
                                     else child, "_output") for child in node.nodes]
         return node
 

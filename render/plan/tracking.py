@@ -3,9 +3,9 @@
 A scene sees the plan through `Tracked`: reading `plan.numbers.prefill.ops` records the path
 "numbers.prefill.ops". A method called through a view runs on the view, so what it reads is recorded
 (`plan.choice.times("H100")` records "choice.gpus"), not the method: a method's value is its object's
-whole text, which changes with anything in it (another GPU's bandwidth redrew every beat that named a GPU). The beat cache (render/video/cache.py) keys a beat's video by the values
-at the paths its scene read last time, read back with `value_at`. One definition of a path
-serves both sides.
+whole text, which changes with anything in it (another GPU's bandwidth redrew every beat that named a GPU).
+The beat cache (render/video/cache.py) keys a beat's video by the values at the paths its scene read last time,
+read back with `value_at`. One definition of a path serves both sides.
 """
 
 from __future__ import annotations

@@ -346,7 +346,8 @@ class MeasuredFit:
     kv_slope_efficiency: Fitted | None       # the fraction of bandwidth the slope alone implies
     points: tuple[FitPoint, ...]
     notes: tuple[str, ...]
-    ttft_curve: tuple[TtftCurvePoint, ...] = ()  # over the measured prompt lengths and beyond; empty: prefill not fitted
+    ttft_curve: tuple[TtftCurvePoint,
+                      ...] = ()  # over the measured prompt lengths and beyond; empty: prefill not fitted
 
 
 @dataclass(frozen=True)
@@ -516,7 +517,8 @@ class Plan:
     beats: tuple[Beat, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
     summary: str = ""  # the film in a sentence, its numbers filled in (the storyboard's film.summary)
-    # EFFICIENCY=: the spec sheet at the achieved ceilings, and every number of `numbers` at them (None: the ceilings only)
+    # EFFICIENCY=: the spec sheet at the achieved ceilings, and every number of `numbers` at them (None: the ceilings
+    # only)
     achieved: SpecSheet | None = None
     expected: Numbers | None = None
 

@@ -706,7 +706,8 @@ def written(value, unit: str, path: str = "") -> str:
 
 
 # The unit of a value the table does not explain itself (an input, such as choice.gpu.bf16_flops), from its name.
-UNITS_BY_NAME = (("_ratio", ""), ("_flops", "FLOP/s"), ("bandwidth", "bytes/s"), ("_seconds", "seconds"), ("bytes_per_token", ""),
+UNITS_BY_NAME = (("_ratio", ""), ("_flops", "FLOP/s"), ("bandwidth", "bytes/s"), ("_seconds", "seconds"),
+                 ("bytes_per_token", ""),
                  ("bytes_per_weight", ""), ("kv_bytes", "bytes"), ("bytes", "bytes"))
 
 

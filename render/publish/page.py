@@ -26,8 +26,8 @@ from latex2mathml.converter import convert as latex_to_mathml
 
 from render import formatting as fmt, formulas, media
 from render.files import link_or_copy, replace_folder, write_atomic
-from render.plan.explorer import CHART_HEIGHT, CHART_LEFT, CHART_MARGIN, CHART_WIDTH, FLOPS_RANGE, INTENSITY_RANGE, Explorer, \
-    chart_point
+from render.plan.explorer import (CHART_HEIGHT, CHART_LEFT, CHART_MARGIN, CHART_WIDTH, FLOPS_RANGE, INTENSITY_RANGE,
+                                  Explorer, chart_point)
 from render.plan.types import Plan
 from render.publish import web
 from render.publish.explain import NumberRow, fit_view, number_row, sources_of
@@ -67,7 +67,8 @@ STEP_CONTROLS = {"two-waits": ("answer",), "prefill": ("prompt",), "decode": ("p
 # What each control moves, shown beside it in a step (each a number of PAGE_NUMBERS).
 CONTROL_READOUTS = {
     "pills": (("Peak", "peak"), ("Bandwidth", "bandwidth"), ("Ridge (ops/byte)", "ridge")),
-    "prompt": (("Operations", "prefill.ops"), ("First token", "prefill.ttft"), ("In attention", "prefill.attention_share")),
+    "prompt": (("Operations", "prefill.ops"), ("First token", "prefill.ttft"), ("In attention",
+                                                                                "prefill.attention_share")),
     "batch": (("Step", "decode.step"), ("Tokens per second", "decode.tokens_per_second"),
               ("Bytes per step", "decode.bytes_per_step")),
     "context": (("Cache's share", "decode.cache_share"), ("Ridge reached at", "ridgeBatch")),
@@ -148,7 +149,8 @@ def chart_axes() -> dict:
     while decade <= FLOPS_RANGE[1] * 1.001:
         y_ticks.append({"at": chart_point(INTENSITY_RANGE[0], decade)[1], "label": fmt.teraflops(decade, short=True)})
         decade *= 10
-    return {"width": CHART_WIDTH, "height": CHART_HEIGHT, "margin": CHART_MARGIN, "left": CHART_LEFT, "x": x_ticks, "y": y_ticks}
+    return {"width": CHART_WIDTH, "height": CHART_HEIGHT, "margin": CHART_MARGIN, "left": CHART_LEFT, "x": x_ticks,
+            "y": y_ticks}
 
 
 def make_page(plan: Plan, explorer: Explorer, film: Path, say: Callable[[str], None] = print) -> Path:
@@ -223,7 +225,8 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
     beats = beat_views(plan)
     steps = [{"number": number, "id": beat["id"], "title": beat["title"], "start": beat["start"],
               "narration": beat["narration"], "still": stills.get(beat["id"], ""),
-              "formula": STEP_FORMULAS.get(beat["id"], "latency"), "controls": " ".join(STEP_CONTROLS.get(beat["id"], ())),
+              "formula": STEP_FORMULAS.get(beat["id"], "latency"), "controls": " ".join(STEP_CONTROLS.get(beat["id"],
+                                                                                                          ())),
               "readout": [line for control in STEP_CONTROLS.get(beat["id"], ()) for line in CONTROL_READOUTS[control]]}
              for number, beat in enumerate(beats, 1)]
     return web.render(

@@ -270,9 +270,9 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
     if slope is not None:
         off = abs(slope.ratio - 1)
         if off > max(0.25, 2 * slope.seconds_per_token.relative):
-            notes.append(f"the cached tokens slow each step {slope.ratio:.2g}× as much as reading their KV bytes at the "
-                         f"fitted bandwidth would: something else grows with the context (attention's arithmetic, a "
-                         f"cache in another format or place than assumed)")
+            notes.append(f"the cached tokens slow each step {slope.ratio:.2g}× as much as reading their KV bytes "
+                         f"at the fitted bandwidth would: something else grows with the context (attention's "
+                         f"arithmetic, a cache in another format or place than assumed)")
         else:
             notes.append(f"the cached tokens slow each step as reading their KV bytes explains ({slope.ratio:.2f}×, "
                          f"within the uncertainty): decode is bound by memory traffic, weights and cache alike")

@@ -220,7 +220,8 @@ def achieved(gpu: Gpu, compute: float, memory: float) -> Gpu:
     """The GPU as a deployment reaches it: `compute` of its peak arithmetic and `memory` of its bandwidth (the
     interconnect as it is). Every formula run on it gives expected figures rather than ceilings."""
     return replace(gpu, bf16_flops=gpu.bf16_flops * compute,
-                   fp8_flops=None if gpu.fp8_flops is None else gpu.fp8_flops * compute, bandwidth=gpu.bandwidth * memory)
+                   fp8_flops=None if gpu.fp8_flops is None else gpu.fp8_flops * compute,
+                   bandwidth=gpu.bandwidth * memory)
 
 
 def time_on(deployment: Deployment, step: Step) -> Timing:

@@ -164,7 +164,8 @@ def run_studio(studio: Studio, storyboard: Path, port: int, page: str, broadcast
         for changes in watchfiles.watch(*watched(storyboard), stop_event=stop, debounce=200, step=50,
                                         rust_timeout=500, yield_on_timeout=False):
             edited = sorted({str(Path(path).resolve().relative_to(PROJECT_ROOT)) if Path(path).resolve()
-                             .is_relative_to(PROJECT_ROOT) else path for _, path in changes if wanted_change(path, storyboard)})
+                             .is_relative_to(PROJECT_ROOT) else path for _, path in changes if wanted_change(path,
+                                 storyboard)})
             if edited:
                 saves.put((edited, time.monotonic()))
                 studio.interrupted.set()  # newer edits: the update under way stops at its next step

@@ -121,7 +121,7 @@ def draw_stills(plan_json: str, beat_id: str, times: list[float], names: list[st
         plan = Plan.from_json(plan_json)
         paths = beats.render_frames(plan, beat_id, times, quality, Path(folder), names, cache=Path(cache))
         return {"stills": [path.name for path in paths]}
-    except BaseException as error:  # shown on the page: the studio goes on
+    except BaseException as error:  # noqa: BLE001 - shown on the page: the studio goes on
         return {"problem": asdict(problem_from_error(error, beat_id))}
 
 
@@ -130,7 +130,7 @@ def draw_clip(plan_json: str, beat_id: str, quality: str, out: str, cache: str) 
         plan = Plan.from_json(plan_json)
         render = beats.render_video(plan, beat_id, beats.quality(quality), Path(out), cache=Path(cache))
         return {"render": render}
-    except BaseException as error:
+    except BaseException as error:  # noqa: BLE001 - shown on the page
         return {"problem": asdict(problem_from_error(error, beat_id))}
 
 
@@ -234,7 +234,8 @@ class Studio:
 
     # What the page asks for when it opens.
     def state(self) -> dict:
-        return {"beats": [asdict(view) for view in self.views.values()], "problem": self.problem and asdict(self.problem),
+        return {"beats": [asdict(view) for view in self.views.values()],
+                "problem": self.problem and asdict(self.problem),
                 "update": self.last_update}
 
     def update(self, edited: list[str], saved_at: float) -> None:

@@ -18,6 +18,7 @@ length, a warm no-op under 5 s.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import resource
@@ -64,7 +65,8 @@ def run(qualities: list[str], build: Path) -> dict:
     quiet = lambda line: None  # noqa: E731 - progress lines would drown the table
     for quality in qualities:
         folder = build / f"cold-{quality}"
-        outcome = timed(f"cold {quality}", lambda: make_film(plan, quality, folder, say=quiet), results, duration)
+        outcome = timed(f"cold {quality}", functools.partial(make_film, plan, quality, folder, say=quiet), results,
+                        duration)
         results[f"cold {quality}"]["beat_render_ratios"] = outcome.beat_ratios
     last = qualities[-1]
     folder = build / f"cold-{last}"
@@ -148,7 +150,8 @@ def table(results: dict) -> str:
         notes = f"re-rendered: {', '.join(value['rendered'])}" if "rendered" in value else value.get("note", "")
         if "beat_render_ratios" in value:
             slowest = max(value["beat_render_ratios"].items(), key=lambda item: item[1])
-            notes = f"per beat (one core): {min(value['beat_render_ratios'].values()):.2f}-{slowest[1]:.2f}x, slowest {slowest[0]}"
+            fastest = min(value["beat_render_ratios"].values())
+            notes = f"per beat (one core): {fastest:.2f}-{slowest[1]:.2f}x, slowest {slowest[0]}"
         rows.append(f"{label:<32}{value['seconds']:>10.1f}{ratio:>9}  {notes}")
     memory = results["peak_memory"]
     rows.append(f"{'peak memory':<32}{'':>10}{'':>9}  pipeline {memory['pipeline_mb']:.0f} MB, "

@@ -165,7 +165,8 @@ def speech_loads(plan: Plan) -> list[SpeechLoad]:
     for beat in plan.beats:
         pieces = clauses(beat.narration)
         words = spoken_words(spoken_form(beat.narration, plan.pronunciations))
-        pauses = sum(settings.clause_pause if text.endswith(",") else settings.sentence_pause for _, text in pieces[:-1])
+        pauses = sum(settings.clause_pause if text.endswith(",") else settings.sentence_pause for _,
+                     text in pieces[:-1])
         available = (beat.end - settings.gap) - (beat.start + settings.lead_in)
         loads.append(SpeechLoad(beat.id, words, words / SPOKEN_WORDS_PER_SECOND + pauses, available))
     return loads
@@ -185,7 +186,8 @@ def axis_ends(catalog: Catalog, around: Choice, gpu_counts: Sequence[int] = GPU_
     def ends(entries: dict, own: str, key) -> list[str]:
         ordered = sorted(entries.values(), key=key)
         low, high = key(ordered[0]), key(ordered[-1])
-        return [own if key(entries[own]) == end else next(e.id for e in ordered if key(e) == end) for end in (low, high)]
+        return [own if key(entries[own]) == end else next(e.id for e in ordered if key(e) == end) for end in (low,
+                                                                                                              high)]
 
     picks = [(g, model, dtype, gpus) for g in ends(catalog.gpus, gpu, lambda g: g.bandwidth)]
     picks += [(gpu, m, dtype, gpus) for m in ends(catalog.models, model, lambda m: m.parameters)]
@@ -261,7 +263,8 @@ def gpu_counts(text: str) -> tuple[int, ...]:
     try:
         counts = tuple(int(part) for part in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: give whole numbers of GPUs separated by commas, e.g. 1,2,4,8")
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give whole numbers of GPUs separated by commas, e.g. 1,2,4,8") from None
     if not counts or any(count < 1 for count in counts):
         raise argparse.ArgumentTypeError(f"{text!r}: each GPU count is at least 1")
     return counts
@@ -291,8 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     write_atomic(args.out, table(results))
     narrated = [result for result in results if result.outcome != "refused"]
     failed = [result for result in narrated if result.outcome == "fails"]
-    print(f"{len(results)} choices: {len(results) - len(narrated)} refused (memory, GPU count), {len(narrated) - len(failed)} "
-          f"make a film, {len(failed)} cannot")
+    print(f"{len(results)} choices: {len(results) - len(narrated)} refused (memory, GPU count), "
+          f"{len(narrated) - len(failed)} make a film, {len(failed)} cannot")
     for result in failed:
         if result.beat and result.note != "speech too long":
             print(f"  {result.label}: {result.note}")

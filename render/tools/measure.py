@@ -344,7 +344,8 @@ class Endpoint:
             if line.startswith("error:"):  # llama.cpp's server: `error: {json}` when a request fails mid-stream
                 raise self.failed(f"the endpoint reported an error mid-stream: {server_message(line[6:], self.redact)}")
             if not line.startswith("data:"):
-                raise self.failed(f"malformed stream: a line that is not an SSE data line ({self.clip(repr(line), 48)})")
+                raise self.failed(f"malformed stream: a line that is not an SSE data line "
+                                  f"({self.clip(repr(line), 48)})")
             data = line[5:].strip()
             if event_name == "error":
                 raise self.failed(f"the endpoint reported an error mid-stream: {server_message(data, self.redact)}")
@@ -769,8 +770,8 @@ def dataset(name: str, endpoint: Endpoint, measurement: Measurement, label: str 
             precision: str, model: str, compared_gpu: str, runs: int) -> dict:
     host = endpoint.host + (f":{endpoint.port}" if endpoint.port else "")
     label, provider = (clean_text(text, 200) if text else None for text in (label, provider))
-    prompts = "cold prompts (each opens with words no other request shares)" \
-        if measurement.prompt_cache == "cold" else "cached prompts (--warm-prefix: each length's prompt sent once first)"
+    prompts = "cold prompts (each opens with words no other request shares)" if measurement.prompt_cache == "cold" \
+        else "cached prompts (--warm-prefix: each length's prompt sent once first)"
     reported = endpoint.reported_model or clean_text(endpoint.model, 200)
     data = {
         "id": name,

@@ -229,7 +229,10 @@ def join_parts(beat_id: str, renders: list[BeatRender], out_path: Path) -> BeatR
         media.join_pictures([render.video for render in renders], out_path)
         for render in renders:
             render.video.unlink(missing_ok=True)
-    union = lambda name: tuple(sorted({item for render in renders for item in getattr(render, name)}))
+
+    def union(name: str) -> tuple:
+        return tuple(sorted({item for render in renders for item in getattr(render, name)}))
+
     return BeatRender(beat_id, Path(out_path), sum(render.frames for render in renders), union("safe_area"),
                       union("values_read"), sum(render.seconds for render in renders), union("layout"),
                       sum(render.frames_layered for render in renders))

@@ -205,7 +205,8 @@ def check_film(path: Path, plan: Plan, q: beats.Quality, videos: list[Path] | No
     sound = [s for s in info["streams"] if s["codec_type"] == "audio"]
     problems = []
     if len(video) != 1 or video[0]["codec_name"] != "h264" or video[0]["pix_fmt"] != "yuv420p":
-        problems.append(f"video stream: {[(s['codec_name'], s.get('pix_fmt')) for s in video]}, wanted one h264 yuv420p")
+        found = [(stream["codec_name"], stream.get("pix_fmt")) for stream in video]
+        problems.append(f"video stream: {found}, wanted one h264 yuv420p")
     elif (video[0]["width"], video[0]["height"]) != (q.width, q.height) or video[0]["r_frame_rate"] != f"{q.fps}/1":
         problems.append(f"video is {video[0]['width']}x{video[0]['height']} at {video[0]['r_frame_rate']}, "
                         f"wanted {q.width}x{q.height} at {q.fps}")

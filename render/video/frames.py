@@ -36,7 +36,8 @@ def kept_frame_buffers(held_crf: str | None = None):
     from manim.scene import video_segment_encoder
 
     encoder_class = video_segment_encoder.VideoSegmentEncoder
-    original_write, original_finish, original_get = encoder_class.write_frame, encoder_class.finish, CairoRenderer.get_frame
+    originals = encoder_class.write_frame, encoder_class.finish, CairoRenderer.get_frame
+    original_write, original_finish, original_get = originals
     # The renderer's copy of each frame is made straight into an RGBA picture the encoder converts as it is
     # (a pool, each picture handed back once converted); where a picture's rows are padded (not the one
     # C-contiguous array Manim takes), into a kept array the encoder copies into its own picture.
@@ -109,7 +110,7 @@ def kept_frame_buffers(held_crf: str | None = None):
     try:
         yield
     finally:
-        encoder_class.write_frame, encoder_class.finish, CairoRenderer.get_frame = original_write, original_finish, original_get
+        encoder_class.write_frame, encoder_class.finish, CairoRenderer.get_frame = originals
 
 
 class Pictures:

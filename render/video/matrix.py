@@ -145,8 +145,8 @@ class FilmsResult:
         for row in self.rows:
             outcome = str(row.film) if row.film else f"FAILED: {row.failure}"
             lines.append(f"{row.name:<{width}}  {row.rendered:>8}  {row.shared:>6}  {row.cached:>6}  {outcome}")
-        lines.append(f"films made: {len(self.films)} of {len(self.rows)}" + (f" ({len(self.failed)} failed)" if self.failed
-                                                                               else "")
+        failed = f" ({len(self.failed)} failed)" if self.failed else ""
+        lines.append(f"films made: {len(self.films)} of {len(self.rows)}" + failed
                      + f"; beats: {self.requested} needed, {self.rendered} rendered, {self.shared} shared between "
                      f"films, {self.from_cache} from the cache"
                      + (f" (each render served {self.reuse_ratio:.2f} beats)" if self.rendered else "")
@@ -207,8 +207,9 @@ class FilmMatrix:
         cached = f"{len(reused)} cached" + (f" ({', '.join(reused)})" if reused else "")
         if self.one_film:
             parts = sum(len(task.parts) for task in self.tasks.values() if job in task.waiting)
-            return (f"beats: {cached}" + (f"; rendering {len(waiting)} at {self.q.name} ({self.q.width}x{self.q.height}, "
-                                          f"{self.q.fps} fps) on {self.runner.where(parts)}: {', '.join(waiting)}"
+            size = f"{self.q.width}x{self.q.height}, {self.q.fps} fps"
+            return (f"beats: {cached}" + (f"; rendering {len(waiting)} at {self.q.name} ({size}) on "
+                                          f"{self.runner.where(parts)}: {', '.join(waiting)}"
                                           if waiting else "; nothing to render"))
         return f"  {job.name}: narrated; beats: {cached}" + (f", {len(waiting)} to render ({', '.join(waiting)})"
                                                               if waiting else "")

@@ -103,7 +103,8 @@ def draw_part(part: Part, out_path: str, cache_folder: str | None, progress_queu
                               cache=Path(cache_folder) if cache_folder else None, part=part.bounds)
 
 
-def draw_part_here(part: Part, out_path: str, cache_folder: str | None, progress_queue) -> tuple[beats.BeatRender, float, str]:
+def draw_part_here(part: Part, out_path: str, cache_folder: str | None, progress_queue) -> tuple[beats.BeatRender,
+                                                                                                 float, str]:
     """In a local worker process: the part, how long the task took, and which process drew it."""
     started = time.perf_counter()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="film: %(message)s")
@@ -162,7 +163,8 @@ class LocalRunner:
     def start_parts(self) -> None:
         """Start the most wanted waiting parts while a process is free."""
         while self.waiting and len(self.futures) < self.jobs:
-            part, submitted = self.waiting.pop(max(self.waiting.values(), key=lambda entry: self.preference(entry[0]))[0].key)
+            part, submitted = self.waiting.pop(max(self.waiting.values(),
+                                                   key=lambda entry: self.preference(entry[0]))[0].key)
             if self.pool is None:  # started with the first part: a run with nothing to draw starts no process
                 self.manager = SyncManager()
                 self.manager.start(start_worker, (os.getpid(),))

@@ -397,7 +397,8 @@ FILM_SOUND_BITRATE = "192k"
 
 
 def make_narration(plan: Plan, out_dir: Path, cache_dir: Path, level_later: bool = False,
-                   film_sound: bool = False, on_beat: Callable[[str, BeatTiming], None] | None = None) -> NarrationResult:
+                   film_sound: bool = False, on_beat: Callable[[str, BeatTiming],
+                                                               None] | None = None) -> NarrationResult:
     """Voice every beat, build the subtitles, the timed plan and the levelled track (with `level_later`, when
     `levelling.start()` puts it on a thread, or `track_ready()` asks for it); with `film_sound`, the film's
     AAC sound from the track too, on the same thread (the film only copies it in). `on_beat`: see Narrator.narrate."""
