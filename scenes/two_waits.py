@@ -97,13 +97,6 @@ class TwoWaits(BeatScene):
                   Indicate(tpot), run_time=0.9)
 
 
-def expected_line(efficiency) -> str:
-    """The end card's word on EFFICIENCY=: what the expected figures assume, and where that comes from."""
-    source = f"fitted from {efficiency.fitted_from}" if efficiency.fitted_from else "as given"
-    return (f"expected figures at {fmt.percent(efficiency.compute, short=True)} of peak arithmetic and "
-            f"{fmt.percent(efficiency.memory, short=True)} of bandwidth, {source}")
-
-
 def split_words(line, source: str) -> list[VGroup]:
     """The characters of each word of a Text line (Text drops spaces from its submobjects)."""
     groups, cursor = [], 0
@@ -175,7 +168,8 @@ class TwoBudgets(BeatScene):
             get_text(f"measurements: {plan.measured.dataset.route}", SMALL_SIZE, MUTED),
             get_text("every number computed by a roofline model from datasheet peaks (dense) and model configs",
                      SMALL_SIZE, MUTED),
-            *([get_text(expected_line(choice.efficiency), SMALL_SIZE, MUTED)] if plan.expected else []),
+            *([get_text(f"expected figures at {choice.efficiency.shares},", SMALL_SIZE, MUTED),
+               get_text(choice.efficiency.source, SMALL_SIZE, MUTED)] if plan.expected else []),
             get_text(f"after {plan.source}", SMALL_SIZE, MUTED),
         ).arrange(DOWN, buff=0.28)
         for line in end_card:

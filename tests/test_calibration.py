@@ -252,6 +252,10 @@ def test_an_efficiency_film_speaks_expected_numbers_beside_its_ceilings():
     assert plan.choice.name == f"h100-sxm-llama-3.1-8b-bf16-expected-{SEED}" and not plan.choice.is_default
     assert any(note.startswith(f"Expected numbers (EFFICIENCY={SEED}): the fit of data/measured/") and
                "73% of peak arithmetic and 74% of bandwidth, and 0.28 s" in note for note in plan.notes)
+    # The video description says what the expected numbers assume, in the end card's words.
+    from render.publish.kit import description_text
+    assert ("; the expected ones at 73% of peak arithmetic and 74% of bandwidth, fitted from "
+            f"{SEED}.") in description_text(plan)
     # And without it, the film reads the transcript with no 'here' anywhere.
     assert best.expected is None and best.achieved is None
     assert not any(" here" in beat.narration or "at best" in beat.narration for beat in best.beats)

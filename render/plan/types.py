@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from render import formatting
 from render.errors import FilmError
 from render.plan import codec
 from render.specs.catalog import MeasuredDataset
@@ -50,6 +51,22 @@ class Efficiency:
     memory: float             # of bandwidth (decode's weight and cache reads)
     overhead_seconds: float   # waited per request outside prefill: network, queueing, the template
     fitted_from: str = ""     # the measured dataset's id; empty: given by hand
+
+    @property
+    def shares(self) -> str:
+        """'73% of peak arithmetic and 74% of bandwidth'."""
+        return (f"{formatting.percent(self.compute, short=True)} of peak arithmetic and "
+                f"{formatting.percent(self.memory, short=True)} of bandwidth")
+
+    @property
+    def source(self) -> str:
+        """'fitted from <dataset>', or 'as given'."""
+        return f"fitted from {self.fitted_from}" if self.fitted_from else "as given"
+
+    @property
+    def described(self) -> str:
+        """What the expected numbers assume, as the end card and the video description say it."""
+        return f"{self.shares}, {self.source}"
 
     @property
     def name(self) -> str:

@@ -78,7 +78,8 @@ def sources(plan: Plan) -> list[str]:
 def description_text(plan: Plan) -> str:
     parts = [f"{plan.title}: {plan.choice.long_label}", "", plan.summary, "", "Chapters", *chapters(plan), "",
              "Every number is computed by a roofline model from the datasheets and model configs below "
-             "(dense peaks; no overlap of arithmetic, memory traffic and communication assumed).", "",
+             "(dense peaks; no overlap of arithmetic, memory traffic and communication assumed)"
+             + (f"; the expected ones at {plan.choice.efficiency.described}." if plan.choice.efficiency else "."), "",
              "Sources", *[f"- {line}" for line in sources(plan)]]
     if plan.notes:
         parts += ["", "Notes", *[f"- {note}" for note in plan.notes]]
