@@ -473,7 +473,8 @@ def run_studio(args: argparse.Namespace) -> int:
 def run_measure(args: argparse.Namespace) -> int:
     from render.specs import calibration
     from render.tools import measure
-    from render.tools.calibrate import as_data as calibration_data, deployment_of, report
+    from render.specs.calibration import deployment_of
+    from render.tools.calibrate import as_data as calibration_data, report
 
     try:
         lengths = [whole_number(1, MAX_MEASURED_PROMPT)(part) for part in args.prompt_tokens.split(",")]
@@ -530,7 +531,8 @@ def run_measure(args: argparse.Namespace) -> int:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     from render.specs.calibration import calibrate
-    from render.tools.calibrate import deployment_of, report
+    from render.specs.calibration import deployment_of
+    from render.tools.calibrate import report
 
     catalog = load_catalog(DATA_DIR)
     dataset = catalog.measured(args.measured)

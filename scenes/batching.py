@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 
 from manim import (DOWN, LEFT, RIGHT, UP, Create, Dot, FadeIn, FadeOut, FadeTransform, Indicate, LaggedStart,
-                   Rectangle, ReplacementTransform, Transform, VGroup, VMobject, Write)
+                   Rectangle, ReplacementTransform, Transform, VGroup, Write)
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
-from scenes.helpers import (Counter, LogChart, RooflineChart, WeightsWall, get_caption, get_formula, get_provenance,
+from scenes.helpers import (Counter, LogChart, RooflineChart, WeightsWall, decades, get_caption, get_formula,
+                            get_provenance,
                             get_text, get_title, inside_safe_area, power_label, powers_of_ten, slide_clear_of, tex_text,
                             wall_label)
 from scenes.the_roofline import axis_ranges, roofline_ending
@@ -42,13 +43,12 @@ class SweepChart(VGroup):
         sweep = measured.sweep
         most = sweep.curve[-1][0]
         values = [value for _, value in sweep.curve] + [point.measured_tokens_per_second for point in sweep.points]
-        y_range = (10 ** math.floor(math.log10(min(values))), 10 ** math.ceil(math.log10(max(values))))
+        y_range = decades(values)
         x_ticks = [(2 ** exponent, fmt.count(2 ** exponent)) for exponent in range(0, int(math.log2(most)) + 1, 1)]
         self.chart = LogChart((1, most), y_range, "streams at once (batch size, log)",
                               "tokens/s, all streams (log)", x_ticks,
                               powers_of_ten(y_range, power_label), width, height)
-        self.curve = VMobject(color=MEMORY, stroke_width=5).set_points_as_corners(
-            [self.chart.point(size, value) for size, value in sweep.curve])
+        self.curve = self.chart.polyline(sweep.curve, MEMORY)
         self.dots = VGroup(*[Dot(self.chart.point(point.streams, point.measured_tokens_per_second), radius=0.1,
                                  color=HIGHLIGHT) for point in sweep.points])
         legend = VGroup(get_text(f"roofline, {measured.gpu.short_name}", SMALL_SIZE, MEMORY),

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 from manim import (DOWN, LEFT, PI, RIGHT, UL, UP, Animation, AnimationGroup, DashedLine, Dot, FadeIn, FadeOut,
-                   Line, MathTex, Rectangle, RoundedRectangle, Square, Succession, Text, ValueTracker, VGroup,
+                   Line, MathTex, Rectangle, RoundedRectangle, Square, Succession, Text, ValueTracker, VGroup, VMobject,
                    interpolate_color, ManimColor, there_and_back)
 
 from render import formatting as fmt, formulas
@@ -410,6 +410,11 @@ class LogChart(VGroup):
         self.y_title.next_to(self.ticks, LEFT, buff=0.15).set_y(self.axes[1].get_center()[1])
         self.add(self.axes, self.ticks, self.x_title, self.y_title)
 
+    def polyline(self, points, color: str, stroke_width: float = 5) -> VMobject:
+        """A curve through (x, y) pairs in the chart's units: a measured sweep's or a fit's."""
+        return VMobject(color=color, stroke_width=stroke_width).set_points_as_corners(
+            [self.point(x, y) for x, y in points])
+
     def point(self, x: float, y: float) -> np.ndarray:
         across = (math.log10(x) - self.log_x[0]) / (self.log_x[1] - self.log_x[0]) * self.size[0]
         up = (math.log10(y) - self.log_y[0]) / (self.log_y[1] - self.log_y[0]) * self.size[1]
@@ -429,6 +434,11 @@ class LogChart(VGroup):
             ticks.add(Line(position, position + LEFT * 0.1, color=MUTED))
             ticks.add(get_text(label, SMALL_SIZE, MUTED).next_to(position, LEFT, buff=0.15))
         return ticks
+
+
+def decades(values) -> tuple[float, float]:
+    """The whole powers of ten around `values`: a log axis's extent."""
+    return 10 ** math.floor(math.log10(min(values))), 10 ** math.ceil(math.log10(max(values)))
 
 
 def powers_of_ten(extent: tuple[float, float], label) -> list[tuple[float, str]]:

@@ -7,17 +7,15 @@ first-token bars become the decode-rate bars under the same provenance.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Create, DashedLine, Dot, FadeIn, FadeOut, GrowFromEdge,
-                   Indicate, LaggedStart, Rectangle, ReplacementTransform, Transform, VGroup, VMobject, Write)
+                   Indicate, LaggedStart, Rectangle, ReplacementTransform, Transform, VGroup, Write)
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
-from scenes.helpers import (Bar, LogChart, WeightsWall, get_formula, get_pill, get_provenance, get_text, get_title,
-                            inside_safe_area,
-                            power_label, powers_of_ten, tex_text)
+from scenes.helpers import (Bar, LogChart, WeightsWall, decades, get_formula, get_pill, get_provenance, get_text,
+                            get_title, inside_safe_area, power_label, powers_of_ten, tex_text)
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
 BAR_LENGTH = 6.0
@@ -42,18 +40,14 @@ class TtftChart(VGroup):
         values = [value for point in curve for value in (point.ideal_seconds, point.fitted_seconds)]
         values += [point.measured_seconds for point in self.measured]
         x_range = (curve[0].prompt_tokens, curve[-1].prompt_tokens)
-        y_range = (10 ** math.floor(math.log10(min(values))), 10 ** math.ceil(math.log10(max(values))))
+        y_range = decades(values)
         self.chart = LogChart(x_range, y_range, "prompt tokens (log)", "time to first token (log)",
                               powers_of_ten(x_range, power_label),
                               powers_of_ten(y_range, lambda exponent: fmt.precise_seconds(10.0 ** exponent)),
                               width, height)
 
-        def line(values, color):
-            return VMobject(color=color, stroke_width=5).set_points_as_corners(
-                [self.chart.point(point.prompt_tokens, value) for point, value in zip(curve, values)])
-
-        self.ideal = line([point.ideal_seconds for point in curve], COMPUTE)
-        self.fitted = line([point.fitted_seconds for point in curve], HIGHLIGHT)
+        self.ideal = self.chart.polyline([(point.prompt_tokens, point.ideal_seconds) for point in curve], COMPUTE)
+        self.fitted = self.chart.polyline([(point.prompt_tokens, point.fitted_seconds) for point in curve], HIGHLIGHT)
         self.dots = {point.prompt_tokens: Dot(self.chart.point(point.prompt_tokens, point.measured_seconds),
                                               radius=0.09, color=TEXT) for point in self.measured}
         legend = VGroup(get_text(f"fit: {fmt.precise_seconds(fit.overhead_seconds.value)} + prefill at "

@@ -111,7 +111,7 @@ class TwoBudgets(BeatScene):
 
     def build(self) -> None:
         beat, plan, best = self.beat, self.plan, self.plan.numbers
-        n = plan.expected or best  # the levers' figures: expected ones with EFFICIENCY=, each beside its ceiling
+        n = self.numbers_here  # the levers' figures: expected ones with EFFICIENCY=, each beside its ceiling
         title = get_title(beat.title)
         self.enter(title)
         ttft = BudgetCard("Time to first token", "answers to arithmetic (and attention)", COMPUTE)

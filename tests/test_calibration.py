@@ -8,11 +8,11 @@ import dataclasses
 import pytest
 
 from render.specs import roofline as rl
-from render.specs.calibration import (calibrate, decode_memory_seconds, prefill_compute_seconds,
+from render.specs.calibration import (calibrate, decode_memory_seconds, deployment_of, prefill_compute_seconds,
                                       written_precision)
 from render.specs.catalog import ConcurrencyLevel, MeasuredPrompt, load_catalog
 from render.specs.types import Deployment
-from render.tools.calibrate import as_data, deployment_of
+from render.tools.calibrate import as_data
 
 from conftest import run_film
 

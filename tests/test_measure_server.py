@@ -150,7 +150,8 @@ def test_aggregate_throughput_rises_with_concurrency_and_the_dataset_loads(wide_
     # the GPU they are compared with, and the fit says what it can of that).
     from render.specs.calibration import calibrate
     from render.specs.catalog import load_catalog
-    from render.tools.calibrate import as_data, deployment_of
+    from render.specs.calibration import deployment_of
+    from render.tools.calibrate import as_data
 
     assert "calibration of sweep: " in result.stdout and "each figure against the fit" in result.stdout
     stored = raw["calibration"]

@@ -61,13 +61,12 @@ def resolve_plan(
                f"the measured dataset's {longest:,}-token prompt ({dataset.path})")
 
     spec = compute.spec_sheet(choice.deployment)
-    numbers = compute.film_numbers(choice.deployment, choice.compare_gpu, params, quantisation_lever(catalog,
-                                                                                                     choice.dtype))
+    lever = quantisation_lever(catalog, choice.dtype)
+    numbers = compute.film_numbers(choice.deployment, choice.compare_gpu, params, lever)
     measured_numbers = compute.measured_numbers(dataset, measured_gpu, measured_model, measured_dtype,
                                                 choice.embedding_rows)
     pills = tuple(compute.pill(catalog.gpu(gpu_id), choice.dtype) for gpu_id in params.roofline_pills
                   if gpu_id != choice.gpu.id)
-    lever = quantisation_lever(catalog, choice.dtype)
     achieved, expected = None, None
     if choice.efficiency:
         # The same formulas on the GPUs as the deployment reaches them (the comparison GPU at the same shares)
@@ -260,15 +259,14 @@ def efficiency_of(catalog: Catalog, text: str, embedding_rows: bool = False) -> 
 
 def fitted_efficiency(catalog: Catalog, dataset_id: str, embedding_rows: bool) -> Efficiency:
     """The shares a measured dataset's fit gives against the GPU it is compared with."""
-    from render.specs.calibration import calibrate
+    from render.specs.calibration import calibrate, deployment_of
 
     if dataset_id not in catalog.measured_ids():
         raise FilmError(f"EFFICIENCY={dataset_id}: no measured dataset of that id in data/measured/ (film list "
                         f"measured), and not compute=…,memory=… either; give one of: "
                         f"{', '.join(catalog.measured_ids())}")
     dataset = catalog.measured(dataset_id)
-    deployment = Deployment(catalog.gpu(dataset.compared_gpu), catalog.model(dataset.model),
-                            catalog.dtype(dataset.precision), embedding_rows=embedding_rows)
+    deployment = deployment_of(dataset, catalog, embedding_rows=embedding_rows)
     fit = calibrate(dataset, deployment)
     shares = {"compute": (fit.compute_efficiency, "arithmetic"), "memory": (fit.memory_efficiency, "bandwidth")}
     for key, (share, word) in shares.items():
@@ -288,8 +286,7 @@ def fitted_efficiency(catalog: Catalog, dataset_id: str, embedding_rows: bool) -
 def efficiency_note(choice: Choice, catalog: Catalog) -> str:
     """What the expected numbers assume, for the pages and `film plan`."""
     efficiency = choice.efficiency
-    shares = (f"{fmt.percent(efficiency.compute, short=True)} of peak arithmetic and "
-              f"{fmt.percent(efficiency.memory, short=True)} of bandwidth")
+    shares = efficiency.shares
     overhead = (f", and {fmt.duration(efficiency.overhead_seconds, short=True)} of every first token's wait outside "
                 f"prefill" if efficiency.overhead_seconds else "")
     if not efficiency.fitted_from:

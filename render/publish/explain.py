@@ -639,8 +639,8 @@ def sources_of(plan: Plan) -> dict[str, Source]:
         STORYBOARD: ("the storyboard", "script/storyboard.yaml: the film's parameters (prompt lengths, batch)"),
         MEASURED: (f"measured: {dataset.provider}", f"{dataset.path}: {dataset.source}"
                    + (f" (measured {dataset.measured_on})" if dataset.measured_on else "")),
-        EFFICIENCY: ("EFFICIENCY=", next((note for note in plan.notes if note.startswith("Expected numbers")),
-                                         "not given: every number is a ceiling")),
+        EFFICIENCY: ("EFFICIENCY=", f"expected numbers at {choice.efficiency.described}" if choice.efficiency
+                     else "not given: every number is a ceiling"),
     }
     found = {}
     for kind, (label, text) in cited.items():

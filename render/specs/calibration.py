@@ -36,7 +36,7 @@ import numpy as np
 from scipy.special import stdtrit  # Student's t quantile (scipy.special: loaded with the voice's scipy.fft anyway)
 
 from render.specs import roofline as rl
-from render.specs.catalog import MeasuredDataset
+from render.specs.catalog import Catalog, MeasuredDataset
 from render.specs.types import Deployment
 
 RELATIVE_FLOOR = 0.01  # no figure is trusted to better than 1%: runs differ by that much
@@ -212,6 +212,16 @@ def inverse(coefficient: float, variance: float) -> Estimate | None:
     if coefficient <= 0:
         return None
     return Estimate(1 / coefficient, math.sqrt(max(variance, 0.0)) / coefficient ** 2)
+
+
+def deployment_of(dataset: MeasuredDataset, catalog: Catalog, gpu: str | None = None, gpus: int = 1,
+                  embedding_rows: bool = False) -> Deployment:
+    """The deployment a dataset's timings are compared with: its model and precision on its GPU (or `gpu`), reading
+    the bytes the storyboard's convention says a step reads (`embedding_rows`)."""
+    deployment = Deployment(catalog.gpu(gpu or dataset.compared_gpu), catalog.model(dataset.model),
+                            catalog.dtype(dataset.precision), gpus, embedding_rows)
+    rl.check_gpu_count(deployment)
+    return deployment
 
 
 def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:

@@ -10,18 +10,6 @@ from render.plan.types import MeasuredFit
 from render.publish.explain import fit_view
 from render.specs import roofline as rl
 from render.specs.calibration import Calibration
-from render.specs.catalog import Catalog, MeasuredDataset
-from render.specs.types import Deployment
-
-
-def deployment_of(dataset: MeasuredDataset, catalog: Catalog, gpu: str | None = None, gpus: int = 1,
-                  embedding_rows: bool = False) -> Deployment:
-    """The deployment a dataset's timings are compared with: its model and precision on its GPU (or `gpu`), reading
-    the bytes the storyboard's convention says a step reads (`embedding_rows`)."""
-    deployment = Deployment(catalog.gpu(gpu or dataset.compared_gpu), catalog.model(dataset.model),
-                            catalog.dtype(dataset.precision), gpus, embedding_rows)
-    rl.check_gpu_count(deployment)
-    return deployment
 
 
 def plan_fit(fit: Calibration) -> MeasuredFit:
