@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import math
@@ -471,8 +472,8 @@ def run_studio(args: argparse.Namespace) -> int:
 
 
 def run_measure(args: argparse.Namespace) -> int:
+    from render.measure import client, dataset as datasets, timings
     from render.specs import calibration
-    from render.tools import measure
     from render.specs.calibration import deployment_of
     from render.tools.calibrate import as_data as calibration_data, report
 
@@ -489,44 +490,49 @@ def run_measure(args: argparse.Namespace) -> int:
     choice = resolve_choice(catalog, load_storyboard(), args.compared_gpu, args.as_model, args.precision)
     model, precision, gpu = choice.model.id, choice.dtype.id, choice.gpu.id
     levels = concurrency_levels(args.concurrency)
-    planned = measure.planned_requests(len(lengths), args.runs, levels)
+    planned = timings.planned_requests(len(lengths), args.runs, levels)
     if planned > args.max_requests:
         raise FilmError(f"this run needs {planned:,} timed requests ({len(lengths)} prompt lengths x {args.runs} runs "
                         f"x {sum(levels)} streams over --concurrency {args.concurrency}), more than --max-requests "
                         f"{args.max_requests:,}; raise --max-requests or lower --runs or --concurrency")
-    endpoint = measure.Endpoint(args.base_url, args.model, measure.api_key_from(args.api_key_env),
-                                timeout=args.timeout, max_requests=args.max_requests)
+    endpoint = client.Endpoint(args.base_url, args.model, client.api_key_from(args.api_key_env),
+                               timeout=args.timeout, max_requests=args.max_requests)
     print(f"measuring {args.model} at {endpoint.host}: prompts {', '.join(f'{n:,}' for n in lengths)} tokens "
           f"({'cached' if args.warm_prefix else 'cold'}), {args.runs} runs each"
           + (f" at {', '.join(map(str, levels))} streams at once" if len(levels) > 1 else "")
           + f", {args.max_tokens} tokens out", flush=True)
-    measurement = measure.measure(endpoint, lengths, args.max_tokens, args.runs,
+    measurement = timings.measure(endpoint, lengths, args.max_tokens, args.runs,
                                   say=lambda line: print(line, flush=True), concurrency=levels,
                                   warm_prefix=args.warm_prefix)
-    data = measure.dataset(args.out.stem, endpoint, measurement, args.label, args.provider, precision, model, gpu,
-                           args.runs)
-    fit = calibration.calibrate(dataset := measure.checked_dataset(args.out, data),
+    record = datasets.dataset(args.out.stem, endpoint, measurement, args.label, args.provider, precision, model, gpu,
+                              args.runs)
+    fit = calibration.calibrate(dataset := datasets.checked_dataset(args.out, record),
                                 deployment_of(dataset, catalog, embedding_rows=choice.embedding_rows))
-    data["calibration"] = calibration_data(fit)  # a record beside the timings: the film fits them again
-    measure.write_dataset(args.out, data)
-    prompts = measurement.prompts
-    reasoning = any(p.get("reasoning_tokens") for p in prompts)  # then the first content token comes later
-    print(table(("prompt tokens", "TTFT (median)", *(("TTFC (median)", "reasoning tokens") if reasoning else ()),
-                 "decode tok/s (median)", "runs", "token counts"),
-                [(f"{p['prompt_tokens']:,}", f"{p['ttft_seconds'] * 1000:.1f} ms",
-                  *((f"{p['ttfc_seconds'] * 1000:.1f} ms" if p.get("ttfc_seconds") else "-",
-                     str(p.get("reasoning_tokens", 0))) if reasoning else ()),
-                  f"{p['decode_tokens_per_second']:.1f}" if p["decode_tokens_per_second"] else "-",
-                  str(p["runs"]), p["token_counts"]) for p in prompts]))
-    if len(levels) > 1:
-        print(table(("prompt tokens", "streams", "aggregate tok/s", "per-stream tok/s", "TTFT (median)"),
-                    [(f"{p['prompt_tokens']:,}", str(level["streams"]), f"{level['aggregate_tokens_per_second']:.1f}",
-                      f"{level['decode_tokens_per_second']:.1f}" if level["decode_tokens_per_second"] else "-",
-                      f"{level['ttft_seconds'] * 1000:.1f} ms") for p in prompts for level in p["concurrency"]]))
-    print(f"prompts: {measurement.prompt_cache}; prompt tokens: {data['prompt_tokens_counted_by']}")
+    # a record beside the timings: the film fits them again
+    datasets.write_dataset(args.out, dataclasses.replace(record, calibration=calibration_data(fit)))
+    print(measured_tables(record.prompts))
+    print(f"prompts: {measurement.prompt_cache}; prompt tokens: {record.prompt_tokens_counted_by}")
     print(report(fit))
-    print(f"wrote {display_path(args.out)}; {measure.use_hint(args.out)}")
+    print(f"wrote {display_path(args.out)}; {datasets.use_hint(args.out)}")
     return 0
+
+
+def measured_tables(prompts) -> str:
+    """Each prompt length's medians, then (with more than one stream) each concurrency level's."""
+    reasoning = any(p.reasoning_tokens for p in prompts)  # then the first content token comes later
+    text = table(("prompt tokens", "TTFT (median)", *(("TTFC (median)", "reasoning tokens") if reasoning else ()),
+                  "decode tok/s (median)", "runs", "token counts"),
+                 [(f"{p.prompt_tokens:,}", f"{p.ttft_seconds * 1000:.1f} ms",
+                   *((f"{p.ttfc_seconds * 1000:.1f} ms" if p.ttfc_seconds else "-",
+                      str(p.reasoning_tokens)) if reasoning else ()),
+                   f"{p.decode_tokens_per_second:.1f}" if p.decode_tokens_per_second else "-",
+                   str(p.runs), p.token_counts) for p in prompts])
+    if any(p.concurrency for p in prompts):
+        text += "\n" + table(("prompt tokens", "streams", "aggregate tok/s", "per-stream tok/s", "TTFT (median)"),
+                             [(f"{p.prompt_tokens:,}", str(level.streams), f"{level.aggregate_tokens_per_second:.1f}",
+                               f"{level.decode_tokens_per_second:.1f}" if level.decode_tokens_per_second else "-",
+                               f"{level.ttft_seconds * 1000:.1f} ms") for p in prompts for level in p.concurrency])
+    return text
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
@@ -542,7 +548,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def concurrency_levels(text: str) -> tuple[int, ...]:
-    from render.tools.measure import MAX_CONCURRENCY
+    from render.measure.timings import MAX_CONCURRENCY
 
     try:
         levels = tuple(whole_number(1, MAX_CONCURRENCY)(part) for part in text.split(","))
@@ -657,7 +663,7 @@ def roofline_table(choice, report: dict) -> str:
 
 def run_model_import(args: argparse.Namespace) -> int:
     """Append the config's entry to data/models.yaml (atomically, after checking it loads)."""
-    from render.specs.catalog import load_entries, MODEL_FIELDS, MODEL_OPTIONAL
+    from render.specs.catalog import load_entries
     from render.specs.hf_config import model_entry_yaml, model_from_file
     from render.specs.types import Model
 
@@ -673,7 +679,7 @@ def run_model_import(args: argparse.Namespace) -> int:
         print(entry, end="")
         return 0
     models_path = args.models
-    known = {m.id for m in load_entries(models_path, "models", "model", MODEL_FIELDS, Model, MODEL_OPTIONAL)}
+    known = {m.id for m in load_entries(models_path, "models", "model", Model)}
     if model.id in known:
         raise FilmError(f"{display_path(models_path)} already has a model {model.id!r}; choose another with --id, "
                         f"or edit that entry")
@@ -681,7 +687,7 @@ def run_model_import(args: argparse.Namespace) -> int:
     check = models_path.with_name(f".{models_path.name}.check")
     try:
         write_atomic(check, text)
-        load_entries(check, "models", "model", MODEL_FIELDS, Model, MODEL_OPTIONAL)  # what is written must load
+        load_entries(check, "models", "model", Model)  # what is written must load
     finally:
         check.unlink(missing_ok=True)
     write_atomic(models_path, text)

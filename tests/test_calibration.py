@@ -66,10 +66,11 @@ def timings_from(deployment: Deployment, overhead: float, compute: float, memory
     prompts = []
     for tokens in lengths:
         ttft = overhead + prefill_compute_seconds(deployment, tokens) / compute
-        levels = tuple(ConcurrencyLevel(count, 0.0, figure(memory / decode_memory_seconds(deployment, tokens, count)))
-                       for count in streams)
-        prompts.append(MeasuredPrompt(tokens, figure(ttft), levels[0].decode_tokens_per_second, False, 0,
-                                      levels if len(streams) > 1 else ()))
+        levels = tuple(ConcurrencyLevel(streams=count, aggregate_tokens_per_second=0.0, decode_tokens_per_second=figure(
+            memory / decode_memory_seconds(deployment, tokens, count))) for count in streams)
+        prompts.append(MeasuredPrompt(prompt_tokens=tokens, ttft_seconds=figure(ttft),
+                                      decode_tokens_per_second=levels[0].decode_tokens_per_second,
+                                      concurrency=levels if len(streams) > 1 else ()))
     return tuple(prompts)
 
 

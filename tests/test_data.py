@@ -9,6 +9,8 @@ from render.specs.architecture import count_parameters
 from render.specs.catalog import load_catalog, load_measured
 from render.errors import FilmError
 
+from conftest import ROOT
+
 # (id, dense BF16 TFLOP/s, TB/s, GB as marketed) from the datasheets the data cites.
 GPU_FIGURES = [
     ("h100-sxm", 989, 3.35, 80),
@@ -196,3 +198,51 @@ def test_each_gpu_names_its_cores_in_its_vendors_term(catalog, data_copy):
     data = data_copy("gpus.yaml", "    compute_unit: CU\n", "    compute_unit: EU\n")
     with pytest.raises(FilmError, match=r"gpus.yaml:\d+: GPU 'mi300x': 'compute_unit' must be one of SM, CU"):
         load_catalog(data)
+
+
+def test_each_schema_is_its_dataclass_and_every_figure_has_its_range_beside_it():
+    """A data file's keys, their types and which are required are read off the dataclass's fields, and every
+    number a person types has a range there: a new field cannot enter without one."""
+    import dataclasses
+    import typing
+
+    from render.plan.types import NarrationSettings, Parameters
+    from render.specs.catalog import ConcurrencyLevel, MeasuredPrompt, OtherProvider
+    from render.specs.schema import bounds_of, yaml_keys
+    from render.specs.types import DataType, Gpu, Model
+
+    for kind in (Gpu, Model, DataType, Parameters, NarrationSettings):
+        hints = typing.get_type_hints(kind)
+        numeric = [field.name for field in dataclasses.fields(kind) if hints[field.name] in (int, float, float | None)]
+        assert numeric and set(numeric) == set(bounds_of(kind)), kind.__name__
+    for kind, medians in ((MeasuredPrompt, {"prompt_tokens", "ttft_seconds", "decode_tokens_per_second"}),
+                          (ConcurrencyLevel, {"streams", "aggregate_tokens_per_second", "decode_tokens_per_second",
+                                              "ttft_seconds"}),
+                          (OtherProvider, {"decode_tokens_per_second"})):
+        assert set(bounds_of(kind)) == medians, kind.__name__
+    must, may = yaml_keys(Gpu)
+    assert "memory_gib" in must and may == {"compute_unit": (str,)} and must["fp8_flops"] == (int, float, type(None))
+
+
+def test_a_dataset_written_through_its_fields_reads_back_the_same(tmp_path):
+    """film measure writes a dataset with the fields the film reads it with: what it writes loads as it was."""
+    import dataclasses
+
+    import yaml
+
+    from render.specs.catalog import ConcurrencyLevel, MeasuredPrompt
+    from render.specs.schema import to_yaml
+
+    seed = load_measured(ROOT / "data" / "measured" / "openrouter-coreweave-llama-3.1-8b-bf16.yaml")
+    swept = dataclasses.replace(seed.prompts[0], ttft_spread_seconds=(0.29, 0.31), runs=3, concurrency=(
+        ConcurrencyLevel(streams=1, aggregate_tokens_per_second=150.0, decode_tokens_per_second=156.0, rounds=3),
+        ConcurrencyLevel(streams=4, aggregate_tokens_per_second=520.0, decode_tokens_per_second=140.0, rounds=3)))
+    made = dataclasses.replace(seed, id="round-trip", prompts=(swept, *seed.prompts[1:]), prompt_cache="cold",
+                               calibration={"overhead_seconds": 0.28})
+    written = to_yaml(made)
+    assert "path" not in written and "ttft_approximate" in written["prompts"][0]
+    assert "concurrency" not in written["prompts"][1] and written["prompts"][1]["decode_tokens_per_second"] is None
+    (tmp_path / "round-trip.yaml").write_text(yaml.safe_dump(written, sort_keys=False))
+    loaded = load_measured(tmp_path / "round-trip.yaml")
+    assert dataclasses.replace(loaded, path="") == dataclasses.replace(made, path="")
+    assert isinstance(loaded.prompts[0], MeasuredPrompt) and loaded.prompts[0].concurrency[1].streams == 4

@@ -243,12 +243,12 @@ def test_importing_a_shipped_config_gives_the_catalog_entry(catalog, model_id):
 
 
 def test_an_imported_entry_is_valid_yaml_the_catalog_loads(tmp_path, catalog):
-    from render.specs.catalog import MODEL_FIELDS, MODEL_OPTIONAL, load_entries
+    from render.specs.catalog import load_entries
     from render.specs.types import Model
     text = "models:\n" + "".join(model_entry_yaml(model_from_file(CONFIGS / f"{m}.json", m)) + "\n"
                                  for m in ("qwen3-8b", "deepseek-v3"))
     (tmp_path / "models.yaml").write_text(text)
-    loaded = load_entries(tmp_path / "models.yaml", "models", "model", MODEL_FIELDS, Model, MODEL_OPTIONAL)
+    loaded = load_entries(tmp_path / "models.yaml", "models", "model", Model)
     assert [m.id for m in loaded] == ["qwen3-8b", "deepseek-v3"]
     assert loaded[1].kv_lora_rank == 512 and loaded[1].dense_layers == 3
 

@@ -253,7 +253,8 @@ CHUNK = b'data: {"choices": [{"delta": {"content": "tok "}}]}\n\n'
     ("a slow answer", [(b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n" + b"{" + b" " * 499, 0)], 0.05),
 ])
 def test_the_timeout_bounds_a_trickle_from_connect_to_last_byte(name, script, trickle):
-    from render.tools.measure import Endpoint, measure
+    from render.measure.client import Endpoint
+    from render.measure.timings import measure
 
     with ScriptedServer(script, trickle) as server:
         started = time.monotonic()
@@ -265,7 +266,8 @@ def test_the_timeout_bounds_a_trickle_from_connect_to_last_byte(name, script, tr
 def test_a_gzip_answer_and_a_broken_url_get_one_message():
     import gzip
 
-    from render.tools.measure import Endpoint, measure
+    from render.measure.client import Endpoint
+    from render.measure.timings import measure
 
     body = gzip.compress(b'{"usage": {"prompt_tokens": 5}}')
     answer = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(body) + body
@@ -283,7 +285,7 @@ def test_a_gzip_answer_and_a_broken_url_get_one_message():
 def test_retry_after_may_be_an_http_date():
     import email.utils
 
-    from render.tools.measure import retry_after
+    from render.measure.client import retry_after
 
     assert retry_after(email.utils.formatdate(time.time() + 20, usegmt=True)) == pytest.approx(20, abs=1.5)
     assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0  # a date gone by: now
@@ -294,7 +296,7 @@ SECRET = "sk-SE5ecret-0123456789abcdef"
 
 
 def test_redaction_takes_the_whole_key_and_only_the_key():
-    from render.tools.measure import Endpoint, Redactor, server_message
+    from render.measure.client import Endpoint, Redactor, server_message
 
     redact = Redactor(SECRET)
     assert redact(f"Bearer {SECRET}") == "Bearer ***"

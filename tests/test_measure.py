@@ -15,7 +15,8 @@ from render import formatting as fmt
 from render.errors import FilmError
 from render.plan.resolve import resolve_plan
 from render.specs.catalog import load_measured
-from render.tools.measure import Endpoint, measure
+from render.measure.client import Endpoint
+from render.measure.timings import measure
 
 from conftest import ROOT
 from fake_endpoint import TEMPLATE_TOKENS, FakeEndpoint
@@ -29,11 +30,11 @@ def test_ttft_and_tpot_match_the_servers_delays():
     with FakeEndpoint(first_delay=0.25, token_delay=0.02, tokens=30) as server:
         results = measure(Endpoint(server.url, "m"), [40, 400], max_tokens=64, runs=3, say=quiet).prompts
     for entry, wanted in zip(results, (40, 400)):
-        assert entry["ttft_seconds"] == pytest.approx(0.25, abs=0.06)
-        assert entry["decode_tokens_per_second"] == pytest.approx(50, rel=0.2)      # 1 / 20 ms
-        assert entry["inter_token_latency_seconds"]["p50"] == pytest.approx(0.02, abs=0.008)
-        assert abs(entry["prompt_tokens"] - wanted) <= max(1, wanted * 0.01)       # calibrated within 1%
-        assert entry["token_counts"] == "usage" and entry["runs"] == 3 and entry["output_tokens"] == 30
+        assert entry.ttft_seconds == pytest.approx(0.25, abs=0.06)
+        assert entry.decode_tokens_per_second == pytest.approx(50, rel=0.2)      # 1 / 20 ms
+        assert entry.inter_token_latency_seconds["p50"] == pytest.approx(0.02, abs=0.008)
+        assert abs(entry.prompt_tokens - wanted) <= max(1, wanted * 0.01)       # calibrated within 1%
+        assert entry.token_counts == "usage" and entry.runs == 3 and entry.output_tokens == 30
 
 
 def test_without_streamed_usage_the_prompt_is_counted_by_the_server_and_outputs_flagged_approximate():
@@ -45,11 +46,11 @@ def test_without_streamed_usage_the_prompt_is_counted_by_the_server_and_outputs_
             position = server.prompts.index(text)
             assert not server.streamed[position + 1] and server.prompts[position + 1] == text
     assert measured.counted_by == "request"
-    assert all(entry["token_counts"] == "approximate (chunks counted)" for entry in measured.prompts)
+    assert all(entry.token_counts == "approximate (chunks counted)" for entry in measured.prompts)
     timed = [len(text.split()) + TEMPLATE_TOKENS for text, streamed in server.seen if streamed]
     for entry, wanted, counts in zip(measured.prompts, (30, 600), (timed[:2], timed[2:])):
-        assert entry["prompt_tokens"] == counts[0] == counts[1]                  # the server's own count
-        assert abs(entry["prompt_tokens"] - wanted) <= max(1, 0.01 * wanted)     # the size asked for
+        assert entry.prompt_tokens == counts[0] == counts[1]                  # the server's own count
+        assert abs(entry.prompt_tokens - wanted) <= max(1, 0.01 * wanted)     # the size asked for
 
 
 def test_a_server_that_reports_no_usage_at_all_gets_estimates_said_so(tmp_path):
@@ -216,10 +217,10 @@ def test_reasoning_deltas_count_as_tokens_and_ttft_comes_before_the_first_conten
     assert shown.returncode == 0, shown.stderr
     assert "TTFC (median)" in shown.stdout and "reasoning tokens" in shown.stdout
     for entry in measured.prompts:
-        assert entry["ttft_seconds"] == pytest.approx(0.1, abs=0.05)              # the first reasoning token
-        assert entry["ttfc_seconds"] == pytest.approx(0.1 + 15 * 0.02, abs=0.08)  # the first content token
-        assert entry["reasoning_tokens"] == 15 and entry["output_tokens"] == 25
-        assert entry["decode_tokens_per_second"] == pytest.approx(50, rel=0.2)    # reasoning steps are decode too
+        assert entry.ttft_seconds == pytest.approx(0.1, abs=0.05)              # the first reasoning token
+        assert entry.ttfc_seconds == pytest.approx(0.1 + 15 * 0.02, abs=0.08)  # the first content token
+        assert entry.reasoning_tokens == 15 and entry.output_tokens == 25
+        assert entry.decode_tokens_per_second == pytest.approx(50, rel=0.2)    # reasoning steps are decode too
 
 
 def test_every_request_opens_with_words_no_other_request_shares():
@@ -245,12 +246,12 @@ def test_a_concurrency_sweep_runs_the_streams_at_once_and_records_each_level():
         measured = measure(Endpoint(server.url, "m"), [30, 60], max_tokens=32, runs=2, say=quiet,
                            concurrency=(1, 4))
     for entry in measured.prompts:
-        one, four = entry["concurrency"]
-        assert (one["streams"], one["rounds"], four["streams"], four["rounds"]) == (1, 2, 4, 2)
+        one, four = entry.concurrency
+        assert (one.streams, one.rounds, four.streams, four.rounds) == (1, 2, 4, 2)
         # four streams at once in about the time of one: about four times the tokens a second
-        assert four["aggregate_tokens_per_second"] == pytest.approx(4 * one["aggregate_tokens_per_second"], rel=0.3)
-        assert four["decode_tokens_per_second"] == pytest.approx(one["decode_tokens_per_second"], rel=0.3)
-        assert entry["ttft_seconds"] == one["ttft_seconds"] and entry["runs"] == 2
+        assert four.aggregate_tokens_per_second == pytest.approx(4 * one.aggregate_tokens_per_second, rel=0.3)
+        assert four.decode_tokens_per_second == pytest.approx(one.decode_tokens_per_second, rel=0.3)
+        assert entry.ttft_seconds == one.ttft_seconds and entry.runs == 2
 
 
 def test_the_shortest_possible_prompt_is_named_when_a_shorter_one_is_asked_for():

@@ -14,7 +14,8 @@ import yaml
 
 from render.errors import FilmError
 from render.specs.catalog import load_measured
-from render.tools.measure import Endpoint, measure
+from render.measure.client import Endpoint
+from render.measure.timings import measure
 
 from llama_server import WIDE, LlamaServer, tiny_deployment, write_tiny_model
 from test_measure import quiet, run_measure_cli
@@ -52,20 +53,20 @@ def test_cold_prompts_measure_prefill_and_their_sizes_are_the_servers_own(server
         endpoint = RecordingEndpoint(server.url, "tiny-random-llama", timeout=60)
         measured = measure(endpoint, [SHORT, LONG], max_tokens=16, runs=3, say=quiet)
         short, long = measured.prompts
-        low, high = long["ttft_spread_seconds"]
-        if long["ttft_seconds"] > 4 * short["ttft_seconds"] and high / low < 2:
+        low, high = long.ttft_spread_seconds
+        if long.ttft_seconds > 4 * short.ttft_seconds and high / low < 2:
             break
     assert measured.prompt_cache == "cold" and measured.counted_by == "stream"
     # Prefill grows with the prompt: 32 times the tokens take far longer to the first token.
-    assert long["ttft_seconds"] > 4 * short["ttft_seconds"]
+    assert long.ttft_seconds > 4 * short.ttft_seconds
     # No run was a cache hit: every run of the long prompt took about as long as the first.
     assert high / low < 2, long
     # The recorded sizes are the server's own counts, and the requested sizes, within 1%.
     for entry, wanted in ((short, SHORT), (long, LONG)):
-        assert abs(entry["prompt_tokens"] - wanted) <= max(1, 0.01 * wanted)
+        assert abs(entry.prompt_tokens - wanted) <= max(1, 0.01 * wanted)
     long_texts = endpoint.streamed[-3:]
     server_counts = [server.prompt_tokens(text) for text in long_texts]
-    assert abs(long["prompt_tokens"] - statistics.median(server_counts)) <= 0.01 * long["prompt_tokens"]
+    assert abs(long.prompt_tokens - statistics.median(server_counts)) <= 0.01 * long.prompt_tokens
     # Every timed prompt opened differently: the server's cache could serve none of them.
     assert len({tuple(text.split()[:2]) for text in endpoint.streamed}) == len(endpoint.streamed)
 
@@ -75,7 +76,7 @@ def test_a_warm_prefix_measures_the_cache_on_purpose(server):
     cached = measure(Endpoint(server.url, "tiny-random-llama"), [SHORT, LONG], max_tokens=8, runs=2, say=quiet,
                      warm_prefix=True)
     assert cached.prompt_cache == "cached"
-    assert cached.prompts[1]["ttft_seconds"] < cold.prompts[1]["ttft_seconds"] / 3
+    assert cached.prompts[1].ttft_seconds < cold.prompts[1].ttft_seconds / 3
 
 
 def test_a_prompt_beyond_the_context_window_fails_with_the_servers_message(server, tmp_path):

@@ -13,29 +13,16 @@ from render.formatting import timestamp as format_timestamp
 from render.plan.registry import FAMILIES, beats_of, scene_entry
 from render.plan.templating import compile_template
 from render.plan.types import NarrationSettings, Parameters, parse_voice
+from render.specs.schema import bounds_of, choices_of, yaml_keys
 from render.specs.yamlio import YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml
 
 TOP_FIELDS = {"film": dict, "defaults": dict, "parameters": dict, "narration": dict, "beats": list}
 FILM_FIELDS = {"title": str, "end": (str, int, float), "source": str, "summary": str}
 DEFAULT_FIELDS = {"gpu": str, "model": str, "dtype": str, "measured": str}
-PARAMETER_FIELDS = {
-    "prompt_tokens": int, "batch_size": int, "batch_context_tokens": int, "long_prompt_tokens": int,
-    "compare_gpu": str, "compare_gpu_when_same": str, "roofline_pills": list,
-}
-PARAMETER_OPTIONAL = {"embedding_reads": str}
-EMBEDDING_READS = ("table", "rows")
-NUMBER = (int, float)
-NARRATION_FIELDS = {
-    "voice": str, "recordings": str, "lead_in": NUMBER, "gap": NUMBER, "max_tempo": NUMBER,
-    "clause_pause": NUMBER, "sentence_pause": NUMBER, "loudness_lufs": NUMBER, "true_peak_dbtp": NUMBER,
-}
 BEAT_FIELDS = {"id": str, "title": str, "start": (str, int, float), "scene": str, "narration": str}
 BEAT_OPTIONAL = {"captions": dict, "holds": str}
 
 MAX_FILM_SECONDS = 3600  # an explainer; the track and every beat's frames are held in memory
-# The storyboard's parameters, each with the range a real deployment could ask for.
-PARAMETER_BOUNDS = {"prompt_tokens": (1, 10_000_000), "batch_size": (1, 100_000),
-                    "batch_context_tokens": (0, 10_000_000), "long_prompt_tokens": (1, 10_000_000)}
 TIMESTAMP = re.compile(r"^(?:(\d+):)?(\d+):(\d{2}(?:\.\d+)?)$")
 
 
@@ -99,13 +86,13 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     film, defaults, parameters = document["film"], document["defaults"], document["parameters"]
     check_fields(film, "film", FILM_FIELDS)
     check_fields(defaults, "defaults", DEFAULT_FIELDS)
-    check_fields(parameters, "parameters", PARAMETER_FIELDS, PARAMETER_OPTIONAL)
-    if parameters.get("embedding_reads", EMBEDDING_READS[0]) not in EMBEDDING_READS:
+    check_fields(parameters, "parameters", *yaml_keys(Parameters))
+    if parameters.get("embedding_reads") not in (None, *choices_of(Parameters, "embedding_reads")):
         raise FilmError(f"{parameters.where('embedding_reads')}: parameters: embedding_reads must be table (a step "
                         f"reads every weight, the source's convention) or rows (only its tokens' rows of the input "
                         f"embedding table), not {parameters['embedding_reads']!r}")
     narration = document["narration"]
-    check_fields(narration, "narration", NARRATION_FIELDS)
+    check_fields(narration, "narration", *yaml_keys(NarrationSettings))
     check_narration(narration)
     try:
         parse_voice(narration["voice"])
@@ -114,7 +101,7 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     if not all(isinstance(pill, str) for pill in parameters["roofline_pills"]):
         raise FilmError(f"{parameters.where('roofline_pills')}: parameters: roofline_pills should be a list of "
                         f"GPU ids, e.g. [a100-sxm-80gb, rtx-4090]")
-    for key, (low, high) in PARAMETER_BOUNDS.items():
+    for key, (low, high, _unit) in bounds_of(Parameters).items():
         if not low <= parameters[key] <= high:
             raise FilmError(f"{parameters.where(key)}: parameters: {key} must be from {low:,} to {high:,}, "
                             f"not {parameters[key]:,}")
@@ -201,9 +188,7 @@ def check_scene(beat: YamlMap, label: str) -> None:
 
 def check_narration(narration: YamlMap) -> None:
     """Settings that would make fitting meaningless."""
-    limits = {"lead_in": (0, 5), "gap": (0, 5), "max_tempo": (1, 2), "clause_pause": (0, 2),
-              "sentence_pause": (0, 3), "loudness_lufs": (-40, -5), "true_peak_dbtp": (-20, 0)}
-    for key, (low, high) in limits.items():
+    for key, (low, high, _unit) in bounds_of(NarrationSettings).items():
         if not low <= narration[key] <= high:
             raise FilmError(f"{narration.where(key)}: narration: {key} must be between {low} and {high}, "
                             f"not {narration[key]}")

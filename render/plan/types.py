@@ -28,6 +28,7 @@ from render import formatting
 from render.errors import FilmError
 from render.plan import codec
 from render.specs.catalog import MeasuredDataset
+from render.specs.schema import datum
 from render.specs.types import DataType, Deployment, Gpu, Hardware, Model
 
 # Speech engines a storyboard or VOICE= may name (render/voice/speech.py implements them).
@@ -408,16 +409,16 @@ class Pill:
 
 @dataclass(frozen=True)
 class Parameters:
-    prompt_tokens: int            # the prefill beat's prompt
-    batch_size: int               # users decoding together in the batching beat
-    batch_context_tokens: int     # cached tokens each of them rereads per step
-    long_prompt_tokens: int       # the wasted-money beat's long prompt
+    prompt_tokens: int = datum(1, 10_000_000, "tokens")           # the prefill beat's prompt
+    batch_size: int = datum(1, 100_000, "users")                  # users decoding together in the batching beat
+    batch_context_tokens: int = datum(0, 10_000_000, "tokens")    # cached tokens each of them rereads per step
+    long_prompt_tokens: int = datum(1, 10_000_000, "tokens")      # the wasted-money beat's long prompt
     compare_gpu: str
     compare_gpu_when_same: str
     roofline_pills: tuple[str, ...]
     # What a step reads of the input embedding table: "table", all of it (the source's convention: "all 16 GB"),
     # or "rows", only its tokens' rows (what a real step gathers)
-    embedding_reads: str = "table"
+    embedding_reads: str = datum(one_of=("table", "rows"), default="table")
 
     @property
     def embedding_rows(self) -> bool:
@@ -429,13 +430,13 @@ class Parameters:
 class NarrationSettings:
     voice: str              # hibari, piper or recorded, optionally engine:voice
     recordings: str         # folder of <beat-id>.wav/.flac recordings (absolute)
-    lead_in: float
-    gap: float
-    max_tempo: float
-    clause_pause: float
-    sentence_pause: float
-    loudness_lufs: float
-    true_peak_dbtp: float
+    lead_in: float = datum(0, 5, "seconds")          # silence before a beat's first word
+    gap: float = datum(0, 5, "seconds")              # silence kept before the next beat
+    max_tempo: float = datum(1, 2, "times")          # the fastest the voice may be sped up to fit its slot
+    clause_pause: float = datum(0, 2, "seconds")
+    sentence_pause: float = datum(0, 3, "seconds")
+    loudness_lufs: float = datum(-40, -5, "LUFS")    # the track's integrated loudness (EBU R128)
+    true_peak_dbtp: float = datum(-20, 0, "dBTP")
 
     @property
     def engine(self) -> str:

@@ -1,8 +1,9 @@
 """Stage 1, specs and maths: what the GPUs, models and data types in data/ are, and the roofline.
 
     yamlio.py          YAML that remembers line numbers; the field checks every data file shares
-    types.py           Gpu, Model, DataType: the spec sheets as frozen dataclasses
-    catalog.py         loads and validates data/ (and data/measured/)
+    schema.py          what a data file may hold, read off the dataclasses' fields (ranges, units, choices)
+    types.py           Gpu, Model, DataType: the spec sheets as frozen dataclasses, each field's range beside it
+    catalog.py         loads and validates data/ (and data/measured/: MeasuredDataset)
     pronunciations.py  written forms -> spoken forms, from data/pronunciations.yaml
     roofline.py        pure maths: every number the film shows, from the specs alone
 """

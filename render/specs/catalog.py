@@ -2,110 +2,81 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
-import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from render.errors import FilmError, unknown_name_error
 from render.files import DATA_DIR
 from render.specs.architecture import count_parameters
+from render.specs.schema import date_text, datum, from_yaml, yaml_keys
 from render.specs.types import DataType, Gpu, Model
 from render.text import NAME_LENGTH, control_characters
 from render.specs.yamlio import YamlList, YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml
 
-NUMBER = (int, float)
 DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-MAYBE_NUMBER = (int, float, type(None))
-
-GPU_FIELDS = {
-    "id": str, "name": str, "short_name": str, "spoken_name": str, "article": str,
-    "bf16_flops": NUMBER, "fp8_flops": MAYBE_NUMBER, "bandwidth": NUMBER,
-    "memory_gib": NUMBER, "sm_count": int, "source": str,
-    "interconnect_bandwidth": NUMBER, "allreduce_latency_seconds": NUMBER, "allreduce_latency_is_assumption": bool,
-    "interconnect_source": str,
-}
-GPU_OPTIONAL = {"compute_unit": str}
-COMPUTE_UNITS = ("SM", "CU")  # NVIDIA's streaming multiprocessors, AMD's compute units
-MODEL_FIELDS = {
-    "id": str, "name": str, "spoken_name": str, "layers": int, "hidden_size": int,
-    "attention_heads": int, "kv_heads": int, "head_dim": int, "ffn_size": int,
-    "vocab_size": int, "tied_embeddings": bool, "qkv_bias": bool, "parameters": int, "source": str,
-}
-MODEL_OPTIONAL = {
-    "architecture": str, "qk_norm": bool, "experts": int, "experts_per_token": int, "expert_ffn_size": int,
-    "shared_experts": int, "dense_layers": int, "router_bias": bool, "q_lora_rank": int, "kv_lora_rank": int,
-    "qk_rope_head_dim": int, "v_head_dim": int,
-}
 # A config whose counted parameters are further than this from its published total has a typo.
 PARAMETER_TOLERANCE = 0.001
-DTYPE_FIELDS = {
-    "id": str, "name": str, "spoken_name": str, "bytes_per_weight": NUMBER, "arithmetic": str,
-    "weight_only": bool, "kv_dtype": str, "kv_bytes": NUMBER, "embeddings_in_format": bool, "source": str,
-}
-ARITHMETIC_FORMATS = ("bf16", "fp8")
-
-MEASURED_FIELDS = {
-    "id": str, "route": str, "provider": str, "precision": str, "model": str,
-    "compared_gpu": str, "compared_gpu_is_assumption": bool, "source": str, "prompts": list,
-}
-MEASURED_OPTIONAL = {"measured_on": (str, datetime.date, type(None)), "other_providers": list, "label": str,
-                     # written by `film measure`
-                     "endpoint_host": str, "model_reported": str, "runs": int, "tool_version": str,
-                     "definitions": str, "prompt_cache": str, "prompt_tokens_counted_by": str,
-                     "prompt_tokens_estimated": bool,
-                     "calibration": dict}  # the fit `film measure` found, kept as a record (it is fitted again)
-PROMPT_CACHE = ("cold", "cached")  # every prompt new to the server's cache, or sent once before its runs
-MEASURED_PROMPT_FIELDS = {
-    "prompt_tokens": int, "ttft_seconds": MAYBE_NUMBER, "decode_tokens_per_second": MAYBE_NUMBER,
-}
-MEASURED_PROMPT_OPTIONAL = {"ttft_approximate": bool,
-                            # written by `film measure`
-                            "ttft_spread_seconds": list, "decode_spread_tokens_per_second": (list, type(None)),
-                            "inter_token_latency_seconds": (dict, type(None)), "output_tokens": int, "runs": int,
-                            "token_counts": str, "prompt_tokens_spread": list, "reasoning_tokens": int,
-                            "ttfc_seconds": MAYBE_NUMBER, "concurrency": list}
-CONCURRENCY_FIELDS = {"streams": int, "aggregate_tokens_per_second": NUMBER}
-CONCURRENCY_OPTIONAL = {"decode_tokens_per_second": MAYBE_NUMBER, "decode_spread_tokens_per_second": (list, type(None)),
-                        "ttft_seconds": NUMBER, "ttft_spread_seconds": list, "rounds": int}
-OTHER_PROVIDER_FIELDS = {
-    "provider": (str, type(None)), "precision": str, "decode_tokens_per_second": NUMBER, "source": str,
-}
+TTFT = (1e-4, 600, "seconds")
+DECODE_RATE = (0.01, 100_000, "tokens/s")
 
 
-@dataclass(frozen=True)
+def record(**metadata) -> object:
+    """A figure `film measure` writes beside the medians (their spread, how they were counted), kept as a record:
+    the film reads the medians."""
+    return datum(default=None, **metadata)
+
+
+@dataclass(frozen=True, kw_only=True)
 class ConcurrencyLevel:
     """So many streams at once against the endpoint: their tokens per second together."""
 
-    streams: int
-    aggregate_tokens_per_second: float
-    decode_tokens_per_second: float | None = None   # per stream, median
-    ttft_seconds: float | None = None               # per stream, median
+    streams: int = datum(1, 4096, "streams")
+    aggregate_tokens_per_second: float = datum(0.01, 10_000_000, "tokens/s")
+    decode_tokens_per_second: float | None = datum(*DECODE_RATE, default=None)  # per stream, median
+    decode_spread_tokens_per_second: tuple[float, ...] | None = record()
+    ttft_seconds: float | None = datum(*TTFT, default=None)  # per stream, median
+    ttft_spread_seconds: tuple[float, ...] | None = record()
+    rounds: int | None = record()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MeasuredPrompt:
-    prompt_tokens: int
-    ttft_seconds: float | None
-    decode_tokens_per_second: float | None
+    prompt_tokens: int = datum(1, 10_000_000, "tokens")
+    ttft_seconds: float | None = datum(*TTFT)
     ttft_approximate: bool = False
-    reasoning_tokens: int = 0
-    concurrency: tuple[ConcurrencyLevel, ...] = ()
+    ttft_spread_seconds: tuple[float, ...] | None = record()
+    decode_tokens_per_second: float | None = datum(*DECODE_RATE)
+    decode_spread_tokens_per_second: tuple[float, ...] | None = record()
+    inter_token_latency_seconds: dict[str, Any] | None = record()  # p50, p90, p99 of the gaps between tokens
+    output_tokens: int | None = record()
+    runs: int | None = record()
+    token_counts: str | None = record()    # "usage", or "approximate (chunks counted)"
+    prompt_tokens_spread: tuple[int, ...] | None = record()
+    reasoning_tokens: int = 0              # the first tokens were reasoning: TTFT counts them
+    ttfc_seconds: float | None = record()  # time to the first content token, after the reasoning
+    concurrency: tuple[ConcurrencyLevel, ...] = datum(default=(), item="concurrency level")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OtherProvider:
     provider: str | None
     precision: str
-    decode_tokens_per_second: float
+    decode_tokens_per_second: float = datum(*DECODE_RATE)
     source: str
 
 
-@dataclass(frozen=True)
+# every prompt new to the server's cache, or sent once before its runs
+PROMPT_CACHE = ("cold", "cached")
+
+
+@dataclass(frozen=True, kw_only=True)
 class MeasuredDataset:
-    """Timings from a live endpoint, and which model and GPU they are compared with."""
+    """Timings from a live endpoint, and which model and GPU they are compared with: its file's schema, read and
+    written (by `film measure`) through these fields."""
 
     id: str
     route: str
@@ -114,14 +85,24 @@ class MeasuredDataset:
     model: str
     compared_gpu: str
     compared_gpu_is_assumption: bool
-    source: str
-    prompts: tuple[MeasuredPrompt, ...]
-    measured_on: str | None = None
+    measured_on: str | None = datum(default=None, written_as=(str, datetime.date, type(None)), read=date_text)
     label: str | None = None
-    other_providers: tuple[OtherProvider, ...] = field(default_factory=tuple)
-    path: str = ""
-    prompt_cache: str | None = None        # "cold" or "cached"; None: the source does not say
-    prompt_tokens_estimated: bool = False  # the server reported no usage, so prompt sizes are estimates
+    source: str
+    # written by `film measure`
+    endpoint_host: str | None = record()
+    model_reported: str | None = record()
+    runs: int | None = record()
+    tool_version: str | None = record()
+    # None: the source does not say
+    prompt_cache: str | None = datum(one_of=PROMPT_CACHE, either=True, default=None)
+    prompt_tokens_counted_by: str | None = record()
+    # the server reported no usage, so prompt sizes are estimates
+    prompt_tokens_estimated: bool = False
+    definitions: str | None = record()
+    prompts: tuple[MeasuredPrompt, ...] = datum(item="prompt")
+    other_providers: tuple[OtherProvider, ...] = datum(default=(), item="other provider")
+    calibration: dict[str, Any] | None = record()  # the fit `film measure` found, a record (the film fits again)
+    path: str = datum(default="", yaml=False)
 
     @property
     def reasoning(self) -> bool:
@@ -181,15 +162,14 @@ CATALOG_FILES = ("gpus.yaml", "models.yaml", "dtypes.yaml")
 @kept_while_unchanged(lambda data_dir=DATA_DIR: [Path(data_dir) / name for name in CATALOG_FILES])
 def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
     data_dir = Path(data_dir)
-    gpus = {gpu.id: gpu for gpu in load_entries(data_dir / "gpus.yaml", "gpus", "GPU", GPU_FIELDS, Gpu, GPU_OPTIONAL)}
-    models = {m.id: m for m in load_entries(data_dir / "models.yaml", "models", "model", MODEL_FIELDS, Model,
-                                            MODEL_OPTIONAL)}
-    dtypes = {d.id: d for d in load_entries(data_dir / "dtypes.yaml", "dtypes", "data type", DTYPE_FIELDS, DataType)}
+    gpus = {gpu.id: gpu for gpu in load_entries(data_dir / "gpus.yaml", "gpus", "GPU", Gpu)}
+    models = {model.id: model for model in load_entries(data_dir / "models.yaml", "models", "model", Model)}
+    dtypes = {dtype.id: dtype for dtype in load_entries(data_dir / "dtypes.yaml", "dtypes", "data type", DataType)}
     return Catalog(gpus, models, dtypes, data_dir / "measured", data_dir)
 
 
-def load_entries(path: Path, top_key: str, kind: str, fields: dict, make: type[T],
-                 optional: dict | None = None) -> list[T]:
+def load_entries(path: Path, top_key: str, kind: str, make: type[T]) -> list[T]:
+    """Every entry of a catalog file, checked against its dataclass's fields (render/specs/types.py)."""
     document = load_yaml(path)
     if not isinstance(document, YamlMap) or top_key not in document:
         raise FilmError(f"{display_path(path)}: expected a top-level '{top_key}:' list")
@@ -200,81 +180,15 @@ def load_entries(path: Path, top_key: str, kind: str, fields: dict, make: type[T
         label = f"{kind} {entry.get('id', index + 1)!r}" if isinstance(entry, dict) else f"{kind} {index + 1}"
         if not isinstance(entry, YamlMap):
             raise FilmError(f"{entries.where(index)}: {label} should be a mapping of keys to values")
-        check_fields(entry, label, fields, optional)
-        if entry["id"] in seen:
+        if isinstance(entry.get("id"), str) and entry["id"] in seen:
             raise FilmError(f"{entry.where('id')}: {label} is defined twice (first at line {seen[entry['id']]})")
-        seen[entry["id"]] = entry.key_lines["id"]
         check_text(entry, label)
-        check_entry(entry, kind, label)
-        given = {key: entry[key] for key in optional or {} if entry.get(key) is not None}
-        made = make(**{key: entry[key] for key in fields}, **given)
-        if kind == "model":
+        made = from_yaml(make, entry, label, then=check_model_entry if make is Model else None)
+        seen[made.id] = entry.key_lines["id"]
+        if make is Model:
             check_parameter_count(made, entry, label)
         result.append(made)
     return result
-
-
-# What a real entry can hold, in the data's own units: a value outside is a typo, not a chip.
-BOUNDS = {
-    "GPU": {
-        "bf16_flops": (1e12, 1e17, "FLOP/s (1 TFLOP/s to 100 PFLOP/s, dense)"),
-        "fp8_flops": (1e12, 1e17, "FLOP/s (1 TFLOP/s to 100 PFLOP/s, dense)"),
-        "bandwidth": (1e10, 1e14, "bytes/s (10 GB/s to 100 TB/s)"),
-        "memory_gib": (1, 100_000, "GiB"),
-        "sm_count": (1, 10_000, "streaming multiprocessors"),
-        "interconnect_bandwidth": (1e9, 1e14, "bytes/s per GPU and direction (1 GB/s to 100 TB/s)"),
-        "allreduce_latency_seconds": (1e-7, 1e-2, "seconds (0.1 µs to 10 ms)"),
-    },
-    "model": {
-        "layers": (1, 1_000, "layers"), "hidden_size": (64, 1_000_000, "values"),
-        "attention_heads": (1, 10_000, "heads"), "kv_heads": (1, 10_000, "heads"),
-        "head_dim": (8, 4_096, "values"), "ffn_size": (64, 10_000_000, "values"),
-        "vocab_size": (100, 10_000_000, "tokens"), "parameters": (1e6, 1e14, "parameters"),
-        "experts": (0, 100_000, "experts"), "experts_per_token": (0, 1_000, "experts"),
-        "expert_ffn_size": (0, 10_000_000, "values"), "shared_experts": (0, 1_000, "experts"),
-        "dense_layers": (0, 1_000, "layers"), "q_lora_rank": (0, 1_000_000, "values"),
-        "kv_lora_rank": (0, 1_000_000, "values"), "qk_rope_head_dim": (0, 4_096, "values"),
-        "v_head_dim": (0, 4_096, "values"),
-    },
-    "data type": {
-        "bytes_per_weight": (0.0625, 8, "bytes"), "kv_bytes": (0.0625, 8, "bytes"),
-    },
-}
-MEASURED_BOUNDS = {
-    "prompt_tokens": (1, 10_000_000, "tokens"),
-    "ttft_seconds": (1e-4, 600, "seconds"),
-    "decode_tokens_per_second": (0.01, 100_000, "tokens/s"),
-}
-CONCURRENCY_BOUNDS = {
-    "streams": (1, 4096, "streams"),
-    "aggregate_tokens_per_second": (0.01, 10_000_000, "tokens/s"),
-    "decode_tokens_per_second": (0.01, 100_000, "tokens/s"),
-    "ttft_seconds": (1e-4, 600, "seconds"),
-}
-
-
-def check_range(mapping: YamlMap, key: str, label: str, bounds: tuple[float, float, str]) -> None:
-    """A number must be finite and within its physical bounds; the message says which and why."""
-    value = mapping.get(key)
-    problem = out_of_range(value, bounds)
-    if problem:
-        raise FilmError(f"{mapping.where(key)}: {label}: {key!r} is {value!r}; {problem}")
-
-
-def out_of_range(value, bounds: tuple[float, float, str]) -> str | None:
-    """'it must be between 64 and 1,000,000 values' for a number outside its bounds; None within them
-    (or for what is not a number: the type checks say that)."""
-    low, high, unit = bounds
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if math.isfinite(value) and low <= value <= high:
-        return None
-    return f"it must be between {bound_text(low)} and {bound_text(high)} {unit}"
-
-
-def bound_text(value: float) -> str:
-    """1e+10 for the very large, 10,000,000 for counts, 0.0001 for the small."""
-    return f"{value:,.0f}" if 1 <= value < 1e9 and value == int(value) else f"{value:g}"
 
 
 NAME_FIELDS = ("name", "short_name", "spoken_name", "provider", "label")
@@ -294,24 +208,6 @@ def check_text(entry: YamlMap, label: str) -> None:
         if key in NAME_FIELDS and len(value) > NAME_LENGTH:
             raise FilmError(f"{entry.where(key)}: {label}: {key!r} is {len(value):,} characters long; a name is at "
                             f"most {NAME_LENGTH}")
-
-
-def check_entry(entry: YamlMap, kind: str, label: str) -> None:
-    """Value checks beyond types: what would make the roofline meaningless."""
-    for key, bounds in BOUNDS[kind].items():
-        check_range(entry, key, label, bounds)
-    if kind == "GPU" and entry.get("compute_unit", "SM") not in COMPUTE_UNITS:
-        raise FilmError(f"{entry.where('compute_unit')}: {label}: 'compute_unit' must be one of "
-                        f"{', '.join(COMPUTE_UNITS)} (what sm_count counts), not {entry['compute_unit']!r}")
-    if kind == "GPU" and entry["article"] not in ("a", "an"):
-        raise FilmError(f"{entry.where('article')}: {label}: 'article' must be 'a' or 'an', not {entry['article']!r}")
-    if kind == "data type" and entry["arithmetic"] not in ARITHMETIC_FORMATS:
-        raise FilmError(
-            f"{entry.where('arithmetic')}: {label}: 'arithmetic' must be one of "
-            f"{', '.join(ARITHMETIC_FORMATS)}, not {entry['arithmetic']!r}"
-        )
-    if kind == "model":
-        check_model_entry(entry, label)
 
 
 def check_model_entry(entry: YamlMap, label: str) -> None:
@@ -357,65 +253,22 @@ def check_parameter_count(model: Model, entry: YamlMap, label: str) -> None:
 def load_measured(path: Path) -> MeasuredDataset:
     document = load_yaml(path)
     label = f"measured dataset {path.stem!r}"
-    check_fields(document, label, MEASURED_FIELDS, MEASURED_OPTIONAL)
+    check_fields(document, label, *yaml_keys(MeasuredDataset))
     check_text(document, label)
     if document["id"] != path.stem:
         raise FilmError(
             f"{document.where('id')}: {label}: id {document['id']!r} should match the file name {path.stem!r}"
         )
-    prompts = []
-    for index, entry in enumerate(document["prompts"]):
-        what = f"{label}, prompt {index + 1}"
-        check_fields(entry, what, MEASURED_PROMPT_FIELDS, MEASURED_PROMPT_OPTIONAL)
-        for key, bounds in MEASURED_BOUNDS.items():
-            check_range(entry, key, what, bounds)
-        prompts.append(MeasuredPrompt(**{key: entry[key] for key in (*MEASURED_PROMPT_FIELDS, "ttft_approximate")
-                                         if key in entry},
-                                      reasoning_tokens=entry.get("reasoning_tokens") or 0,
-                                      concurrency=concurrency_levels(entry, what)))
-    if len(prompts) < 2:
-        raise FilmError(f"{document.where('prompts')}: {label}: needs at least two prompt lengths, has {len(prompts)}")
-    lengths = [prompt.prompt_tokens for prompt in prompts]
+    dataset = from_yaml(MeasuredDataset, document, label)
+    if len(dataset.prompts) < 2:
+        raise FilmError(f"{document.where('prompts')}: {label}: needs at least two prompt lengths, "
+                        f"has {len(dataset.prompts)}")
+    lengths = [prompt.prompt_tokens for prompt in dataset.prompts]
     if lengths != sorted(set(lengths)):
         raise FilmError(f"{document.where('prompts')}: {label}: prompt lengths must increase, got {lengths}")
-    others = []
-    for index, entry in enumerate(document.get("other_providers") or []):
-        check_fields(entry, f"{label}, other provider {index + 1}", OTHER_PROVIDER_FIELDS)
-        check_range(entry, "decode_tokens_per_second", f"{label}, other provider {index + 1}",
-                    MEASURED_BOUNDS["decode_tokens_per_second"])
-        others.append(OtherProvider(**entry))
-    return MeasuredDataset(
-        **{key: document[key] for key in MEASURED_FIELDS if key != "prompts"},
-        prompts=tuple(prompts),
-        measured_on=str(document["measured_on"]) if document.get("measured_on") is not None else None,
-        label=document.get("label"),
-        other_providers=tuple(others),
-        path=display_path(path),
-        prompt_cache=prompt_cache(document, label),
-        prompt_tokens_estimated=bool(document.get("prompt_tokens_estimated")),
-    )
-
-
-def prompt_cache(document: YamlMap, label: str) -> str | None:
-    value = document.get("prompt_cache")
-    if value is not None and value not in PROMPT_CACHE:
-        raise FilmError(f"{document.where('prompt_cache')}: {label}: 'prompt_cache' must be "
-                        f"{' or '.join(PROMPT_CACHE)}, not {value!r}")
-    return value
-
-
-def concurrency_levels(entry: YamlMap, what: str) -> tuple[ConcurrencyLevel, ...]:
-    """A prompt's concurrency sweep: levels of increasing streams, the first a single stream."""
-    levels = []
-    for index, level in enumerate(entry.get("concurrency") or []):
-        where = f"{what}, concurrency level {index + 1}"
-        check_fields(level, where, CONCURRENCY_FIELDS, CONCURRENCY_OPTIONAL)
-        for key, bounds in CONCURRENCY_BOUNDS.items():
-            check_range(level, key, where, bounds)
-        levels.append(ConcurrencyLevel(level["streams"], level["aggregate_tokens_per_second"],
-                                       level.get("decode_tokens_per_second"), level.get("ttft_seconds")))
-    streams = [level.streams for level in levels]
-    if levels and (streams != sorted(set(streams)) or streams[0] != 1):
-        raise FilmError(f"{entry.where('concurrency')}: {what}: concurrency levels must start at 1 stream and "
-                        f"increase, got {streams}")
-    return tuple(levels)
+    for index, (entry, prompt) in enumerate(zip(document["prompts"], dataset.prompts)):
+        streams = [level.streams for level in prompt.concurrency]
+        if streams and (streams != sorted(set(streams)) or streams[0] != 1):
+            raise FilmError(f"{entry.where('concurrency')}: {label}, prompt {index + 1}: concurrency levels must "
+                            f"start at 1 stream and increase, got {streams}")
+    return dataclasses.replace(dataset, path=display_path(path))

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from render.errors import FilmError
 from render.specs.architecture import count_parameters
-from render.specs.catalog import BOUNDS, PARAMETER_TOLERANCE, out_of_range
+from render.specs.catalog import PARAMETER_TOLERANCE
+from render.specs.schema import bounds_of, out_of_range
 from render.specs.types import Model
 from render.files import read_capped
 from render.specs.yamlio import display_path
@@ -184,7 +185,7 @@ def model_from_config(config: dict, where: str, model_id: str | None = None, nam
     the_name = name or default_name(the_id)
     draft = Model(id=the_id, name=the_name, spoken_name=the_name, parameters=1, source=where, **fields)
     total = count_parameters(draft).total
-    problem = out_of_range(total, BOUNDS["model"]["parameters"])
+    problem = out_of_range(total, bounds_of(Model)["parameters"])
     if problem:
         raise FilmError(f"{where}: its architecture has {total:,} parameters; {problem}: is it a real model's config?")
     return Model(**{**draft.__dict__, "parameters": total,
@@ -200,8 +201,9 @@ EXPERT_KEYS = {"mixtral": "num_local_experts", "qwen3_moe": "num_experts", "deep
 
 
 def check_model_bounds(fields: dict, where: str, model_type: str) -> None:
-    """The catalog's ranges (render/specs/catalog.py), applied to a config exactly as to a catalog entry."""
-    for name, bounds in BOUNDS["model"].items():
+    """The catalog's ranges (the Model's fields, render/specs/types.py), applied to a config exactly as to a
+    catalog entry."""
+    for name, bounds in bounds_of(Model).items():
         if name not in fields:
             continue
         problem = out_of_range(fields[name], bounds)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from render.specs.schema import datum
+
 GIB = 2**30
+# A value outside a field's range is a typo, not a chip: each range is in the data's own units.
+FLOPS = (1e12, 1e17, "FLOP/s (1 TFLOP/s to 100 PFLOP/s, dense)")
 
 
 @dataclass(frozen=True)
@@ -13,18 +17,21 @@ class Gpu:
     name: str
     short_name: str
     spoken_name: str
-    article: str
-    bf16_flops: float
-    fp8_flops: float | None
-    bandwidth: float
-    memory_gib: float
-    sm_count: int
+    article: str = datum(one_of=("a", "an"), either=True)  # the article before its spoken name
+    bf16_flops: float = datum(*FLOPS)
+    fp8_flops: float | None = datum(*FLOPS)
+    bandwidth: float = datum(1e10, 1e14, "bytes/s (10 GB/s to 100 TB/s)")
+    memory_gib: float = datum(1, 100_000, "GiB")
+    sm_count: int = datum(1, 10_000, "streaming multiprocessors")
     source: str
-    interconnect_bandwidth: float        # GPU-to-GPU bytes/s per GPU, in one direction
-    allreduce_latency_seconds: float     # the fixed cost of one all-reduce, whatever its size
+    # GPU-to-GPU bytes/s per GPU, in one direction
+    interconnect_bandwidth: float = datum(1e9, 1e14, "bytes/s per GPU and direction (1 GB/s to 100 TB/s)")
+    # the fixed cost of one all-reduce, whatever its size
+    allreduce_latency_seconds: float = datum(1e-7, 1e-2, "seconds (0.1 µs to 10 ms)")
     allreduce_latency_is_assumption: bool
     interconnect_source: str
-    compute_unit: str = "SM"             # the vendor's name for what sm_count counts: SM (NVIDIA), CU (AMD)
+    # the vendor's name for what sm_count counts: NVIDIA's streaming multiprocessors, AMD's compute units
+    compute_unit: str = datum(one_of=("SM", "CU"), why="what sm_count counts", default="SM")
 
     @property
     def memory_bytes(self) -> float:
@@ -39,31 +46,34 @@ class Model:
     id: str
     name: str
     spoken_name: str
-    layers: int
-    hidden_size: int
-    attention_heads: int
-    kv_heads: int
-    head_dim: int             # query/key width per head (MLA: the no-position part + the rotary part)
-    ffn_size: int             # a dense MLP's intermediate size
-    vocab_size: int
+    layers: int = datum(1, 1_000, "layers")
+    hidden_size: int = datum(64, 1_000_000, "values")
+    attention_heads: int = datum(1, 10_000, "heads")
+    kv_heads: int = datum(1, 10_000, "heads")
+    # query/key width per head (MLA: the no-position part + the rotary part)
+    head_dim: int = datum(8, 4_096, "values")
+    ffn_size: int = datum(64, 10_000_000, "values")  # a dense MLP's intermediate size
+    vocab_size: int = datum(100, 10_000_000, "tokens")
     tied_embeddings: bool
     qkv_bias: bool
-    parameters: int           # the published total (for an imported config: the counted one)
+    # the published total (for an imported config: the counted one)
+    parameters: int = datum(1e6, 1e14, "parameters")
     source: str
     architecture: str = "llama"   # the config's model_type
     qk_norm: bool = False         # Qwen3: an RMS norm on each query and key head
     # Mixture of experts (experts = 0: a dense model)
-    experts: int = 0              # routed experts per MoE layer
-    experts_per_token: int = 0    # of those, how many each token uses
-    expert_ffn_size: int = 0      # one expert's intermediate size
-    shared_experts: int = 0       # experts every token uses (DeepSeek)
-    dense_layers: int = 0         # layers whose MLP is dense in a MoE model (DeepSeek's first three)
+    experts: int = datum(0, 100_000, "experts", default=0)               # routed experts per MoE layer
+    experts_per_token: int = datum(0, 1_000, "experts", default=0)       # of those, how many each token uses
+    expert_ffn_size: int = datum(0, 10_000_000, "values", default=0)     # one expert's intermediate size
+    shared_experts: int = datum(0, 1_000, "experts", default=0)          # experts every token uses (DeepSeek)
+    # layers whose MLP is dense in a MoE model (DeepSeek's first three)
+    dense_layers: int = datum(0, 1_000, "layers", default=0)
     router_bias: bool = False     # a per-expert bias on the router (DeepSeek-V3's score correction)
     # Multi-head latent attention (kv_lora_rank = 0: ordinary grouped-query attention)
-    q_lora_rank: int = 0
-    kv_lora_rank: int = 0
-    qk_rope_head_dim: int = 0
-    v_head_dim: int = 0
+    q_lora_rank: int = datum(0, 1_000_000, "values", default=0)
+    kv_lora_rank: int = datum(0, 1_000_000, "values", default=0)
+    qk_rope_head_dim: int = datum(0, 4_096, "values", default=0)
+    v_head_dim: int = datum(0, 4_096, "values", default=0)
 
     @property
     def shape(self) -> tuple:
@@ -100,11 +110,11 @@ class DataType:
     id: str
     name: str
     spoken_name: str
-    bytes_per_weight: float
-    arithmetic: str
+    bytes_per_weight: float = datum(0.0625, 8, "bytes")
+    arithmetic: str = datum(one_of=("bf16", "fp8"), why="the tensor-core format its matrix products run in")
     weight_only: bool
     kv_dtype: str
-    kv_bytes: float
+    kv_bytes: float = datum(0.0625, 8, "bytes")
     embeddings_in_format: bool  # False: the embedding table and output head stay at 16 bits
     source: str
 

@@ -2,5 +2,4 @@
 
     bootstrap.py   one-command setup on a fresh machine (standard library only)
     bench.py       make bench: render speed and memory, as ratios measured in one run
-    measure.py     film measure: TTFT and decode rate of an OpenAI-compatible endpoint
 """
