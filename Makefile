@@ -102,14 +102,14 @@ page: setup-film
 	@$(FILM) page $(VOICE_CHOICES)
 
 bench: setup-film
-	@$(VENV)/bin/python -m render.tools.bench
+	@$(FILM) --quiet bench
 
 goldens: setup-film
-	@$(VENV)/bin/python -m render.tools.goldens
+	@$(FILM) goldens
 
 # Every GPU x model x data type x GPU count (GPUS=1,2,4,8) narrated: which fit, and each one's tightest slot.
 check-choices: setup
-	@$(VENV)/bin/python -m render.tools.check_choices $(call arg,GPUS,gpus) $(call arg,EFFICIENCY,efficiency)
+	@$(FILM) check-choices $(call arg,GPUS,gpus) $(call arg,EFFICIENCY,efficiency)
 
 clean:
 	rm -rf build

@@ -25,6 +25,7 @@ from render import __version__, formatting as fmt
 from render.errors import FilmError
 from render.files import BUILD_DIR, DATA_DIR, STORYBOARD_PATH, cache_dir, output_dir, write_atomic
 from render.formatting import timestamp as format_timestamp
+from render.plan.report import roofline_report, roofline_table
 from render.plan.resolve import resolve_choice, resolve_plan
 from render.plan.storyboard import load_storyboard
 from render.specs import roofline as rl
@@ -179,7 +180,44 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="list the known GPUs, models, data types or measured datasets")
     listing.add_argument("what", choices=("gpus", "models", "dtypes", "measured"))
     listing.set_defaults(run=run_list)
+
+    checks = commands.add_parser("check-choices", help="narrate every GPU x model x data type x GPU count: which "
+                                                       "make a film, and each one's fullest slot")
+    checks.add_argument("--gpus", type=gpu_counts, default=None,
+                        help="GPU counts to try, comma-separated (default: every count in the matrix, 1,2,4,8)")
+    checks.add_argument("--out", type=Path, default=BUILD_DIR / "check-choices.tsv")
+    checks.add_argument("--cache", type=Path, default=None, help="the clip cache (default: build/cache)")
+    checks.add_argument("--sample", action="store_true",
+                        help="only the sample make test narrates: the tightest ten by estimate and each axis's ends")
+    checks.add_argument("--layout", action="store_true",
+                        help="also lint every beat's layout (about 40 s a choice: with --sample, or for hours)")
+    checks.add_argument("--efficiency", help="the films of expected numbers: EFFICIENCY=, a measured dataset's id or "
+                                             "compute=0.6,memory=0.8")
+    checks.add_argument("--jobs", type=whole_number(1, 256), default=os.cpu_count() or 1,
+                        help="choices narrated at once, each in its own process (default: one per core)")
+    checks.set_defaults(run=run_check_choices)
+
+    goldens = commands.add_parser("goldens", help="make again the stills the tests compare every beat with")
+    goldens.add_argument("--out", type=Path, default=None, help="where the stills go (default: tests/goldens)")
+    goldens.set_defaults(run=run_goldens)
+
+    bench = commands.add_parser("bench", help="how fast the film renders here, as ratios to its length")
+    bench.add_argument("--qualities", default="low,high", help="comma-separated qualities to render cold")
+    bench.add_argument("--build", type=Path, default=BUILD_DIR / "bench", help="scratch folder (emptied first)")
+    bench.add_argument("--out", type=Path, default=BUILD_DIR / "bench.json")
+    bench.set_defaults(run=run_bench)
     return parser
+
+
+def gpu_counts(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give whole numbers of GPUs separated by commas, e.g. 1,2,4,8") from None
+    if not counts or any(count < 1 for count in counts):
+        raise argparse.ArgumentTypeError(f"{text!r}: each GPU count is at least 1")
+    return counts
 
 
 def add_choice_arguments(parser: argparse.ArgumentParser) -> None:
@@ -568,104 +606,13 @@ def run_roofline(args: argparse.Namespace) -> int:
                   f"a {prompt:,}-token prompt" if prompt >= args.batch * args.context
                   else f"{args.batch} sequences of {args.context:,} cached tokens")
     report = roofline_report(deployment, prompt, args.batch, args.context)
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print(roofline_table(choice, report))
+    print(json.dumps(report.as_data(), indent=2) if args.json else roofline_table(choice.label, deployment, report))
     return 0
-
-
-def roofline_report(deployment, prompt: int, batch: int, context: int) -> dict:
-    gpu, model, dtype, gpus = deployment.gpu, deployment.model, deployment.dtype, deployment.gpus
-    prefill = rl.time_on(deployment, rl.prefill(deployment, prompt))
-    phases = {"prefill": (prefill, prompt, 1, 0, prompt / prefill.seconds)}  # the prompt's tokens through prefill
-    single = rl.time_on(deployment, rl.decode_step(deployment, 1, context))
-    phases["decode"] = (single, 1, 1, context, 1 / single.seconds)
-    if batch > 1:
-        batched = rl.time_on(deployment, rl.decode_step(deployment, batch, context))
-        phases["decode_batch"] = (batched, batch, batch, context, batch / batched.seconds)
-    return {
-        "gpu": gpu.id, "gpus": gpus, "model": model.id, "dtype": dtype.id, "kv_dtype": dtype.kv_dtype,
-        "arithmetic": rl.arithmetic_format(gpu, dtype),
-        "peak_flops": rl.peak_flops(gpu, dtype),
-        "memory_bandwidth": gpu.bandwidth,
-        "interconnect_bandwidth": gpu.interconnect_bandwidth,
-        "allreduce_latency_seconds": gpu.allreduce_latency_seconds,
-        "ridge_ops_per_byte": rl.ridge_ops_per_byte(gpu, dtype),
-        "parameters": model.parameters,
-        "active_parameters": rl.active_parameters(model),
-        "weight_bytes": rl.weight_bytes(model, dtype),
-        "weight_bytes_per_gpu": rl.weight_bytes(model, dtype) / gpus,
-        "kv_bytes_per_token": rl.kv_bytes_per_token(model, dtype),
-        "kv_bytes_per_token_per_gpu": rl.kv_bytes_per_token_per_gpu(model, dtype, gpus),
-        "prefill_attention_fraction": rl.prefill_attention_fraction(model, prompt),
-        "batch_size_at_ridge": rl.batch_size_at_ridge(deployment, context),
-        "phases": {
-            name: {"tokens": tokens, "batch": b, "context_tokens": c, "operations": t.step.operations,
-                   "bytes_per_gpu": t.step.bytes, "ops_per_byte": t.step.ops_per_byte, "seconds": t.seconds,
-                   "compute_seconds": t.compute_seconds, "memory_seconds": t.memory_seconds,
-                   "communication_seconds": t.communication_seconds,
-                   "bound": t.bound, "tokens_per_second": rate}
-            for name, (t, tokens, b, c, rate) in phases.items()
-        },
-    }
-
-
-def roofline_table(choice, report: dict) -> str:
-    dtype = choice.dtype
-    ridge = report["ridge_ops_per_byte"]
-    at_ridge = report["batch_size_at_ridge"]
-    per_gpu = " per GPU" if choice.gpus > 1 else ""
-    lines = [
-        choice.label
-        + (" (weight-only, BF16 arithmetic)" if report["arithmetic"] != dtype.arithmetic or dtype.weight_only else ""),
-        f"  peak {fmt.teraflops(report['peak_flops'], short=True)}, bandwidth "
-        f"{fmt.bandwidth(report['memory_bandwidth'], short=True)}, "
-        f"ridge {fmt.ops_per_byte(ridge, short=True)}{per_gpu}",
-        f"  weights {fmt.gigabytes(report['weight_bytes'], short=True)}"
-        + (f" ({fmt.gigabytes(report['weight_bytes_per_gpu'], short=True)} per GPU)" if choice.gpus > 1 else "")
-        + f", KV cache {fmt.count(report['kv_bytes_per_token'])} bytes/token "
-        f"({fmt.bytes_per_token(report['kv_bytes_per_token'], short=True)}, {report['kv_dtype'].upper()})",
-    ]
-    if report["active_parameters"] != report["parameters"]:
-        lines.append(f"  mixture of experts: {fmt.part_of(report['active_parameters'], report['parameters'])} "
-                     f"parameters used per token")
-    if choice.gpus > 1:
-        lines.append(f"  interconnect {fmt.bandwidth(report['interconnect_bandwidth'], short=True)} per GPU each way, "
-                     f"all-reduce latency {report['allreduce_latency_seconds'] * 1e6:g} µs"
-                     + (" (assumed)" if choice.gpu.allreduce_latency_is_assumption else ""))
-    lines += [
-        "",
-        f"  {'phase':<13}{'tokens':>8}{'batch':>7}{'context':>9}{'operations':>12}{'bytes/GPU':>11}"
-        f"{'ops/byte':>10}{'time':>10}{'all-reduce':>12}  {'bound':<8}{'rate':>14}",
-    ]
-    for name, phase in report["phases"].items():
-        rate = (f"TTFT {fmt.duration(phase['seconds'], short=True)}" if name == "prefill"
-                else fmt.tokens_per_second(phase["tokens_per_second"], short=True))
-        lines.append(
-            f"  {name.replace('_', ' '):<13}{fmt.count(phase['tokens']):>8}{phase['batch']:>7}"
-            f"{fmt.count(phase['context_tokens']):>9}{fmt.large(phase['operations'], short=True):>12}"
-            f"{fmt.gigabytes(phase['bytes_per_gpu'], short=True):>11}"
-            f"{fmt.ops_per_byte(phase['ops_per_byte'], unit=False):>10}"
-            f"{fmt.duration(phase['seconds'], short=True):>10}"
-            f"{fmt.duration(phase['communication_seconds'], short=True) if phase['communication_seconds'] else '-':>12}"
-            f"  {phase['bound']:<8}{rate:>14}"
-        )
-    lines.append("")
-    attention = fmt.percent(report['prefill_attention_fraction'], short=True)
-    lines.append(f"  prefill attention: {attention} of its operations")
-    lines.append(
-        f"  decode reaches the ridge at batch {fmt.count(at_ridge)}" if at_ridge
-        else "  decode never reaches the ridge at this context: each sequence's KV cache grows with the batch"
-    )
-    return "\n".join(lines)
 
 
 def run_model_import(args: argparse.Namespace) -> int:
     """Append the config's entry to data/models.yaml (atomically, after checking it loads)."""
-    from render.specs.catalog import load_entries
-    from render.specs.hf_config import model_entry_yaml, model_from_file
-    from render.specs.types import Model
+    from render.specs.hf_config import add_model, model_entry_yaml, model_from_file
 
     if args.name is not None:
         found = control_characters(args.name)
@@ -674,23 +621,11 @@ def run_model_import(args: argparse.Namespace) -> int:
                             + (f"; this one holds control characters ({', '.join(found)})" if found else
                                f"; this one is {len(args.name):,} characters long" if args.name.strip() else ""))
     model = model_from_file(args.config, args.id, args.name)
-    entry = model_entry_yaml(model)
     if args.print:
-        print(entry, end="")
+        print(model_entry_yaml(model), end="")
         return 0
+    add_model(args.models, model)
     models_path = args.models
-    known = {m.id for m in load_entries(models_path, "models", "model", Model)}
-    if model.id in known:
-        raise FilmError(f"{display_path(models_path)} already has a model {model.id!r}; choose another with --id, "
-                        f"or edit that entry")
-    text = models_path.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + entry
-    check = models_path.with_name(f".{models_path.name}.check")
-    try:
-        write_atomic(check, text)
-        load_entries(check, "models", "model", Model)  # what is written must load
-    finally:
-        check.unlink(missing_ok=True)
-    write_atomic(models_path, text)
     count = count_summary(model)
     print(f"added {model.id} ({model.name}: {count}) to {display_path(models_path)}; "
           f"render it with make film MODEL={model.id}")
@@ -701,6 +636,37 @@ def count_summary(model) -> str:
     active = rl.active_parameters(model)
     total = f"{fmt.large(model.parameters)} parameters"
     return f"{total}, {fmt.large(active)} active per token" if active != model.parameters else total
+
+
+def run_check_choices(args: argparse.Namespace) -> int:
+    from render.tools import check_choices as checks
+
+    results = checks.check_choices(args.gpus or checks.GPU_COUNTS, args.cache, args.jobs, sample=args.sample,
+                                   layout=args.layout, efficiency=args.efficiency)
+    write_atomic(args.out, checks.table(results))
+    text, failed = checks.summary(results)
+    print(text)
+    print(f"wrote {args.out}")
+    return 1 if failed else 0
+
+
+def run_goldens(args: argparse.Namespace) -> int:
+    from render.tools.goldens import make_goldens
+
+    written = make_goldens(args.out)
+    print(f"wrote {len(written)} stills to {display_path(written[0].parent)}; look at the ones git shows as changed "
+          f"before committing")
+    return 0
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from render.tools import bench
+
+    results = bench.run(args.qualities.split(","), args.build)
+    write_atomic(args.out, json.dumps(results, indent=2) + "\n")
+    print(bench.table(results))
+    print(f"wrote {args.out}")
+    return 0
 
 
 def run_list(args: argparse.Namespace) -> int:

@@ -53,14 +53,15 @@ def roofline_json(plan, prompt: int, batch: int, context: int, gpu: str | None =
     if code == 1 and "does not fit" in err.getvalue():
         # The command refuses a setting whose KV cache overflows memory; the page shows it with a warning, so its
         # numbers are checked against the report the command would print.
-        from render.cli import roofline_report
+        from render.plan.report import roofline_report
         from render.specs.catalog import load_catalog
         from render.specs.types import Deployment, kv_cache_in
 
         catalog = load_catalog()
         the_dtype = kv_cache_in(catalog.dtype(dtype), choice.dtype) if dtype else choice.dtype
         deployment = Deployment(catalog.gpu(gpu or choice.gpu.id), choice.model, the_dtype, gpus or choice.gpus)
-        return {**json.loads(json.dumps(roofline_report(deployment, prompt, batch, context))), "refused": True}
+        report = roofline_report(deployment, prompt, batch, context).as_data()
+        return {**json.loads(json.dumps(report)), "refused": True}
     assert code == 0, err.getvalue()
     return json.loads(out.getvalue())
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from render.errors import FilmError
 from render.specs.architecture import count_parameters
-from render.specs.catalog import PARAMETER_TOLERANCE
-from render.specs.schema import bounds_of, out_of_range
+from render.specs.catalog import PARAMETER_TOLERANCE, load_entries
+from render.specs.schema import bounds_of, out_of_range, to_yaml
 from render.specs.types import Model
-from render.files import read_capped
+from render.files import read_capped, write_atomic
 from render.specs.yamlio import display_path
 
 SUPPORTED = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe", "deepseek_v3")
@@ -274,12 +274,10 @@ PLAIN_SCALAR = re.compile(r"[A-Za-z][A-Za-z0-9 ._()/-]*[A-Za-z0-9)]")
 
 
 def model_entry_yaml(model: Model) -> str:
-    """The entry as data/models.yaml writes one (fields at their default left out)."""
+    """The entry as data/models.yaml writes one: the keys schema.to_yaml writes (fields at their default left
+    out), each value a plain YAML scalar where it can be one."""
     lines = []
-    for entry_field in dataclasses.fields(Model):
-        key, value = entry_field.name, getattr(model, entry_field.name)
-        if entry_field.default is not dataclasses.MISSING and value == entry_field.default:
-            continue
+    for key, value in to_yaml(model).items():
         if isinstance(value, bool):
             text = "true" if value else "false"
         elif isinstance(value, (int, float)) and not (isinstance(value, float) and not math.isfinite(value)):
@@ -290,3 +288,20 @@ def model_entry_yaml(model: Model) -> str:
             text = json.dumps(str(value), ensure_ascii=False)  # a JSON string is a valid YAML scalar
         lines.append(f"    {key}: {text}" if lines else f"  - {key}: {text}")
     return "\n".join(lines) + "\n"
+
+
+def add_model(models_path: Path, model: Model) -> None:
+    """The model's entry appended to the catalog's models file, atomically, once the very text has loaded as the
+    catalog loads it; a model of the same id is refused."""
+    known = {entry.id for entry in load_entries(models_path, "models", "model", Model)}
+    if model.id in known:
+        raise FilmError(f"{display_path(models_path)} already has a model {model.id!r}; choose another with --id, "
+                        f"or edit that entry")
+    text = models_path.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + model_entry_yaml(model)
+    check = models_path.with_name(f".{models_path.name}.check")
+    try:
+        write_atomic(check, text)
+        load_entries(check, "models", "model", Model)  # what is written must load
+    finally:
+        check.unlink(missing_ok=True)
+    write_atomic(models_path, text)

@@ -17,10 +17,7 @@ length, a warm no-op under 5 s.
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
-import logging
 import resource
 import shutil
 import subprocess
@@ -30,7 +27,7 @@ from pathlib import Path
 
 from render.cluster.films import dask_client, make_films
 from render.cluster.tasks import empty_task
-from render.files import BUILD_DIR, STORYBOARD_PATH, write_atomic
+from render.files import STORYBOARD_PATH
 from render.plan.resolve import resolve_plan
 from render.video.matrix import make_film
 
@@ -165,21 +162,3 @@ def table(results: dict) -> str:
     rows.append(f"{'scheduler overhead per task':<32}{'':>10}{'':>9}  {m['empty_task_ms']:.2f} ms (an empty task); "
                 f"{m['task_overhead_on_worker_ms']:.0f} ms of a beat task on its worker outside the render")
     return "\n".join(rows)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--qualities", default="low,high", help="comma-separated qualities to render cold")
-    parser.add_argument("--build", type=Path, default=BUILD_DIR / "bench", help="scratch folder (emptied first)")
-    parser.add_argument("--out", type=Path, default=BUILD_DIR / "bench.json")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="film: %(message)s")
-    results = run(args.qualities.split(","), args.build)
-    write_atomic(args.out, json.dumps(results, indent=2) + "\n")
-    print(table(results))
-    print(f"wrote {args.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,17 +15,14 @@ spoken text, numbers counted as the words they are read as, at the voice's pace,
 Synthesis is the cost (a few seconds a choice, far less with a warm clip cache, which every
 choice shares: build/cache/speech), spread over --jobs processes.
 
-    python -m render.tools.check_choices [--gpus 1,2,4,8] [--sample] [--layout] [--jobs N] [--efficiency E]
-                                         [--out build/check-choices.tsv]
+    film check-choices [--gpus 1,2,4,8] [--sample] [--layout] [--jobs N] [--efficiency E]
+                       [--out build/check-choices.tsv]
 """
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
-import os
 import re
-import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -33,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from render.errors import DoesNotFit, FilmError, SpeechOverrun
-from render.files import BUILD_DIR, DATA_DIR, cache_dir, write_atomic
+from render.files import DATA_DIR, cache_dir
 from render.plan.resolve import resolve_plan
 from render.plan.types import Plan
 from render.specs.pronunciations import spoken_form
@@ -259,54 +256,17 @@ def table(results: list[ChoiceCheck]) -> str:
     return "\n".join([TABLE_HEADER, *(r.row() for r in ordered)]) + "\n"
 
 
-def gpu_counts(text: str) -> tuple[int, ...]:
-    try:
-        counts = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: give whole numbers of GPUs separated by commas, e.g. 1,2,4,8") from None
-    if not counts or any(count < 1 for count in counts):
-        raise argparse.ArgumentTypeError(f"{text!r}: each GPU count is at least 1")
-    return counts
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="check-choices", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--gpus", type=gpu_counts, default=GPU_COUNTS,
-                        help=f"GPU counts to try, comma-separated (default: {','.join(map(str, GPU_COUNTS))})")
-    parser.add_argument("--out", type=Path, default=BUILD_DIR / "check-choices.tsv")
-    parser.add_argument("--cache", type=Path, default=None, help="the clip cache (default: build/cache)")
-    parser.add_argument("--sample", action="store_true",
-                        help="only the sample make test narrates: the tightest ten by estimate and each axis's ends")
-    parser.add_argument("--layout", action="store_true",
-                        help="also lint every beat's layout (about 40 s a choice: with --sample, or for hours)")
-    parser.add_argument("--efficiency", help="the films of expected numbers: EFFICIENCY=, a measured dataset's id or "
-                                             "compute=0.6,memory=0.8")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                        help="choices narrated at once, each in its own process (default: one per core)")
-    args = parser.parse_args(argv)
-    try:
-        results = check_choices(args.gpus, args.cache, max(1, args.jobs), sample=args.sample, layout=args.layout,
-                                efficiency=args.efficiency)
-    except FilmError as error:
-        print(f"check-choices: {error}", file=sys.stderr)
-        return 2
-    write_atomic(args.out, table(results))
+def summary(results: list[ChoiceCheck]) -> tuple[str, bool]:
+    """What `film check-choices` prints after the table is written, and whether a choice that fits cannot be
+    narrated."""
     narrated = [result for result in results if result.outcome != "refused"]
     failed = [result for result in narrated if result.outcome == "fails"]
-    print(f"{len(results)} choices: {len(results) - len(narrated)} refused (memory, GPU count), "
-          f"{len(narrated) - len(failed)} make a film, {len(failed)} cannot")
-    for result in failed:
-        if result.beat and result.note != "speech too long":
-            print(f"  {result.label}: {result.note}")
-    print("tightest ten:")
+    lines = [f"{len(results)} choices: {len(results) - len(narrated)} refused (memory, GPU count), "
+             f"{len(narrated) - len(failed)} make a film, {len(failed)} cannot"]
+    lines += [f"  {result.label}: {result.note}" for result in failed
+              if result.beat and result.note != "speech too long"]
+    lines.append("tightest ten:")
     for result in sorted(narrated, key=tightness)[:10]:
-        print(f"  {result.label:<44} {result.beat:<18} load {result.load:.3f}  tempo {result.tempo:.3f}  "
-              f"{result.headroom:+6.2f} s"
-              + (f"  {result.note}" if result.outcome == "fails" else ""))
-    print(f"wrote {args.out}")
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        lines.append(f"  {result.label:<44} {result.beat:<18} load {result.load:.3f}  tempo {result.tempo:.3f}  "
+                     f"{result.headroom:+6.2f} s" + (f"  {result.note}" if result.outcome == "fails" else ""))
+    return "\n".join(lines), bool(failed)

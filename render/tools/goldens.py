@@ -5,17 +5,14 @@ has landed, rendered at the tests' size and frame rate and kept in tests/goldens
 that changes fails `make test` until the stills are made again with this command and the new
 ones are looked at (they are PNGs: open them, or `git diff` shows which changed).
 
-    python -m render.tools.goldens [--out tests/goldens]
+    film goldens [--out tests/goldens]
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import tempfile
 from pathlib import Path
 
-from render.errors import FilmError
 from render.files import PROJECT_ROOT, atomic_path, cache_dir
 from render.plan.types import Plan
 
@@ -63,22 +60,12 @@ def default_timed_plan(build: Path) -> Plan:
     return make_narration(plan, build, cache_dir(PROJECT_ROOT / "build")).plan
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="goldens", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=GOLDENS_DIR, help="where the stills go (default: tests/goldens)")
-    args = parser.parse_args(argv)
-    try:
-        with tempfile.TemporaryDirectory(prefix="goldens-build-") as build:
-            plan = default_timed_plan(Path(build))
-            for old in args.out.glob("*.png"):
-                old.unlink()
-            written = render_goldens(plan, args.out)
-    except FilmError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(f"wrote {len(written)} stills to {args.out}; look at the ones git shows as changed before committing")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def make_goldens(out_dir: Path | None = None) -> list[Path]:
+    """The default film narrated in a scratch folder, and its stills in `out_dir` (tests/goldens) in place of the
+    old ones."""
+    out_dir = Path(out_dir or GOLDENS_DIR)
+    with tempfile.TemporaryDirectory(prefix="goldens-build-") as build:
+        plan = default_timed_plan(Path(build))
+        for old in out_dir.glob("*.png"):
+            old.unlink()
+        return render_goldens(plan, out_dir)
