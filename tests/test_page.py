@@ -80,7 +80,8 @@ def test_every_ratio_the_pages_explain_is_written_as_a_ratio():
     written '0 GB/s' because its name holds 'bandwidth'."""
     from render.plan.resolve import resolve_plan
     from render.plan.tracking import value_at
-    from render.publish.explain import EXPLANATIONS, number_row
+    from render.plan.meaning import EXPLANATIONS
+    from render.publish.explain import number_row
 
     plan = resolve_plan(recordings=None, efficiency="compute=0.6,memory=0.8")  # expected.* rows too
     ratios = [path for path in EXPLANATIONS if path.endswith(("_ratio", "speedup"))]
@@ -336,7 +337,7 @@ def test_the_summary_is_the_storyboards_template_in_the_films_numbers(browser, p
 
 
 def test_every_number_the_page_shows_is_explained_from_the_one_table(browser, pages):
-    from render.publish.explain import EXPLANATIONS
+    from render.plan.meaning import EXPLANATIONS
     from render.publish.page import PAGE_NUMBERS
 
     for name in ("default", "mixtral-x2"):

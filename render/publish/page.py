@@ -183,7 +183,7 @@ def make_page(plan: Plan, explorer: Explorer, film: Path, say: Callable[[str], N
     return final / "index.html"
 
 
-# Each number the page shows (its data-show name) and the line of explain.py that says what it means.
+# Each number the page shows (its data-show name) and the row of render/plan/meaning.py that says what it means.
 PAGE_NUMBERS = {
     "peak": "spec.peak_flops", "bandwidth": "spec.memory_bandwidth", "ridge": "spec.ridge_ops_per_byte",
     "weights": "spec.weight_bytes", "kv": "spec.kv_bytes_per_token",

@@ -2,7 +2,8 @@
 palette and font, and the beats as both list them (chapters, transcript).
 
 The review page (review.py) is the checking tool; the film's page (page.py) is the one to publish.
-Both extend base.html, use the macros in parts.html and explain their numbers from explain.py.
+Both extend base.html, use the macros in parts.html and explain their numbers from render/plan/meaning.py
+(through explain.py).
 """
 
 from __future__ import annotations

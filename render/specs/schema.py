@@ -22,17 +22,18 @@ from render.specs.yamlio import YamlMap, check_fields
 Bounds = tuple[float, float, str]  # low, high, and the unit the message names ("GiB", "bytes/s (10 GB/s to …)")
 
 
-def datum(low: float | None = None, high: float | None = None, unit: str = "", *, one_of: tuple = (),
+def datum(low: float | None = None, high: float | None = None, unit: str = "", *, note: str = "", one_of: tuple = (),
           why: str = "", either: bool = False, default: Any = dataclasses.MISSING, yaml: bool = True,
           read: Any = None, written_as: tuple[type, ...] | None = None, item: str = "") -> Any:
-    """A dataclass field with what its data file may say: `low`..`high` in `unit`, or one of `one_of` (`why`
+    """A dataclass field with what its data file may say: `low`..`high` in `unit` (`note` adds to the unit in a
+    message: "(10 GB/s to 100 TB/s)"; the pages write the value in `unit`), or one of `one_of` (`why`
     says what the choice means; `either`: the message says "a or b"); `yaml=False` for a field the loader fills
     itself. `written_as` widens what
     YAML may give (a date for text), `read` turns it into the field's value, and `item` names one element of
     a list of records for messages ("prompt 2")."""
-    metadata = {"yaml": yaml}
+    metadata = {"yaml": yaml, "unit": unit}
     if low is not None:
-        metadata["bounds"] = (low, high, unit)
+        metadata["bounds"] = (low, high, f"{unit} {note}".strip())
     if one_of:
         metadata["one_of"] = (tuple(one_of), why, either)
     if read is not None:

@@ -8,7 +8,7 @@ from render.specs.schema import datum
 
 GIB = 2**30
 # A value outside a field's range is a typo, not a chip: each range is in the data's own units.
-FLOPS = (1e12, 1e17, "FLOP/s (1 TFLOP/s to 100 PFLOP/s, dense)")
+FLOPS = {"low": 1e12, "high": 1e17, "unit": "FLOP/s", "note": "(1 TFLOP/s to 100 PFLOP/s, dense)"}
 
 
 @dataclass(frozen=True)
@@ -18,16 +18,16 @@ class Gpu:
     short_name: str
     spoken_name: str
     article: str = datum(one_of=("a", "an"), either=True)  # the article before its spoken name
-    bf16_flops: float = datum(*FLOPS)
-    fp8_flops: float | None = datum(*FLOPS)
-    bandwidth: float = datum(1e10, 1e14, "bytes/s (10 GB/s to 100 TB/s)")
+    bf16_flops: float = datum(**FLOPS)
+    fp8_flops: float | None = datum(**FLOPS)
+    bandwidth: float = datum(1e10, 1e14, "bytes/s", note="(10 GB/s to 100 TB/s)")
     memory_gib: float = datum(1, 100_000, "GiB")
     sm_count: int = datum(1, 10_000, "streaming multiprocessors")
     source: str
     # GPU-to-GPU bytes/s per GPU, in one direction
-    interconnect_bandwidth: float = datum(1e9, 1e14, "bytes/s per GPU and direction (1 GB/s to 100 TB/s)")
+    interconnect_bandwidth: float = datum(1e9, 1e14, "bytes/s", note="per GPU and direction (1 GB/s to 100 TB/s)")
     # the fixed cost of one all-reduce, whatever its size
-    allreduce_latency_seconds: float = datum(1e-7, 1e-2, "seconds (0.1 µs to 10 ms)")
+    allreduce_latency_seconds: float = datum(1e-7, 1e-2, "seconds", note="(0.1 µs to 10 ms)")
     allreduce_latency_is_assumption: bool
     interconnect_source: str
     # the vendor's name for what sm_count counts: NVIDIA's streaming multiprocessors, AMD's compute units
@@ -110,11 +110,11 @@ class DataType:
     id: str
     name: str
     spoken_name: str
-    bytes_per_weight: float = datum(0.0625, 8, "bytes")
+    bytes_per_weight: float = datum(0.0625, 8, "bytes per weight")
     arithmetic: str = datum(one_of=("bf16", "fp8"), why="the tensor-core format its matrix products run in")
     weight_only: bool
     kv_dtype: str
-    kv_bytes: float = datum(0.0625, 8, "bytes")
+    kv_bytes: float = datum(0.0625, 8, "bytes per value")
     embeddings_in_format: bool  # False: the embedding table and output head stay at 16 bits
     source: str
 
