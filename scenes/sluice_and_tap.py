@@ -79,14 +79,28 @@ def times_gpus(scene: BeatScene, text: str) -> str:
 @dataclass
 class Division:
     """A time as the division that made it (plus the all-reduces on several GPUs), then its result:
-    operations ÷ peak ≈ time. `value` indexes the result in `formula`."""
+    operations ÷ peak ≈ time (⇒ what follows it, for decode the rate). `value` indexes the result in `formula`."""
 
     formula: object
     value: int
 
     @property
-    def rest(self) -> list:
-        return [part for index, part in enumerate(self.formula) if index not in (0, self.value)]
+    def numerator(self):
+        return self.formula[0]
+
+    @property
+    def result(self):
+        return self.formula[self.value]
+
+    @property
+    def outcome(self):
+        """The last part: the rate a decode step's time gives (the result itself where nothing follows)."""
+        return self.formula[len(self.formula) - 1]
+
+    def rest(self, *named) -> list:
+        """The parts that are none of `named` (by default, the numerator and the result)."""
+        named = named or (self.numerator, self.result)
+        return [part for part in self.formula if all(part is not other for other in named)]
 
 
 def get_division(scene: BeatScene, numerator: str, denominator: str, communication: float, result: str,
@@ -175,6 +189,44 @@ def prefill_ending(scene: BeatScene, title: str) -> PrefillEnding:
     return PrefillEnding(stage, tokens_label, work, peak, bound, busy, result)
 
 
+@dataclass
+class PrefillPicture:
+    """Everything the prefill beat shows: the prompt's tokens behind their gate, the two counters, and the last
+    picture they all become (`ending`)."""
+
+    ending: PrefillEnding
+    tokens: VGroup
+    gate: Rectangle
+    operations: Counter
+    seconds: Counter
+    counters: VGroup
+    experts_read: float     # a mixture of experts: the experts the prompt's tokens wake, per layer
+
+    @property
+    def stage(self) -> Stage:
+        return self.ending.stage
+
+    def sweep(self, run_time: float = 1.2):
+        """One read of the wall: every token of the prompt served at once."""
+        return self.stage.wall.sweep(run_time=run_time, experts=self.experts_read)
+
+
+def prefill_picture(scene: BeatScene) -> PrefillPicture:
+    prefill, here = scene.plan.numbers.prefill, scene.numbers_here.prefill
+    ending = prefill_ending(scene, scene.beat.title)
+    ending.stage.chip.cores.set_fill(ending.stage.chip.idle_color)
+    tokens = VGroup(*[Square(0.16, stroke_width=0, fill_color=COMPUTE, fill_opacity=0.9) for _ in range(40)])
+    tokens.arrange_in_grid(8, 5, buff=0.06).move_to(TOKENS_AT)
+    gate = Rectangle(width=0.12, height=tokens.height + 0.5, stroke_width=0, fill_color=TEXT, fill_opacity=0.9)
+    gate.next_to(tokens, RIGHT, buff=0.2)
+    operations = Counter("operations", fmt.large, color=COMPUTE)
+    # Ideally the first token's whole wait; with EFFICIENCY= the prefill alone (the overhead comes on top).
+    seconds = Counter(at_best(scene, "prefill", fmt.duration(prefill.seconds, short=True)) if scene.plan.expected
+                      else "time to first token", lambda v: fmt.duration(v, short=True), color=COMPUTE)
+    counters = get_counter_row((operations, prefill.ops), (seconds, here.seconds))
+    return PrefillPicture(ending, tokens, gate, operations, seconds, counters, prefill.experts_read)
+
+
 class Prefill(BeatScene):
     """The sluice: the prompt's tokens wait at a gate, then flood through every core together."""
 
@@ -182,33 +234,22 @@ class Prefill(BeatScene):
 
     def build(self) -> None:
         prefill, here = self.plan.numbers.prefill, self.numbers_here.prefill
-        ending = prefill_ending(self, self.beat.title)
-        stage = ending.stage
-        stage.chip.cores.set_fill(stage.chip.idle_color)
+        picture = prefill_picture(self)
+        ending, stage, tokens, operations, seconds = (picture.ending, picture.stage, picture.tokens,
+                                                      picture.operations, picture.seconds)
         self.enter(*stage.parts)
+        self.add(picture.counters)
 
-        tokens = VGroup(*[Square(0.16, stroke_width=0, fill_color=COMPUTE, fill_opacity=0.9) for _ in range(40)])
-        tokens.arrange_in_grid(8, 5, buff=0.06).move_to(TOKENS_AT)
-        gate = Rectangle(width=0.12, height=tokens.height + 0.5, stroke_width=0, fill_color=TEXT, fill_opacity=0.9)
-        gate.next_to(tokens, RIGHT, buff=0.2)
-        operations = Counter("operations", fmt.large, color=COMPUTE)
-        # Ideally the first token's whole wait; with EFFICIENCY= the prefill alone (the overhead comes on top).
-        seconds = Counter(at_best(self, "prefill", fmt.duration(prefill.seconds, short=True)) if self.plan.expected
-                          else "time to first token", lambda v: fmt.duration(v, short=True), color=COMPUTE)
-        counters = get_counter_row((operations, prefill.ops), (seconds, here.seconds))
-        self.add(counters)
-
-        self.at("one-pass", FadeIn(tokens, shift=RIGHT * 0.3), FadeIn(gate), run_time=0.8)
+        self.at("one-pass", FadeIn(tokens, shift=RIGHT * 0.3), FadeIn(picture.gate), run_time=0.8)
         self.ambient = lambda: Indicate(tokens, color=HIGHLIGHT, scale_factor=1.04)  # the prompt waits at the gate
         self.at("tokens", Write(ending.tokens_label), Indicate(tokens, color=HIGHLIGHT, scale_factor=1.05),
                 run_time=0.8)
         # The gate opens: all tokens pour into the chip at once, every core lights, one sweep of the wall.
-        self.at("ops", FadeOut(gate, shift=UP * 0.5),
+        self.at("ops", FadeOut(picture.gate, shift=UP * 0.5),
                 tokens.animate.move_to(stage.chip.cores).scale(0.4).set_opacity(0),
-                stage.chip.light(1.0), stage.wall.sweep(run_time=1.2, experts=prefill.experts_read),
-                operations.appear(),
+                stage.chip.light(1.0), picture.sweep(), operations.appear(),
                 operations.count_to(prefill.ops), Write(ending.work), run_time=1.4)
-        self.ambient = lambda: stage.wall.sweep(run_time=AMBIENT, experts=prefill.experts_read)
+        self.ambient = lambda: picture.sweep(AMBIENT)
         self.at("peak", FadeIn(ending.peak, shift=DOWN * 0.2), run_time=0.6)
         self.at("time", seconds.appear(), seconds.count_to(here.seconds), run_time=1.2)
         self.at("busy", FadeIn(ending.bound, scale=1.1), FadeIn(ending.busy), run_time=0.6)
@@ -219,13 +260,13 @@ class Prefill(BeatScene):
         for counter in (operations, seconds):
             counter.suspend_updating()
         result = ending.result
-        self.play(ReplacementTransform(operations.value, result.formula[0]),
-                  ReplacementTransform(seconds.value, result.formula[result.value]),
-                  *[FadeIn(part) for part in result.rest], FadeOut(operations.caption), FadeOut(seconds.caption),
+        self.play(ReplacementTransform(operations.value, result.numerator),
+                  ReplacementTransform(seconds.value, result.result),
+                  *[FadeIn(part) for part in result.rest()], FadeOut(operations.caption), FadeOut(seconds.caption),
                   run_time=1.2)
         self.remove(tokens)
-        self.repeat_until("end", lambda: (stage.wall.sweep(run_time=1.2, experts=prefill.experts_read),
-                                          Indicate(result.formula, color=HIGHLIGHT, scale_factor=1.04)),
+        self.repeat_until("end", lambda: (picture.sweep(), Indicate(result.formula, color=HIGHLIGHT,
+                                                                    scale_factor=1.04)),
                           run_time=1.2, leaving=1.3)
 
 
@@ -287,6 +328,54 @@ def decode_ending(scene: BeatScene, title: str) -> DecodeEnding:
     return DecodeEnding(stage, idle, bandwidth, bound, per_token, result, best)
 
 
+@dataclass
+class DecodePicture:
+    """Everything the decode beat shows: the stage with its lights out, the four counters, the tap's drops, and
+    the last picture they become (`ending`)."""
+
+    ending: DecodeEnding
+    read: Counter
+    operations: Counter
+    step: Counter
+    rate: Counter
+    counters: VGroup
+    drop_start: object      # where each token drops from, above the chip
+    experts_read: float     # a mixture of experts: the experts one token wakes, per layer
+
+    @property
+    def stage(self) -> Stage:
+        return self.ending.stage
+
+    def drop(self) -> Succession:
+        """One token falls from the tap into the chip."""
+        token = Square(0.22, stroke_width=0, fill_color=HIGHLIGHT, fill_opacity=1).move_to(self.drop_start)
+        return Succession(FadeIn(token, run_time=0.15),
+                          token.animate(run_time=0.45,
+                                        rate_func=rate_functions.rush_into).move_to(self.stage.chip.package.get_top()),
+                          FadeOut(token, run_time=0.1))
+
+    def read_once(self, run_time: float):
+        """One token's read of the wall (on a mixture of experts, only its experts)."""
+        return self.stage.wall.sweep(run_time=run_time, experts=self.experts_read)
+
+
+def decode_picture(scene: BeatScene) -> DecodePicture:
+    decode, here, expected = scene.plan.numbers.decode, scene.numbers_here.decode, scene.plan.expected
+    ending = decode_ending(scene, scene.beat.title)
+    ending.stage.chip.cores.set_fill(ending.stage.chip.idle_color)
+    ending.stage.link.set_color(MEMORY)
+    read = Counter("bytes read per token", lambda v: fmt.gigabytes(v, short=True), color=MEMORY)
+    operations = Counter("operations per token", fmt.large, color=COMPUTE)
+    step = Counter("time per token here" if expected else "time per token",
+                   lambda v: fmt.milliseconds(v, short=True), color=MEMORY)
+    rate = Counter("tokens/s here" if expected else "tokens per second",
+                   lambda v: fmt.tokens_per_second(v, short=True).split()[0], color=HIGHLIGHT)
+    counters = get_counter_row((read, decode.bytes_per_token), (operations, decode.ops_per_token),
+                               (step, here.step_seconds), (rate, here.tokens_per_second))
+    return DecodePicture(ending, read, operations, step, rate, counters,
+                         ending.stage.chip.package.get_top() + UP * 1.0, decode.experts_read)
+
+
 class Decode(BeatScene):
     """The tap: one token at a time, each one a full read of the wall for a sliver of arithmetic."""
 
@@ -294,10 +383,9 @@ class Decode(BeatScene):
 
     def build(self) -> None:
         decode, here = self.plan.numbers.decode, self.numbers_here.decode
-        ending = decode_ending(self, self.beat.title)
-        stage = ending.stage
-        stage.chip.cores.set_fill(stage.chip.idle_color)
-        stage.link.set_color(MEMORY)
+        picture = decode_picture(self)
+        ending, stage, drop, read_once = picture.ending, picture.stage, picture.drop, picture.read_once
+        read, operations, step, rate = picture.read, picture.operations, picture.step, picture.rate
         if self.continues:
             # One shot with prefill: its picture, then the lights go out and the flood becomes a drip.
             before = prefill_ending(self, self.beat.previous_title)
@@ -308,33 +396,12 @@ class Decode(BeatScene):
             self.carry_on_with(*stage.parts)
         else:
             self.enter(*stage.parts)
-
-        chip, wall = stage.chip, stage.wall
-        drop_start = chip.package.get_top() + UP * 1.0
-        read = Counter("bytes read per token", lambda v: fmt.gigabytes(v, short=True), color=MEMORY)
-        operations = Counter("operations per token", fmt.large, color=COMPUTE)
-        step = Counter("time per token here" if self.plan.expected else "time per token",
-                       lambda v: fmt.milliseconds(v, short=True), color=MEMORY)
-        rate = Counter("tokens/s here" if self.plan.expected else "tokens per second",
-                       lambda v: fmt.tokens_per_second(v, short=True).split()[0], color=HIGHLIGHT)
-        counters = get_counter_row((read, decode.bytes_per_token), (operations, decode.ops_per_token),
-                                   (step, here.step_seconds), (rate, here.tokens_per_second))
-        self.add(counters)
-
-        def drop() -> Succession:
-            token = Square(0.22, stroke_width=0, fill_color=HIGHLIGHT, fill_opacity=1).move_to(drop_start)
-            return Succession(FadeIn(token, run_time=0.15),
-                              token.animate(run_time=0.45,
-                                            rate_func=rate_functions.rush_into).move_to(chip.package.get_top()),
-                              FadeOut(token, run_time=0.1))
+        self.add(picture.counters)
 
         self.at("drip", drop(), run_time=0.7)
-        def read_once(run_time: float):  # one token's read: on a mixture of experts, only its experts
-            return wall.sweep(run_time=run_time, experts=decode.experts_read)
-
         self.ambient = lambda: AnimationGroup(drop(), read_once(AMBIENT))  # the tap drips on
         self.at("weights", read_once(1.3), read.appear(), read.count_to(decode.bytes_per_token), run_time=1.3)
-        self.at("ops", chip.light(decode.compute_utilisation), operations.appear(),
+        self.at("ops", stage.chip.light(decode.compute_utilisation), operations.appear(),
                 operations.count_to(decode.ops_per_token), run_time=1.0)
         self.play(FadeIn(ending.idle), run_time=0.4)
         self.at("bandwidth", FadeIn(ending.bandwidth, shift=DOWN * 0.2), stage.link.animate.set_color(HIGHLIGHT),
@@ -342,18 +409,16 @@ class Decode(BeatScene):
         self.at("time", step.appear(), step.count_to(here.step_seconds), drop(), read_once(0.9),
                 Write(ending.per_token), run_time=1.0)
         self.at("rate", rate.appear(), rate.count_to(here.tokens_per_second), FadeIn(ending.bound), FadeIn(ending.best),
-                drop(),
-                read_once(0.9), run_time=1.0)
+                drop(), read_once(0.9), run_time=1.0)
 
         # The payoff: the counters become the division that made them, while the tap keeps dripping.
         self.hold_for_payoff(1.2)
         for counter in (read, operations, step, rate):
             counter.suspend_updating()
         result = ending.result
-        formula, rate_at = result.formula, len(result.formula) - 1
-        self.play(ReplacementTransform(read.value, formula[0]), ReplacementTransform(step.value, formula[result.value]),
-                  ReplacementTransform(rate.value, formula[rate_at]),
-                  *[FadeIn(part) for index, part in enumerate(formula) if index not in (0, result.value, rate_at)],
+        self.play(ReplacementTransform(read.value, result.numerator), ReplacementTransform(step.value, result.result),
+                  ReplacementTransform(rate.value, result.outcome),
+                  *[FadeIn(part) for part in result.rest(result.numerator, result.result, result.outcome)],
                   FadeOut(operations.value), *[FadeOut(counter.caption) for counter in (read, operations, step, rate)],
                   drop(), read_once(1.2), run_time=1.2)
         self.repeat_until("end", lambda: (drop(), read_once(1.0)), run_time=1.0, leaving=1.1)
