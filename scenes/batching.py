@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from manim import (DOWN, LEFT, RIGHT, UP, Create, Dot, FadeIn, FadeOut, FadeTransform, Indicate, LaggedStart,
                    Rectangle, ReplacementTransform, Transform, VGroup, Write)
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
-from scenes.helpers import (Counter, LogChart, RooflineChart, WeightsWall, decades, get_caption, get_formula,
-                            get_provenance,
-                            get_text, get_title, inside_safe_area, power_label, powers_of_ten, slide_clear_of, tex_text,
-                            wall_label)
+from scenes.helpers import (Counter, Labelled, LogChart, RooflineChart, WeightsWall, decades, get_caption,
+                            get_formula, get_provenance, get_text, get_title, inside_safe_area, power_label,
+                            powers_of_ten, slide_clear_of, tex_text, wall_label)
 from scenes.the_roofline import axis_ranges, roofline_ending
 from scenes.style import HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE
 
@@ -51,11 +51,83 @@ class SweepChart(VGroup):
         self.curve = self.chart.polyline(sweep.curve, MEMORY)
         self.dots = VGroup(*[Dot(self.chart.point(point.streams, point.measured_tokens_per_second), radius=0.1,
                                  color=HIGHLIGHT) for point in sweep.points])
-        legend = VGroup(get_text(f"roofline, {measured.gpu.short_name}", SMALL_SIZE, MEMORY),
-                        get_text(f"measured, {fmt.count(sweep.prompt_tokens)}-token prompts", SMALL_SIZE, HIGHLIGHT))
-        self.legend = legend.arrange(DOWN, aligned_edge=LEFT, buff=0.08)
-        self.legend.next_to(self.chart.axes[1], RIGHT, buff=0.25).align_to(self.chart.axes[1], UP)
+        self.curve_legend = get_text(f"roofline, {measured.gpu.short_name}", SMALL_SIZE, MEMORY)
+        self.dots_legend = get_text(f"measured, {fmt.count(sweep.prompt_tokens)}-token prompts", SMALL_SIZE, HIGHLIGHT)
+        self.legend = VGroup(self.curve_legend, self.dots_legend).arrange(DOWN, aligned_edge=LEFT, buff=0.08)
+        self.legend.next_to(self.chart.y_axis, RIGHT, buff=0.25).align_to(self.chart.y_axis, UP)
         self.add(self.chart, self.curve, self.dots, self.legend)
+
+
+@dataclass
+class BatchingPicture:
+    """Everything the batching beat shows: the wall with every user's KV stack beside it, the chart with the
+    decode point (batch 1, then the batch), the two counters and the bytes one step reads."""
+
+    title: object
+    wall: WeightsWall
+    chart: RooflineChart
+    point: Labelled         # batch 1: its dot travels to the batch's point
+    batched: Labelled       # the batch's point; its label stays where it lands
+    stacks: VGroup          # one KV stack per user
+    users_label: object
+    step: Counter
+    throughput: Counter
+    counters: VGroup
+    per_step: object        # bytes per step = W + B·C·k ...
+    per_step_values: object  # ... = the weights' bytes + the caches'
+    experts_read: float     # a mixture of experts: the experts the batch's tokens wake, per layer
+
+    @property
+    def bytes_sum(self) -> VGroup:
+        return VGroup(self.per_step, self.per_step_values)
+
+    def read_once(self, run_time: float):
+        """One step's read of the wall, which serves every user (and wakes their experts)."""
+        return self.wall.sweep(run_time=run_time, extra=self.stacks, experts=self.experts_read)
+
+
+def batching_picture(scene: BeatScene) -> BatchingPicture:
+    plan, spec = scene.plan, scene.plan.spec
+    decode, batch = plan.numbers.decode, plan.numbers.batch
+    here = scene.numbers_here  # the counters say what the narration says: expected figures with EFFICIENCY=
+    title = get_title(scene.beat.title, plan.choice.label)
+    wall = WeightsWall(wall_label(scene), width=WALL_WIDTH, height=WALL_HEIGHT, rows=8, cols=7, shares=spec.gpus,
+                       experts=spec.experts)
+    wall.move_to(LEFT * 3.5 + UP * 0.9)
+    inside_safe_area(wall.label)
+    x_range, y_range = axis_ranges(plan)
+    chart = RooflineChart(spec.peak_flops, spec.memory_bandwidth, x_range, y_range, width=5.0, height=3.2)
+    chart.move_to(RIGHT * 3.0 + UP * 0.6)
+    point = chart.dot(decode.ops_per_byte, MEMORY, "batch 1", DOWN + RIGHT)
+    stacks = get_kv_block(batch, wall)
+    users_label = get_text(f"{fmt.count(batch.size)} users, "
+                           f"{fmt.count(batch.context_tokens)} cached tokens each",
+                           SMALL_SIZE, KV_CACHE).next_to(VGroup(wall.bricks, stacks), DOWN, buff=0.25)
+    suffix = " here" if plan.expected else ""
+    step = Counter(f"time per step{suffix}", lambda v: fmt.milliseconds(v, short=True),
+                   start=here.decode.step_seconds, color=MEMORY)
+    throughput = Counter(f"tokens per second{suffix}", lambda v: fmt.tokens_per_second(v, short=True),
+                         start=here.decode.tokens_per_second, color=HIGHLIGHT)
+    counters = VGroup(step, throughput).arrange(RIGHT, buff=0.8).next_to(users_label, DOWN, buff=0.35)
+    counters.set_x(VGroup(wall.bricks, stacks).get_x())
+    # Inside the safe area at the values they end on (a six-digit rate is wide) and start from.
+    for values in ((here.batch.step_seconds, here.batch.tokens_per_second),
+                   (here.decode.step_seconds, here.decode.tokens_per_second)):
+        step.showing(values[0])
+        throughput.showing(values[1])
+        inside_safe_area(counters)
+    # What one step reads: the weights once, and every sequence's own cache.
+    per_step = get_formula(formulas.bytes_per_step(bool(spec.experts)))  # W_read: the experts its batch wakes
+    per_step_values = get_formula("=", (tex_text(fmt.gigabytes(batch.weight_bytes_read, short=True)), MEMORY), "+",
+                                  (tex_text(fmt.gigabytes(batch.kv_bytes, short=True)), KV_CACHE))
+    bytes_sum = VGroup(per_step, per_step_values).arrange(DOWN, aligned_edge=LEFT, buff=0.2)
+    bytes_sum.next_to(chart.x_title, DOWN, buff=0.35).set_x(chart.axes.get_x())
+    batched = chart.dot(batch.ops_per_byte, MEMORY,
+                        f"batch {fmt.count(batch.size)}\n{fmt.ops_per_byte(batch.ops_per_byte, short=True)}",
+                        UP + LEFT)
+    slide_clear_of(batched.label, chart.y_axis)  # a point near the left: off the axis, above the slope still
+    return BatchingPicture(title, wall, chart, point, batched, stacks, users_label, step, throughput, counters,
+                           per_step, per_step_values, batch.experts_read)
 
 
 class Batching(BeatScene):
@@ -64,25 +136,17 @@ class Batching(BeatScene):
     predecessor = "roofline"
 
     def build(self) -> None:
-        plan, spec = self.plan, self.plan.spec
-        decode, batch = plan.numbers.decode, plan.numbers.batch
-        here = self.numbers_here  # the counters say what the narration says: expected figures with EFFICIENCY=
-        title = get_title(self.beat.title, plan.choice.label)
-        wall = WeightsWall(wall_label(self), width=WALL_WIDTH, height=WALL_HEIGHT, rows=8, cols=7, shares=spec.gpus,
-                           experts=spec.experts)
-        wall.move_to(LEFT * 3.5 + UP * 0.9)
-        inside_safe_area(wall.label)
-        x_range, y_range = axis_ranges(plan)
-        chart = RooflineChart(spec.peak_flops, spec.memory_bandwidth, x_range, y_range, width=5.0, height=3.2)
-        chart.move_to(RIGHT * 3.0 + UP * 0.6)
-        point = chart.dot(decode.ops_per_byte, MEMORY, "batch 1", DOWN + RIGHT)
+        plan, spec, batch, here = self.plan, self.plan.spec, self.plan.numbers.batch, self.numbers_here
+        picture = batching_picture(self)
+        title, wall, chart, point, batched = picture.title, picture.wall, picture.chart, picture.point, picture.batched
+        step, throughput, read_once = picture.step, picture.throughput, picture.read_once
         if self.continues:
             # One shot with the roofline: its chart moves aside, keeping the decode point, and the wall returns.
             before = roofline_ending(self, self.beat.previous_title)
             self.add(*before.parts)
             self.play(Transform(before.title, title), ReplacementTransform(before.chart, chart),
-                      before.decode[0].animate.move_to(point[0].get_center()),
-                      FadeTransform(before.decode[1], point[1]),
+                      before.decode.mark.animate.move_to(point.mark.get_center()),
+                      FadeTransform(before.decode.label, point.label),
                       *[FadeOut(part) for part in (before.badge, before.prefill, before.ridge, before.attainable,
                                                    before.ridge_sum, before.achieved)], run_time=1.0)
             self.carry_on_with(title, chart, point)
@@ -90,67 +154,36 @@ class Batching(BeatScene):
         else:
             self.enter(title, wall, chart)
             self.play(FadeIn(point), run_time=0.5)
-
-        stacks = get_kv_block(batch, wall)
-        users_label = get_text(f"{fmt.count(batch.size)} users, "
-                               f"{fmt.count(batch.context_tokens)} cached tokens each",
-                               SMALL_SIZE, KV_CACHE).next_to(VGroup(wall.bricks, stacks), DOWN, buff=0.25)
-        suffix = " here" if plan.expected else ""
-        step = Counter(f"time per step{suffix}", lambda v: fmt.milliseconds(v, short=True),
-                       start=here.decode.step_seconds, color=MEMORY)
-        throughput = Counter(f"tokens per second{suffix}", lambda v: fmt.tokens_per_second(v, short=True),
-                             start=here.decode.tokens_per_second, color=HIGHLIGHT)
-        counters = VGroup(step, throughput).arrange(RIGHT, buff=0.8).next_to(users_label, DOWN, buff=0.35)
-        counters.set_x(VGroup(wall.bricks, stacks).get_x())
-        # Inside the safe area at the values they end on (a six-digit rate is wide) and start from.
-        for values in ((here.batch.step_seconds, here.batch.tokens_per_second),
-                       (here.decode.step_seconds, here.decode.tokens_per_second)):
-            step.showing(values[0])
-            throughput.showing(values[1])
-            inside_safe_area(counters)
-        # What one step reads: the weights once, and every sequence's own cache.
-        per_step = get_formula(formulas.bytes_per_step(bool(spec.experts)))  # W_read: the experts its batch wakes
-        per_step_values = get_formula("=", (tex_text(fmt.gigabytes(batch.weight_bytes_read, short=True)), MEMORY), "+",
-                                      (tex_text(fmt.gigabytes(batch.kv_bytes, short=True)), KV_CACHE))
-        bytes_sum = VGroup(per_step, per_step_values).arrange(DOWN, aligned_edge=LEFT, buff=0.2)
-        bytes_sum.next_to(chart.x_title, DOWN, buff=0.35).set_x(chart.axes.get_x())
-        self.add(counters)
+        self.add(picture.counters)
         self.play(step.appear(), throughput.appear(), run_time=0.5)
 
-        self.ambient = lambda: Indicate(point[0], scale_factor=1.6)
-        self.at("users", LaggedStart(*[FadeIn(stack, shift=UP * 0.1) for stack in stacks], lag_ratio=0.02),
-                FadeIn(users_label), run_time=1.2)
-        def read_once(run_time: float):  # one step's read serves every user (and wakes their experts)
-            return wall.sweep(run_time=run_time, extra=stacks, experts=batch.experts_read)
-
+        self.ambient = lambda: Indicate(point.mark, scale_factor=1.6)
+        self.at("users", LaggedStart(*[FadeIn(stack, shift=UP * 0.1) for stack in picture.stacks], lag_ratio=0.02),
+                FadeIn(picture.users_label), run_time=1.2)
         self.ambient = lambda: read_once(1.2)
-        self.at("one-read", read_once(1.2), Write(per_step), run_time=1.2)
-        self.play(FadeIn(per_step_values, shift=UP * 0.1), run_time=0.5)
-        batched = chart.dot(batch.ops_per_byte, MEMORY,
-                            f"batch {fmt.count(batch.size)}\n{fmt.ops_per_byte(batch.ops_per_byte, short=True)}",
-                            UP + LEFT)
-        slide_clear_of(batched[1], chart.axes[1])  # a point near the left: off the axis, above the slope still
-        self.at("step", step.count_to(here.batch.step_seconds), point[0].animate.move_to(batched[0].get_center()),
-                FadeOut(point[1]), run_time=1.4)
-        self.play(FadeIn(batched[1]), run_time=0.3)
+        self.at("one-read", read_once(1.2), Write(picture.per_step), run_time=1.2)
+        self.play(FadeIn(picture.per_step_values, shift=UP * 0.1), run_time=0.5)
+        self.at("step", step.count_to(here.batch.step_seconds), point.mark.animate.move_to(batched.mark.get_center()),
+                FadeOut(point.label), run_time=1.4)
+        self.play(FadeIn(batched.label), run_time=0.3)
         self.at("throughput", throughput.count_to(here.batch.tokens_per_second), read_once(1.0), run_time=1.4)
 
         if plan.measured.sweep:
             # A measured sweep: the endpoint's throughput at each number of streams, beside the roofline's.
             sweep = SweepChart(plan.measured, width=4.6, height=3.0).move_to(chart.axes)
             provenance = get_provenance(plan.measured)
-            self.play(FadeOut(VGroup(chart, point[0], batched[1], bytes_sum)), FadeIn(sweep.chart), FadeIn(provenance),
-                      run_time=0.8)
-            self.play(Create(sweep.curve), FadeIn(sweep.legend[0]), run_time=0.8)
+            self.play(FadeOut(VGroup(chart, point.mark, batched.label, picture.bytes_sum)), FadeIn(sweep.chart),
+                      FadeIn(provenance), run_time=0.8)
+            self.play(Create(sweep.curve), FadeIn(sweep.curve_legend), run_time=0.8)
             self.play(LaggedStart(*[FadeIn(dot, scale=1.5) for dot in sweep.dots], lag_ratio=0.4),
-                      FadeIn(sweep.legend[1]), run_time=0.8)
+                      FadeIn(sweep.dots_legend), run_time=0.8)
         else:
             # The closing remark: even as many users as the ridge's value leave decode below the ridge.
             ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte, short=True)}")
             remark = get_caption(self.beat.captions["remark"], HIGHLIGHT, LABEL_SIZE, width=11.5)
             remark.to_edge(DOWN, buff=0.55)
-            many = chart.dot(batch.ridge_value_ops_per_byte, MEMORY, "", DOWN)[0].set_color(HIGHLIGHT)
+            many = chart.dot(batch.ridge_value_ops_per_byte, MEMORY, "", DOWN).mark.set_color(HIGHLIGHT)
             self.at("speech-end", FadeIn(ridge), FadeIn(many, scale=1.5), Write(remark), offset=-1.0, lead=0)
         # The payoff: the sweep keeps serving every user's stack, one read a step.
-        self.repeat_until("end", lambda: (read_once(1.2), Indicate(stacks, color=HIGHLIGHT, scale_factor=1.0)),
+        self.repeat_until("end", lambda: (read_once(1.2), Indicate(picture.stacks, color=HIGHLIGHT, scale_factor=1.0)),
                           run_time=1.2, leaving=1.4)

@@ -363,6 +363,14 @@ class Counter(VGroup):
         return self.showing(value)
 
 
+class Labelled(VGroup):
+    """A mark (a chart's point, the ridge's line, a dashed roof) and its label, reached by name."""
+
+    def __init__(self, mark, label, **kwargs):
+        super().__init__(mark, label, **kwargs)
+        self.mark, self.label = mark, label
+
+
 class Bar(VGroup):
     """A horizontal bar of length proportional to its value, with a label before and a value after."""
 
@@ -409,6 +417,14 @@ class LogChart(VGroup):
         self.y_title = get_text(y_title, SMALL_SIZE, MUTED).rotate(PI / 2)
         self.y_title.next_to(self.ticks, LEFT, buff=0.15).set_y(self.axes[1].get_center()[1])
         self.add(self.axes, self.ticks, self.x_title, self.y_title)
+
+    @property
+    def x_axis(self) -> Line:
+        return self.axes[0]
+
+    @property
+    def y_axis(self) -> Line:
+        return self.axes[1]
 
     def polyline(self, points, color: str, stroke_width: float = 5) -> VMobject:
         """A curve through (x, y) pairs in the chart's units: a measured sweep's or a fit's."""
@@ -480,7 +496,7 @@ class RooflineChart(LogChart):
         return AnimationGroup(self.slope.animate.put_start_and_end_on(slope.get_start(), slope.get_end()),
                               self.roof.animate.put_start_and_end_on(roof.get_start(), roof.get_end()))
 
-    def achieved_roof(self, peak: float, bandwidth: float, label: str) -> VGroup:
+    def achieved_roof(self, peak: float, bandwidth: float, label: str) -> Labelled:
         """What a deployment reaches under the datasheet's line (EFFICIENCY=): its slope and roof dashed, and a legend
         (a dash and `label`) for the caller to place."""
         slope, roof = self.roofline_lines(peak, bandwidth)
@@ -488,9 +504,9 @@ class RooflineChart(LogChart):
                                     dash_length=0.12) for line in (slope, roof)])
         legend = VGroup(DashedLine(LEFT * 0.3, RIGHT * 0.3, color=TEXT, stroke_width=4, dash_length=0.12),
                         get_text(label, SMALL_SIZE, TEXT)).arrange(RIGHT, buff=0.15)
-        return VGroup(lines, legend)
+        return Labelled(lines, legend)
 
-    def ridge_marker(self, label: str) -> VGroup:
+    def ridge_marker(self, label: str) -> Labelled:
         ridge = self.peak / self.bandwidth
         top = self.point(ridge, self.peak)
         line = DashedLine(top, [top[0], self.get_origin()[1], 0], color=HIGHLIGHT, stroke_width=3)
@@ -499,13 +515,13 @@ class RooflineChart(LogChart):
         text = get_text(label, LABEL_SIZE, HIGHLIGHT, weight="BOLD").next_to(line.get_end(), UP + RIGHT, buff=0.12)
         if text.get_right()[0] > self.axes[0].get_right()[0]:
             text.next_to(line.get_end(), UP + LEFT, buff=0.12)
-        return VGroup(line, text)
+        return Labelled(line, text)
 
-    def dot(self, intensity: float, color: str, label: str, label_direction=UP) -> VGroup:
+    def dot(self, intensity: float, color: str, label: str, label_direction=UP) -> Labelled:
         position = self.point(intensity, self.attainable(intensity))
         dot = Dot(position, radius=0.11, color=color)
         text = get_text(label, LABEL_SIZE, color, weight="BOLD").next_to(dot, label_direction, buff=0.25)
-        return VGroup(dot, text)
+        return Labelled(dot, text)
 
 
 def power_label(exponent: int) -> str:
@@ -602,4 +618,6 @@ def get_provenance(measured) -> VGroup:
         if text.width > PROVENANCE_WIDTH:  # only a very long route or path: narrower, before lining up
             text.scale_to_fit_width(PROVENANCE_WIDTH)
         texts.add(text)
-    return texts.arrange(DOWN, aligned_edge=LEFT, buff=0.08).to_edge(DOWN, buff=0.45).set_x(0)
+    texts.arrange(DOWN, aligned_edge=LEFT, buff=0.08).to_edge(DOWN, buff=0.45).set_x(0)
+    texts.route = texts.submobjects[0]  # "measured: …", the line a beat points at
+    return texts

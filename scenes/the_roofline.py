@@ -17,8 +17,8 @@ from manim import (DOWN, LEFT, RIGHT, UL, UP, Create, FadeIn, FadeOut, GrowFromE
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
-from scenes.helpers import (Bar, RooflineChart, blend, get_formula, get_pill, get_text, get_title, inside_safe_area,
-                            slide_clear_of, tex_text)
+from scenes.helpers import (Bar, Labelled, RooflineChart, blend, get_formula, get_pill, get_text, get_title,
+                            inside_safe_area, slide_clear_of, tex_text)
 from scenes.sluice_and_tap import decode_ending
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
@@ -52,7 +52,7 @@ def intensity_label(ops_per_byte: float) -> str:
 def gpu_badge(name: str, ridge: float, chart: RooflineChart) -> VGroup:
     """Which GPU the chart shows, at the head of the formula column."""
     badge = get_pill(f"{name} · ridge {fmt.integer(ridge, short=True)}", TEXT)
-    return badge.move_to([FORMULAS_LEFT, chart.axes[1].get_top()[1] + 0.35, 0], aligned_edge=LEFT)
+    return badge.move_to([FORMULAS_LEFT, chart.y_axis.get_top()[1] + 0.35, 0], aligned_edge=LEFT)
 
 
 def ridge_formula(peak: float, bandwidth: float, ridge: float) -> VGroup:
@@ -78,12 +78,12 @@ class RooflineEnding:
     title: object
     chart: RooflineChart
     badge: object
-    decode: VGroup
-    prefill: VGroup
-    ridge: VGroup
+    decode: Labelled
+    prefill: Labelled
+    ridge: Labelled
     attainable: object
     ridge_sum: VGroup
-    achieved: VGroup  # EFFICIENCY=: the roof the deployment reaches, under the datasheet's (else empty)
+    achieved: VGroup  # EFFICIENCY=: the roof the deployment reaches (a Labelled), under the datasheet's; else empty
 
     @property
     def parts(self) -> list:
@@ -97,11 +97,11 @@ def roofline_ending(scene: BeatScene, title: str) -> RooflineEnding:
     # Decode's label above the slope, left of its point; prefill's above the roof. The slope's pill
     # sits under the slope further up (until the ridge is drawn), the roof's above prefill's label.
     decode = chart.dot(n.decode.ops_per_byte, MEMORY, f"decode\n{intensity_label(n.decode.ops_per_byte)}", UP)
-    decode[1].next_to(decode[0], UP, buff=0.3).align_to(decode[0], RIGHT).shift(RIGHT * 0.2)
+    decode.label.next_to(decode.mark, UP, buff=0.3).align_to(decode.mark, RIGHT).shift(RIGHT * 0.2)
     prefill = chart.dot(n.prefill.ops_per_byte, COMPUTE, f"prefill\n{intensity_label(n.prefill.ops_per_byte)}", UP)
     ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte, short=True)}")
     attainable = attainable_formula()
-    attainable.move_to([FORMULAS_LEFT, chart.axes[1].get_top()[1] - 0.45, 0], aligned_edge=UL)
+    attainable.move_to([FORMULAS_LEFT, chart.y_axis.get_top()[1] - 0.45, 0], aligned_edge=UL)
     ridge_sum = ridge_formula(spec.peak_flops, spec.memory_bandwidth, spec.ridge_ops_per_byte)
     ridge_sum.next_to(attainable, DOWN, buff=0.6, aligned_edge=LEFT)
     badge = gpu_badge(plan.choice.gpu.short_name, spec.ridge_ops_per_byte, chart)
@@ -111,7 +111,7 @@ def roofline_ending(scene: BeatScene, title: str) -> RooflineEnding:
         achieved = chart.achieved_roof(plan.achieved.peak_flops, plan.achieved.memory_bandwidth,
                                        f"reached here:\n{fmt.percent(efficiency.compute, short=True)} of peak, "
                                        f"{fmt.percent(efficiency.memory, short=True)} of bandwidth")
-        inside_safe_area(achieved[1].next_to(ridge_sum, DOWN, buff=0.45, aligned_edge=LEFT))
+        inside_safe_area(achieved.label.next_to(ridge_sum, DOWN, buff=0.45, aligned_edge=LEFT))
     return RooflineEnding(get_title(title, plan.choice.label), chart, badge, decode, prefill, ridge, attainable,
                           ridge_sum, achieved)
 
@@ -126,7 +126,7 @@ class Roofline(BeatScene):
         ending = roofline_ending(self, self.beat.title)
         chart = ending.chart
         frame = VGroup(chart.axes, chart.ticks, chart.x_title, chart.y_title)
-        decode_dot, decode_label = ending.decode
+        decode_dot, decode_label = ending.decode.mark, ending.decode.label
         if self.continues:
             # One shot with decode: its picture fades, and its operating point flies into the chart.
             before = decode_ending(self, self.beat.previous_title)
@@ -151,14 +151,14 @@ class Roofline(BeatScene):
         self.at("prefill", FadeIn(ending.prefill, scale=1.4), run_time=0.7)
         on_roof = plan.numbers.prefill.ops_per_byte >= spec.ridge_ops_per_byte
         roof_label = get_pill("compute-bound" if on_roof else "still memory-bound", COMPUTE if on_roof else MEMORY)
-        slide_clear_of(roof_label.next_to(ending.prefill[1], UP, buff=0.15), ending.title)
+        slide_clear_of(roof_label.next_to(ending.prefill.label, UP, buff=0.15), ending.title)
         where = chart.roof if on_roof else chart.slope  # the narration says which it sits on
         self.at("roof", Indicate(where, color=HIGHLIGHT, scale_factor=1.0), FadeIn(roof_label),
                 Write(ending.attainable), run_time=0.9)
         if plan.achieved:  # what this deployment reaches, under the datasheet's line
-            self.play(Create(ending.achieved[0]), FadeIn(ending.achieved[1]), run_time=0.8)
-        self.at("ridge", Create(ending.ridge[0]), Write(ending.ridge[1]), Write(ending.ridge_sum), FadeOut(slope_label),
-                run_time=1.0)
+            self.play(Create(ending.achieved.mark), FadeIn(ending.achieved.label), run_time=0.8)
+        self.at("ridge", Create(ending.ridge.mark), Write(ending.ridge.label), Write(ending.ridge_sum),
+                FadeOut(slope_label), run_time=1.0)
 
         # The GPU pills: the same model on other GPUs moves the ridge, both points and the sum; then home.
         self.hold_for_payoff(0.4)
@@ -167,7 +167,7 @@ class Roofline(BeatScene):
         stops = [(pill.name, pill.peak_flops, pill.memory_bandwidth, pill.ridge_ops_per_byte) for pill in plan.pills]
         if not stops or self.seconds_until("end") < 1.2:
             # No pills: the decode point pulses on its slope.
-            self.repeat_until("end", lambda: (Indicate(decode_dot, scale_factor=1.8), Indicate(ending.ridge[1])),
+            self.repeat_until("end", lambda: (Indicate(decode_dot, scale_factor=1.8), Indicate(ending.ridge.label)),
                               run_time=0.9, leaving=1.0)
             return
         step = (self.seconds_until("end") - 0.05) / (len(stops) + 1)
@@ -178,7 +178,7 @@ class Roofline(BeatScene):
             achieved = ([FadeOut(ending.achieved)] if index == 0 else
                         [FadeIn(ending.achieved)] if index == len(stops) else []) if plan.achieved else []
             moves = [point.animate.shift(chart.point(intensity, min(peak, bandwidth * intensity))
-                                         - point[0].get_center())
+                                         - point.mark.get_center())
                      for point, intensity in ((ending.decode, n.decode.ops_per_byte),
                                               (ending.prefill, n.prefill.ops_per_byte))]
             new_sum = ridge_formula(peak, bandwidth, ridge_value).move_to(ridge_sum, aligned_edge=LEFT)
@@ -186,11 +186,11 @@ class Roofline(BeatScene):
             morph = chart.morph_to(peak, bandwidth)
             new_ridge = chart.ridge_marker(f"ridge {fmt.integer(ridge_value, short=True)}")
             # Lines move; words cross-fade (a morph between two numbers reads as noise).
-            self.play(morph, FadeTransform(badge, new_badge), Transform(ridge[0], new_ridge[0]),
-                      FadeTransform(ridge[1], new_ridge[1]), FadeTransform(ridge_sum, new_sum), *moves, *achieved,
+            self.play(morph, FadeTransform(badge, new_badge), Transform(ridge.mark, new_ridge.mark),
+                      FadeTransform(ridge.label, new_ridge.label), FadeTransform(ridge_sum, new_sum), *moves, *achieved,
                       run_time=step * 0.8)
             badge, ridge_sum = new_badge, new_sum
-            ridge = VGroup(ridge[0], new_ridge[1])
+            ridge = Labelled(ridge.mark, new_ridge.label)
             self.wait_for(step * 0.2)
 
 
