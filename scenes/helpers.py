@@ -47,6 +47,13 @@ def get_formula(*parts: str | tuple[str, str] | formulas.Formula, size: float = 
     return formula
 
 
+def term(formula: MathTex, *tex: str):
+    """The part of a formula written as `tex` (several: a group of them), found by what it says, not where it
+    stands."""
+    parts = [next(part for part in formula if part.tex_string == each) for each in tex]
+    return parts[0] if len(parts) == 1 else VGroup(*parts)
+
+
 def get_text(text: str, size: float = BODY_SIZE, color: str = TEXT, weight: str = "NORMAL") -> Text:
     # Manim's cache of parsed SVGs (off for Text by default): the same words are parsed once per process, and
     # a render given the build's cache keeps them for the next (render/video/shapes.py).
@@ -541,6 +548,14 @@ def flops_label(exponent: int) -> str:
 # -- cards -----------------------------------------------------------------------------------------
 
 
+class Lever(VGroup):
+    """One lever of a budget: its bullet, its words and (optionally) the figure it moves."""
+
+    def __init__(self, bullet, words, detail=None):
+        super().__init__(bullet, words)
+        self.bullet, self.words, self.detail = bullet, words, detail
+
+
 class BudgetCard(VGroup):
     """A budget: its name, its metric and the levers that move it."""
 
@@ -550,24 +565,25 @@ class BudgetCard(VGroup):
                                     stroke_width=3, fill_color=PANEL, fill_opacity=1)
         self.name = get_text(name, BODY_SIZE, color, weight="BOLD")
         self.metric = get_text(metric, SMALL_SIZE, MUTED)
-        header = VGroup(self.name, self.metric).arrange(DOWN, buff=0.12)
-        header.move_to(self.box.get_top() + DOWN * (header.height / 2 + 0.3))
+        self.header = VGroup(self.name, self.metric).arrange(DOWN, buff=0.12)
+        self.header.move_to(self.box.get_top() + DOWN * (self.header.height / 2 + 0.3))
         self.levers = VGroup()
         self.color = color
-        self.add(self.box, header, self.levers)
+        self.add(self.box, self.header, self.levers)
 
-    def lever(self, text: str, detail: str = "") -> VGroup:
+    def lever(self, text: str, detail: str = "") -> Lever:
         """A lever line, placed under the previous one (not yet added to the scene)."""
-        bullet = Dot(radius=0.06, color=self.color)
-        line = VGroup(bullet, get_text(text, LABEL_SIZE, TEXT)).arrange(RIGHT, buff=0.18)
+        line = Lever(Dot(radius=0.06, color=self.color), get_text(text, LABEL_SIZE, TEXT)).arrange(RIGHT, buff=0.18)
         if detail:
-            line.add(get_text(detail, SMALL_SIZE, HIGHLIGHT).next_to(line[1], DOWN, aligned_edge=LEFT, buff=0.08))
+            line.detail = get_text(detail, SMALL_SIZE, HIGHLIGHT).next_to(line.words, DOWN, aligned_edge=LEFT,
+                                                                          buff=0.08)
+            line.add(line.detail)
         # Text that grows with the numbers stays inside the card (the layout lint still checks its size).
-        room = self.box.width - 0.4 - (line[1].get_left()[0] - line.get_left()[0]) - 0.3
-        for words in line[1:]:
-            if words.width > room:
-                words.scale_to_fit_width(room).align_to(line[1], LEFT)
-        anchor = self.levers[-1] if len(self.levers) else self.submobjects[1]
+        room = self.box.width - 0.4 - (line.words.get_left()[0] - line.get_left()[0]) - 0.3
+        for words in (line.words, line.detail):
+            if words is not None and words.width > room:
+                words.scale_to_fit_width(room).align_to(line.words, LEFT)
+        anchor = self.levers[-1] if len(self.levers) else self.header
         line.next_to(anchor, DOWN, buff=0.26 if len(self.levers) else 0.4)
         line.align_to(self.box, LEFT).shift(RIGHT * 0.4)
         self.levers.add(line)

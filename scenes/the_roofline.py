@@ -18,7 +18,7 @@ from manim import (DOWN, LEFT, RIGHT, UL, UP, Create, FadeIn, FadeOut, GrowFromE
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
 from scenes.helpers import (Bar, Labelled, RooflineChart, blend, get_formula, get_pill, get_text, get_title,
-                            inside_safe_area, slide_clear_of, tex_text)
+                            inside_safe_area, slide_clear_of, term, tex_text)
 from scenes.sluice_and_tap import decode_ending
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
@@ -258,16 +258,16 @@ class LongPromptPicture:
     @property
     def linear_term(self) -> VGroup:
         """operations = 2PN: what the linear layers do."""
-        return self.work[0:3]
+        return term(self.work, r"\text{operations}", "=", "2PN")
 
     @property
     def attention_terms(self) -> VGroup:
         """+ 2LdN²: attention's square of the prompt."""
-        return self.work[3:]
+        return term(self.work, "+", "2LdN^2")
 
     @property
     def attention_term(self):
-        return self.work[4]
+        return term(self.work, "2LdN^2")
 
 
 def long_prompt_picture(scene: BeatScene, ours: str) -> LongPromptPicture:
