@@ -27,6 +27,7 @@ from render.files import BUILD_DIR, DATA_DIR, STORYBOARD_PATH, cache_dir, output
 from render.formatting import timestamp as format_timestamp
 from render.plan.report import roofline_report, roofline_table
 from render.plan.resolve import resolve_choice, resolve_plan
+from render.plan.types import FilmRequest
 from render.plan.storyboard import load_storyboard
 from render.specs import roofline as rl
 from render.specs.catalog import DATASET_NAME, load_catalog
@@ -254,19 +255,20 @@ def add_plan_arguments(parser: argparse.ArgumentParser, voice: bool = True, buil
         parser.add_argument("--build", type=Path, default=BUILD_DIR, help="build folder (default: build/)")
 
 
-def plan_from(args: argparse.Namespace, variant=None):
-    """The plan the command line asks for; `variant` (a matrix's film) replaces its choice."""
-    choice = variant or args
-    recordings = getattr(args, "recordings", None)
-    if recordings is not None and not recordings.is_dir():
-        raise FilmError(f"--recordings {recordings}: no such folder; give the folder that holds "
+def request_of(args: argparse.Namespace) -> FilmRequest:
+    """What the command line asks for (a command without an option leaves it to the storyboard)."""
+    return FilmRequest(**{name: getattr(args, name, None) for name in FilmRequest.__dataclass_fields__})
+
+
+def plan_from(args: argparse.Namespace, request: FilmRequest | None = None):
+    """The plan the command line asks for (`request`: a matrix's film, with the command line's other settings)."""
+    request = request or request_of(args)
+    if request.recordings is not None and not request.recordings.is_dir():
+        raise FilmError(f"--recordings {request.recordings}: no such folder; give the folder that holds "
                         f"<beat-id>.wav or .flac recordings")
     from render.video.cues import check_cues
 
-    plan = resolve_plan(gpu=choice.gpu, model=choice.model, dtype=choice.dtype, compare_gpu=args.compare_gpu,
-                        measured=args.measured, voice=getattr(args, "voice", None),
-                        recordings=getattr(args, "recordings", None), storyboard_path=args.storyboard,
-                        gpus=choice.gpus, kv_dtype=choice.kv_dtype, efficiency=args.efficiency)
+    plan = resolve_plan(request, storyboard_path=args.storyboard)
     check_cues(plan)  # the scenes and the storyboard agree on their cues, before anything is voiced or drawn
     return plan
 
@@ -307,8 +309,8 @@ def seconds_into_beat(text: str) -> float:
 def choice_of(args: argparse.Namespace):
     """The GPU, model and data type a command names, with the storyboard's defaults."""
     storyboard = load_storyboard(getattr(args, "storyboard", STORYBOARD_PATH))
-    return resolve_choice(load_catalog(DATA_DIR), storyboard, args.gpu, args.model, args.dtype,
-                          gpus=args.gpus, kv_dtype=args.kv_dtype), storyboard
+    asked = request_of(args)
+    return resolve_choice(load_catalog(DATA_DIR), storyboard, FilmRequest().with_deployment_of(asked)), storyboard
 
 
 def out_dir_of(plan, args: argparse.Namespace) -> Path:
@@ -376,22 +378,23 @@ def run_film(args: argparse.Namespace) -> int:
 
 def run_films(args: argparse.Namespace) -> int:
     from render.cluster.films import make_films
-    from render.cluster.variants import MATRICES, Variant, matrix_variants, parse_variants, plans_for
+    from render.cluster.variants import MATRICES, matrix_variants, parse_variants, plans_for
     from render.video import beats
 
     beats.quality(args.quality)
     if bool(args.variants) == bool(args.matrix):
         raise FilmError("make films: say which films, either VARIANTS=\"h100-sxm/llama-3.1-8b/bf16 …\" or "
                         f"MATRIX={'|'.join(MATRICES)} (not both)")
-    around = Variant(args.gpu, args.model, args.dtype, args.gpus, args.kv_dtype)
+    around = request_of(args)
     if args.variants:
-        if around != Variant():
+        if around.asks_deployment:
             raise FilmError("make films: with VARIANTS each variant names its own GPU, model and data type; "
                             "leave GPU, GPUS, MODEL, DTYPE and KV_DTYPE unset (or use MATRIX=gpus|models around them)")
         variants = parse_variants(args.variants)
     else:
         variants = matrix_variants(args.matrix, load_catalog(DATA_DIR), load_storyboard(args.storyboard), around)
-    plans, left_out = plans_for(variants, lambda variant: plan_from(args, variant), strict=bool(args.variants))
+    plans, left_out = plans_for(variants, lambda variant: plan_from(args, around.with_deployment_of(variant)),
+                                strict=bool(args.variants))
     if left_out:
         print(f"films: MATRIX={args.matrix} leaves out {len(left_out)} of its {len(variants)} choices, "
               "which do not fit: "
@@ -525,7 +528,8 @@ def run_measure(args: argparse.Namespace) -> int:
         raise FilmError(f"--out {args.out}: the dataset must be a .yaml file whose name is its id: letters, digits, "
                         f"'.', '_' and '-', e.g. data/measured/my-endpoint.yaml")
     catalog = load_catalog(DATA_DIR)
-    choice = resolve_choice(catalog, load_storyboard(), args.compared_gpu, args.as_model, args.precision)
+    choice = resolve_choice(catalog, load_storyboard(), FilmRequest(gpu=args.compared_gpu, model=args.as_model,
+                                                                    dtype=args.precision))
     model, precision, gpu = choice.model.id, choice.dtype.id, choice.gpu.id
     levels = concurrency_levels(args.concurrency)
     planned = timings.planned_requests(len(lengths), args.runs, levels)

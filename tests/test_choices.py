@@ -11,9 +11,10 @@ import pytest
 from render import formatting as fmt
 from render.plan.resolve import resolve_plan
 from render.tools import check_choices as cc
+from render.plan.types import FilmRequest
 from render.voice.speech import get_engine
 
-DEFAULT = ("h100-sxm", "llama-3.1-8b", "bf16", 1)
+DEFAULT = FilmRequest("h100-sxm", "llama-3.1-8b", "bf16", 1)
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def checked(sample, tmp_path_factory, seed_speech):
     cache = seed_speech(tmp_path_factory.mktemp("choices-cache"))
     choices = [choice for choice, _ in sample]
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        results = list(pool.map(cc.check_choice, *zip(*choices), [cache] * len(choices)))
+        results = list(pool.map(cc.check_choice, choices, [cache] * len(choices)))
     return dict(zip(choices, results))
 
 
@@ -39,16 +40,18 @@ def test_the_sample_is_the_tightest_ten_by_estimate_and_the_ends_of_every_axis(s
     assert tightest == sorted(tightest, reverse=True)
     # Chosen from the whole matrix: every GPU, model and data type at 1, 2, 4 and 8 GPUs.
     assert len(cc.all_choices(cc.load_catalog(cc.DATA_DIR))) == 7 * 10 * 5 * 4
-    assert all(len(choice) == 4 for choice in choices)
+    assert all(isinstance(choice, FilmRequest) and choice.gpus for choice in choices)
     ends = {
-        ("l40s", "llama-3.1-8b", "bf16", 1), ("b200", "llama-3.1-8b", "bf16", 1),  # 0.864 and 7.7 TB/s
-        ("h100-sxm", "llama-3.2-1b", "bf16", 1), ("h100-sxm", "deepseek-v3", "bf16", 1),  # 1.2B and 671B
-        ("h100-sxm", "llama-3.1-8b", "int4", 1), DEFAULT,  # half a byte a weight, and two (the default's)
-        ("h100-sxm", "llama-3.1-8b", "bf16", 8),
+        FilmRequest("l40s", "llama-3.1-8b", "bf16", 1),  # 0.864 TB/s
+        FilmRequest("b200", "llama-3.1-8b", "bf16", 1),  # 7.7 TB/s
+        FilmRequest("h100-sxm", "llama-3.2-1b", "bf16", 1),  # 1.2B
+        FilmRequest("h100-sxm", "deepseek-v3", "bf16", 1),  # 671B
+        FilmRequest("h100-sxm", "llama-3.1-8b", "int4", 1), DEFAULT,  # half a byte a weight, and two (the default's)
+        FilmRequest("h100-sxm", "llama-3.1-8b", "bf16", 8),
     }
     assert ends <= set(choices[10:]) | set(choices[:10])
     # A mixture of experts over several GPUs says the most: the estimate puts them among the tightest.
-    assert any(choice[3] > 1 for choice in choices[:10])
+    assert any(choice.gpus > 1 for choice in choices[:10])
 
 
 def test_every_sampled_choice_makes_a_film_or_is_refused_for_memory(sample, checked):
@@ -63,7 +66,7 @@ def test_every_sampled_choice_makes_a_film_or_is_refused_for_memory(sample, chec
         assert 1.0 <= result.tempo <= max_tempo and result.headroom >= 0, result.row()
         # The tempo is the true speed-up: the speech at its own pace over the fitted speech.
         assert result.natural / result.seconds == pytest.approx(result.tempo, rel=1e-6)
-    assert checked[("h100-sxm", "deepseek-v3", "bf16", 1)].outcome == "refused"
+    assert checked[FilmRequest("h100-sxm", "deepseek-v3", "bf16", 1)].outcome == "refused"
     default = checked[DEFAULT]
     assert default.tempo == 1.0 and default.load < 1  # the transcript's own film needs no speeding up
 
@@ -75,9 +78,7 @@ def test_the_estimate_follows_the_voice(sample, checked):
         result = checked[choice]
         if result.outcome != "fits":
             continue
-        gpu, model, dtype, gpus = choice
-        estimate = {load.beat: load for load in cc.speech_loads(resolve_plan(gpu=gpu, model=model, dtype=dtype,
-                                                                             gpus=gpus))}[result.beat]
+        estimate = {load.beat: load for load in cc.speech_loads(resolve_plan(choice))}[result.beat]
         assert estimate.seconds == pytest.approx(result.natural, rel=0.15), result.label
         compared += 1
     assert compared >= 10
@@ -127,18 +128,18 @@ def test_the_expected_films_of_the_sample_narrate_within_their_slots(expected_sa
     max_tempo = resolve_plan().narration.max_tempo
     loads = [load for _, load in expected_sample if load]
     assert max(load.load for load in loads) < max_tempo, max(loads, key=lambda load: load.load)
-    assert [choice for choice, load in expected_sample if load is None] == [("h100-sxm", "deepseek-v3", "bf16", 1)]
+    assert [choice for choice, load in expected_sample if load is None] == [
+        FilmRequest("h100-sxm", "deepseek-v3", "bf16", 1, efficiency=EFFICIENCY)]
     narrated = [choice for choice, _ in expected_sample[:3]]
     cache = seed_speech(tmp_path_factory.mktemp("expected-cache"))
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        results = list(pool.map(cc.check_choice, *zip(*narrated), [cache] * len(narrated), [False] * len(narrated),
-                                [EFFICIENCY] * len(narrated)))
+        results = list(pool.map(cc.check_choice, narrated, [cache] * len(narrated)))
     loads = {choice: load for choice, load in expected_sample}
     for choice, result in zip(narrated, results):
         assert result.outcome == "fits", f"{result.label}: {result.beat} {result.note}"
         assert 1.0 <= result.tempo <= max_tempo and result.headroom >= 0, result.row()
-        gpu, model, dtype, gpus = choice
-        plan = resolve_plan(gpu=gpu, model=model, dtype=dtype, gpus=gpus, efficiency=EFFICIENCY)
+        plan = resolve_plan(choice)
+        assert plan.choice.efficiency is not None
         estimate = {load.beat: load for load in cc.speech_loads(plan)}[result.beat]
         assert estimate.seconds == pytest.approx(result.natural, rel=0.15), result.label
         assert loads[choice].load == pytest.approx(max(load.load for load in cc.speech_loads(plan)))

@@ -21,7 +21,8 @@ import pytest
 
 from render.cluster.films import check_workers, make_films
 from render.cluster.tasks import installation, render_part_task
-from render.cluster.variants import Variant, matrix_variants, parse_variants, plans_for
+from render.cluster.variants import matrix_variants, parse_variants, plans_for
+from render.plan.types import FilmRequest
 from render.errors import FilmError
 from render.files import DATA_DIR
 from render.media import probe
@@ -290,7 +291,8 @@ def test_a_beats_slice_of_the_plan_renders_like_the_plan(tmp_path, seed_speech):
 
 def test_variants_are_read_as_written_and_refused_with_the_format():
     assert parse_variants("h100-sxm/llama-3.1-8b/bf16  a100-sxm-80gb/llama-3.1-70b/int8/gpus=2/kv=fp8") == [
-        Variant("h100-sxm", "llama-3.1-8b", "bf16"), Variant("a100-sxm-80gb", "llama-3.1-70b", "int8", 2, "fp8")]
+        FilmRequest("h100-sxm", "llama-3.1-8b", "bf16"),
+        FilmRequest("a100-sxm-80gb", "llama-3.1-70b", "int8", 2, "fp8")]
     for wrong, says in (("h100-sxm/llama-3.1-8b", "is not GPU/MODEL/DTYPE"), ("", "VARIANTS is empty"),
                         ("h100-sxm/llama-3.1-8b/bf16/tp=2", "'tp=2' is not gpus=N or kv=DTYPE"),
                         ("h100-sxm/llama-3.1-8b/bf16/gpus=two", "gpus=two is not a whole number")):
@@ -300,19 +302,18 @@ def test_variants_are_read_as_written_and_refused_with_the_format():
 
 def test_a_matrix_leaves_out_what_does_not_fit_and_a_written_variant_must_fit():
     catalog, storyboard = load_catalog(DATA_DIR), load_storyboard()
-    resolve = lambda variant: resolve_plan(gpu=variant.gpu, model=variant.model, dtype=variant.dtype,  # noqa: E731
-                                           gpus=variant.gpus, kv_dtype=variant.kv_dtype)
-    gpus = matrix_variants("gpus", catalog, storyboard, Variant())
+    resolve = resolve_plan  # a variant is a FilmRequest, as the command line's choice is
+    gpus = matrix_variants("gpus", catalog, storyboard, FilmRequest())
     assert [variant.gpu for variant in gpus] == list(catalog.gpus)
     plans, left_out = plans_for(gpus, resolve, strict=False)
     assert len(plans) == len(catalog.gpus) and not left_out  # an 8B model fits every GPU
-    models = matrix_variants("models", catalog, storyboard, Variant(gpu="rtx-4090"))
+    models = matrix_variants("models", catalog, storyboard, FilmRequest(gpu="rtx-4090"))
     plans, left_out = plans_for(models, resolve, strict=False)
     assert {plan.choice.model.id for plan in plans} >= {"llama-3.1-8b", "llama-3.2-1b"}
     assert any(note.startswith("rtx-4090/llama-3.1-70b/bf16") for note in left_out)
     assert len(plans) + len(left_out) == len(catalog.models)
     with pytest.raises(FilmError, match=r"VARIANTS: rtx-4090/llama-3.1-70b/bf16: .*does not fit"):
-        plans_for([Variant("rtx-4090", "llama-3.1-70b", "bf16")], resolve, strict=True)
+        plans_for([FilmRequest("rtx-4090", "llama-3.1-70b", "bf16")], resolve, strict=True)
 
 
 @pytest.mark.parametrize("arguments, says", [

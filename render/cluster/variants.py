@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from render.errors import FilmError
 from render.plan.storyboard import Storyboard
-from render.plan.types import Plan
+from render.plan.types import FilmRequest, Plan
 from render.specs.catalog import Catalog
 
 MATRICES = ("all", "gpus", "models")
@@ -23,24 +22,7 @@ FORMAT = ("write each variant as GPU/MODEL/DTYPE with catalog ids (film list gpu
           "VARIANTS=\"h100-sxm/llama-3.1-8b/bf16 a100-sxm-80gb/llama-3.1-70b/int8/gpus=2\"")
 
 
-@dataclass(frozen=True)
-class Variant:
-    """One film of a matrix: a choice as resolve_plan takes it (None: the storyboard's default)."""
-
-    gpu: str | None = None
-    model: str | None = None
-    dtype: str | None = None
-    gpus: int | None = None
-    kv_dtype: str | None = None
-
-    def __str__(self) -> str:
-        parts = [self.gpu or "(default)", self.model or "(default)", self.dtype or "(default)"]
-        parts += [f"gpus={self.gpus}"] if self.gpus else []
-        parts += [f"kv={self.kv_dtype}"] if self.kv_dtype else []
-        return "/".join(parts)
-
-
-def parse_variants(text: str) -> list[Variant]:
+def parse_variants(text: str) -> list[FilmRequest]:
     """VARIANTS= as the user wrote it: one variant per word, GPU/MODEL/DTYPE[/gpus=N][/kv=X]."""
     variants = []
     for word in text.replace(",", " ").split():
@@ -60,13 +42,13 @@ def parse_variants(text: str) -> list[Variant]:
             if not re.fullmatch(r"[0-9]{1,4}", options["gpus"]):  # ASCII digits: '²' is a digit to isdigit()
                 raise FilmError(f"VARIANTS: {word!r}: gpus={options['gpus']} is not a whole number of GPUs")
             gpus = int(options["gpus"])
-        variants.append(Variant(fields[0], fields[1], fields[2], gpus, options.get("kv")))
+        variants.append(FilmRequest(fields[0], fields[1], fields[2], gpus, options.get("kv")))
     if not variants:
         raise FilmError(f"VARIANTS is empty; {FORMAT}")
     return variants
 
 
-def matrix_variants(kind: str, catalog: Catalog, storyboard: Storyboard, around: Variant) -> list[Variant]:
+def matrix_variants(kind: str, catalog: Catalog, storyboard: Storyboard, around: FilmRequest) -> list[FilmRequest]:
     """The candidate films of MATRIX=kind, around the given choice (the storyboard's where not
     given). Whether each fits is the plan's to say: a candidate that does not is left out."""
     defaults = storyboard.defaults
@@ -80,10 +62,10 @@ def matrix_variants(kind: str, catalog: Catalog, storyboard: Storyboard, around:
         choices = [(gpu, m, dtype) for m in catalog.models]
     else:
         raise FilmError(f"MATRIX={kind}: use one of {', '.join(MATRICES)}")
-    return [Variant(g, m, d, around.gpus, around.kv_dtype) for g, m, d in choices]
+    return [FilmRequest(g, m, d, around.gpus, around.kv_dtype) for g, m, d in choices]
 
 
-def plans_for(variants: list[Variant], resolve: Callable[[Variant], Plan],
+def plans_for(variants: list[FilmRequest], resolve: Callable[[FilmRequest], Plan],
               strict: bool) -> tuple[list[Plan], list[str]]:
     """Each variant's plan, and the variants left out (with why). A variant the user wrote out must
     resolve (`strict`: its error names it); a matrix simply leaves out what does not fit."""

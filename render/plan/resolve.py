@@ -19,7 +19,7 @@ from render.plan import numbers as compute
 from render.plan.storyboard import Storyboard, load_storyboard
 from render.plan.templating import extract_cues, fill
 from render.plan.tracking import Tracked
-from render.plan.types import Beat, Choice, Efficiency, NarrationSettings, Plan, parse_voice
+from render.plan.types import Beat, Choice, Efficiency, FilmRequest, NarrationSettings, Plan, parse_voice
 from render.specs import roofline as rl
 from render.specs.catalog import Catalog, load_catalog
 from render.specs.pronunciations import load_pronunciations
@@ -30,26 +30,15 @@ from render.specs.yamlio import display_path
 log = logging.getLogger("film")
 
 
-def resolve_plan(
-    gpu: str | None = None,
-    model: str | None = None,
-    dtype: str | None = None,
-    compare_gpu: str | None = None,
-    measured: str | None = None,
-    voice: str | None = None,
-    recordings: Path | None = None,
-    storyboard_path: Path = STORYBOARD_PATH,
-    data_dir: Path = DATA_DIR,
-    gpus: int | None = None,
-    kv_dtype: str | None = None,
-    efficiency: str | None = None,
-) -> Plan:
-    """Resolve the storyboard for one choice of GPU (and how many), model and data type
-    (defaults: the storyboard's, on one GPU)."""
+def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STORYBOARD_PATH,
+                 data_dir: Path = DATA_DIR, **asked) -> Plan:
+    """Resolve the storyboard for what a film is asked for (`request`, or its fields given by name:
+    resolve_plan(gpu="a100-sxm-80gb")); what is not asked for is the storyboard's default, on one GPU."""
+    request = replace(request or FilmRequest(), **asked)
     storyboard = load_storyboard(storyboard_path)
     catalog = load_catalog(data_dir)
     params = storyboard.parameters
-    choice = resolve_choice(catalog, storyboard, gpu, model, dtype, compare_gpu, measured, gpus, kv_dtype, efficiency)
+    choice = resolve_choice(catalog, storyboard, request)
     dataset = catalog.measured(choice.measured_id)
     measured_model, measured_gpu = catalog.model(dataset.model), catalog.gpu(dataset.compared_gpu)
     measured_dtype = catalog.dtype(dataset.precision)
@@ -136,7 +125,7 @@ def resolve_plan(
 
     summary = fill(storyboard.summary, {name: Tracked(value, path, set()) for name, (value, path) in groups.items()},
                    storyboard.where("film.summary"), "film summary")
-    narration = resolve_narration(storyboard, voice, recordings)
+    narration = resolve_narration(storyboard, request.voice, request.recordings)
     for beat in beats:
         check_speakable(beat, narration)
 
@@ -191,10 +180,10 @@ def kv_formats(catalog: Catalog) -> dict[str, DataType]:
     return {d.id: d for d in catalog.dtypes.values() if d.kv_dtype == d.id}
 
 
-def resolve_choice(catalog: Catalog, storyboard: Storyboard, gpu: str | None = None, model: str | None = None,
-                   dtype: str | None = None, compare_gpu: str | None = None, measured: str | None = None,
-                   gpus: int | None = None, kv_dtype: str | None = None, efficiency: str | None = None) -> Choice:
+def resolve_choice(catalog: Catalog, storyboard: Storyboard, request: FilmRequest) -> Choice:
     """The one place a choice left out becomes the storyboard's default."""
+    gpu, model, dtype, gpus, kv_dtype = (request.gpu, request.model, request.dtype, request.gpus, request.kv_dtype)
+    compare_gpu, measured, efficiency = request.compare_gpu, request.measured, request.efficiency
     defaults = storyboard.defaults
     the_gpu = catalog.gpu(gpu or defaults["gpu"])
     the_model = model_of(catalog, model or defaults["model"])

@@ -23,6 +23,7 @@ read attributes (`plan.numbers.prefill.ops`), so a misspelt name fails at once.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from render import formatting
 from render.errors import FilmError
@@ -76,6 +77,43 @@ class Efficiency:
             return f"expected-{self.fitted_from}"
         overhead = f"-o{self.overhead_seconds:g}" if self.overhead_seconds else ""
         return f"expected-c{self.compute:g}-m{self.memory:g}{overhead}"
+
+
+@dataclass(frozen=True)
+class FilmRequest:
+    """What a film is asked for, the one way a choice travels into resolve_plan: from the command line
+    (`film … --gpu …`, make's GPU= …), a variant of a matrix (`make films`), a choice `check-choices` narrates.
+    None: the storyboard's default; the resolve step checks every value and fills the defaults
+    (render/plan/resolve.py)."""
+
+    gpu: str | None = None
+    model: str | None = None          # a catalog id, or the path of a Hugging Face config.json
+    dtype: str | None = None
+    gpus: int | None = None
+    kv_dtype: str | None = None
+    compare_gpu: str | None = None
+    measured: str | None = None
+    efficiency: str | None = None     # EFFICIENCY=: a measured dataset's id, or compute=…,memory=…[,overhead=…]
+    voice: str | None = None
+    recordings: Path | None = None
+
+    DEPLOYMENT = ("gpu", "model", "dtype", "gpus", "kv_dtype")
+
+    @property
+    def asks_deployment(self) -> bool:
+        """It names a GPU, model, data type, GPU count or KV format (not only the film's other settings)."""
+        return any(getattr(self, name) is not None for name in self.DEPLOYMENT)
+
+    def with_deployment_of(self, other: FilmRequest) -> FilmRequest:
+        """This request for `other`'s deployment (a matrix's film, with the command line's other settings)."""
+        return replace(self, **{name: getattr(other, name) for name in self.DEPLOYMENT})
+
+    def __str__(self) -> str:
+        """As VARIANTS= writes it: GPU/MODEL/DTYPE[/gpus=N][/kv=X]."""
+        parts = [self.gpu or "(default)", self.model or "(default)", self.dtype or "(default)"]
+        parts += [f"gpus={self.gpus}"] if self.gpus else []
+        parts += [f"kv={self.kv_dtype}"] if self.kv_dtype else []
+        return "/".join(parts)
 
 
 @dataclass(frozen=True)

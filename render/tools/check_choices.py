@@ -26,13 +26,13 @@ import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from render.errors import DoesNotFit, FilmError, SpeechOverrun
 from render.files import DATA_DIR, cache_dir
 from render.plan.resolve import resolve_plan
-from render.plan.types import Plan
+from render.plan.types import FilmRequest, Plan
 from render.specs.pronunciations import spoken_form
 from render.specs.catalog import Catalog, load_catalog
 from render.video.beats import lint_beat
@@ -42,15 +42,9 @@ from render.voice.subtitles import clauses
 GPU_COUNTS = (1, 2, 4, 8)      # tensor parallelism inside one server
 
 
-Choice = tuple[str, str, str, int]   # GPU, model, data type, GPU count
-
-
 @dataclass(frozen=True)
 class ChoiceCheck:
-    gpu: str
-    model: str
-    dtype: str
-    gpus: int
+    choice: FilmRequest          # a GPU, model, data type and GPU count (and EFFICIENCY=, if given)
     outcome: str                 # "fits", "refused" (memory, GPU count) or "fails" (speech)
     beat: str = ""               # the tightest beat: its speech at the voice's own pace fills most of its slot
     natural: float = 0.0         # that speech's seconds at the voice's own pace
@@ -61,7 +55,8 @@ class ChoiceCheck:
 
     @property
     def label(self) -> str:
-        return f"{self.gpu}/{self.model}/{self.dtype}" + (f"/gpus={self.gpus}" if self.gpus > 1 else "")
+        choice = self.choice
+        return f"{choice.gpu}/{choice.model}/{choice.dtype}" + (f"/gpus={choice.gpus}" if choice.gpus > 1 else "")
 
     @property
     def headroom(self) -> float:
@@ -81,24 +76,22 @@ class ChoiceCheck:
 TABLE_HEADER = "choice\toutcome\ttightest beat\tload (own pace / slot)\ttempo\theadroom (s)\tnote"
 
 
-def check_choice(gpu: str, model: str, dtype: str, gpus: int, cache: Path, layout: bool = False,
-                 efficiency: str | None = None) -> ChoiceCheck:
+def check_choice(choice: FilmRequest, cache: Path, layout: bool = False) -> ChoiceCheck:
     """One choice resolved and narrated; with `layout`, every beat's layout linted too (text over
     text or over a frame's edge, text too small, drawing outside the safe area: about 40 s a choice).
-    With `efficiency` (EFFICIENCY=), its film of expected numbers."""
+    A choice with EFFICIENCY= is its film of expected numbers."""
     try:
-        plan = resolve_plan(gpu=gpu, model=model, dtype=dtype, gpus=gpus, recordings=cache / "no-recordings",
-                            efficiency=efficiency)
+        plan = resolve_plan(choice, recordings=cache / "no-recordings")
     except FilmError as error:  # refused, as it should be, only when its GPUs cannot hold it
         outcome = "refused" if isinstance(error, DoesNotFit) else "fails"
-        return ChoiceCheck(gpu, model, dtype, gpus, outcome, note=str(error).splitlines()[0][:200])
+        return ChoiceCheck(choice, outcome, note=str(error).splitlines()[0][:200])
     try:
         timed = Narrator(plan, cache).narrate().plan
     except SpeechOverrun as overrun:
-        return ChoiceCheck(gpu, model, dtype, gpus, "fails", overrun.beat, overrun.seconds * overrun.tempo,
+        return ChoiceCheck(choice, "fails", overrun.beat, overrun.seconds * overrun.tempo,
                            overrun.seconds, overrun.available, overrun.tempo, "speech too long")
     except FilmError as error:
-        return ChoiceCheck(gpu, model, dtype, gpus, "fails", note=str(error).splitlines()[0][:200])
+        return ChoiceCheck(choice, "fails", note=str(error).splitlines()[0][:200])
 
     def natural(beat) -> float:
         return (beat.timing.speech_end - beat.timing.speech_start) * beat.timing.tempo
@@ -107,13 +100,15 @@ def check_choice(gpu: str, model: str, dtype: str, gpus: int, cache: Path, layou
     timing = tightest.timing
     problems = [f"{beat.id}: {problem}" for beat in timed.beats for problem in lint_beat(timed, beat.id, cache)] \
         if layout else []
-    return ChoiceCheck(gpu, model, dtype, gpus, "fails" if problems else "fits", tightest.id, natural(tightest),
+    return ChoiceCheck(choice, "fails" if problems else "fits", tightest.id, natural(tightest),
                        timing.speech_end - timing.speech_start, timing.latest_end - timing.speech_start, timing.tempo,
                        "; ".join(problems))
 
 
-def all_choices(catalog: Catalog, gpu_counts: Sequence[int] = GPU_COUNTS) -> list[Choice]:
-    return [(g, m, d, n) for n in gpu_counts for g in catalog.gpus for m in catalog.models for d in catalog.dtypes]
+def all_choices(catalog: Catalog, gpu_counts: Sequence[int] = GPU_COUNTS,
+                efficiency: str | None = None) -> list[FilmRequest]:
+    return [FilmRequest(g, m, d, n, efficiency=efficiency)
+            for n in gpu_counts for g in catalog.gpus for m in catalog.models for d in catalog.dtypes]
 
 
 # -- a tightness estimate without synthesising ----------------------------------------------------
@@ -174,42 +169,40 @@ def speech_load(plan: Plan) -> SpeechLoad:
     return max(speech_loads(plan), key=lambda load: load.load)
 
 
-def axis_ends(catalog: Catalog, around: Choice, gpu_counts: Sequence[int] = GPU_COUNTS) -> list[Choice]:
+def axis_ends(catalog: Catalog, around: FilmRequest, gpu_counts: Sequence[int] = GPU_COUNTS) -> list[FilmRequest]:
     """Around one choice, each axis's two ends: the slowest and fastest memory, the smallest and
     largest model, the narrowest and widest weights, the fewest and most GPUs (the choice's own
     value where it ties with an end)."""
-    gpu, model, dtype, gpus = around
-
     def ends(entries: dict, own: str, key) -> list[str]:
         ordered = sorted(entries.values(), key=key)
         low, high = key(ordered[0]), key(ordered[-1])
         return [own if key(entries[own]) == end else next(e.id for e in ordered if key(e) == end) for end in (low,
                                                                                                               high)]
 
-    picks = [(g, model, dtype, gpus) for g in ends(catalog.gpus, gpu, lambda g: g.bandwidth)]
-    picks += [(gpu, m, dtype, gpus) for m in ends(catalog.models, model, lambda m: m.parameters)]
-    picks += [(gpu, model, d, gpus) for d in ends(catalog.dtypes, dtype, lambda d: d.bytes_per_weight)]
-    picks += [(gpu, model, dtype, n) for n in (min(gpu_counts), max(gpu_counts))]
+    picks = [replace(around, gpu=g) for g in ends(catalog.gpus, around.gpu, lambda g: g.bandwidth)]
+    picks += [replace(around, model=m) for m in ends(catalog.models, around.model, lambda m: m.parameters)]
+    picks += [replace(around, dtype=d) for d in ends(catalog.dtypes, around.dtype, lambda d: d.bytes_per_weight)]
+    picks += [replace(around, gpus=n) for n in (min(gpu_counts), max(gpu_counts))]
     return list(dict.fromkeys(picks))
 
 
 def sample_choices(tightest: int = 10, gpu_counts: Sequence[int] = GPU_COUNTS,
-                   efficiency: str | None = None) -> list[tuple[Choice, SpeechLoad | None]]:
+                   efficiency: str | None = None) -> list[tuple[FilmRequest, SpeechLoad | None]]:
     """A representative few for `make test`: the `tightest` choices by estimated speech load, then the
     ends of each axis around the storyboard's default (None where a choice is refused)."""
     catalog = load_catalog(DATA_DIR)
-    loads: dict[Choice, SpeechLoad | None] = {}
-    for choice in all_choices(catalog, gpu_counts):
-        gpu, model, dtype, gpus = choice
+    loads: dict[FilmRequest, SpeechLoad | None] = {}
+    for choice in all_choices(catalog, gpu_counts, efficiency):
         try:
-            plan = resolve_plan(gpu=gpu, model=model, dtype=dtype, gpus=gpus, efficiency=efficiency)
+            plan = resolve_plan(choice)
         except FilmError:
             loads[choice] = None
             continue
         loads[choice] = speech_load(plan)
     resolved = sorted((choice for choice in loads if loads[choice]), key=lambda choice: -loads[choice].load)
     default = resolve_plan().choice
-    ends = axis_ends(catalog, (default.gpu.id, default.model.id, default.dtype.id, default.gpus), gpu_counts)
+    ends = axis_ends(catalog, FilmRequest(default.gpu.id, default.model.id, default.dtype.id, default.gpus,
+                                          efficiency=efficiency), gpu_counts)
     picked = list(dict.fromkeys(resolved[:tightest] + ends))
     return [(choice, loads.get(choice)) for choice in picked]
 
@@ -224,7 +217,7 @@ def check_choices(gpu_counts: Sequence[int] = GPU_COUNTS, cache: Path | None = N
     if efficiency:
         resolve_plan(efficiency=efficiency)  # a bad EFFICIENCY= is one message, not one per choice
     choices = [choice for choice, _ in sample_choices(gpu_counts=gpu_counts, efficiency=efficiency)] if sample \
-        else all_choices(catalog, gpu_counts)
+        else all_choices(catalog, gpu_counts, efficiency)
     results: list[ChoiceCheck] = []
     started = time.perf_counter()
 
@@ -236,11 +229,11 @@ def check_choices(gpu_counts: Sequence[int] = GPU_COUNTS, cache: Path | None = N
 
     if jobs <= 1:
         for choice in choices:
-            report(check_choice(*choice, cache, layout, efficiency))
+            report(check_choice(choice, cache, layout))
     else:
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for result in pool.map(check_choice, *zip(*choices), [cache] * len(choices), [layout] * len(choices),
-                                   [efficiency] * len(choices), chunksize=1 if layout else 4):
+            for result in pool.map(check_choice, choices, [cache] * len(choices), [layout] * len(choices),
+                                   chunksize=1 if layout else 4):
                 report(result)
     say(f"{len(choices)} choices in {time.perf_counter() - started:.0f} s")
     return results
