@@ -69,7 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help="log warnings only")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_film_commands(commands)
+    add_data_commands(commands)
+    add_check_commands(commands)
+    return parser
 
+
+def add_film_commands(commands) -> None:
+    """What makes a film and looks at it: the plan, the roofline, the narration, a beat, the film, many films, its
+    pages and the studio."""
     plan = commands.add_parser("plan", help="resolve the storyboard into the plan (every number and line)")
     add_plan_arguments(plan, voice=False, build=False)
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
@@ -134,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the port on 127.0.0.1 (default: a free one, printed)")
     studio.set_defaults(run=run_studio)
 
+
+def add_data_commands(commands) -> None:
+    """What reads and writes data/: measuring an endpoint, fitting a dataset, importing a model, listing the catalog."""
     measure = commands.add_parser("measure", help="measure TTFT and decode speed of an OpenAI-compatible endpoint")
     measure.add_argument("--base-url", required=True, help="the API's base URL, e.g. http://localhost:8000/v1")
     measure.add_argument("--model", required=True, help="the model name the endpoint serves")
@@ -182,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("what", choices=("gpus", "models", "dtypes", "measured"))
     listing.set_defaults(run=run_list)
 
+
+def add_check_commands(commands) -> None:
+    """The project's own checks: every choice narrated, the tests' stills made again, the speed of a render."""
     checks = commands.add_parser("check-choices", help="narrate every GPU x model x data type x GPU count: which "
                                                        "make a film, and each one's fullest slot")
     checks.add_argument("--gpus", type=gpu_counts, default=None,
@@ -207,7 +221,6 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--build", type=Path, default=BUILD_DIR / "bench", help="scratch folder (emptied first)")
     bench.add_argument("--out", type=Path, default=BUILD_DIR / "bench.json")
     bench.set_defaults(run=run_bench)
-    return parser
 
 
 def gpu_counts(text: str) -> tuple[int, ...]:

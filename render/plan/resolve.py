@@ -65,43 +65,7 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
         expected = compute.film_numbers(reached, rl.achieved(choice.compare_gpu, efficiency.compute, efficiency.memory),
                                         params, lever)
 
-    notes = []
-    if choice.arithmetic != choice.dtype.arithmetic:
-        notes.append(f"{choice.gpu.name} has no FP8 tensor cores: {choice.dtype.name} weights are "
-                     f"multiplied in BF16 (weight-only), at its BF16 peak.")
-    if choice.gpus > 1:
-        latency = "an assumed" if spec.allreduce_latency_is_assumption else "a"
-        notes.append(f"Tensor parallelism over {choice.gpus} × {choice.gpu.name}: {choice.gpu.interconnect_source} "
-                     f"Each all-reduce costs {latency} {spec.allreduce_latency_seconds * 1e6:g} µs plus its transfer; "
-                     f"arithmetic, memory traffic and all-reduces are not assumed to overlap.")
-    if choice.dtype.bytes_per_weight < rl.SIXTEEN_BIT_BYTES:
-        model, dtype = choice.model, choice.dtype
-        if dtype.embeddings_in_format:
-            notes.append(f"{dtype.name} here stores every weight in {dtype.name}, the embedding table and the output "
-                         f"head included (data/dtypes.yaml); a checkpoint that keeps those at 16 bits holds "
-                         f"{fmt.gigabytes(rl.weight_bytes(model, dtype, False), short=True)} of weights, not "
-                         f"{fmt.gigabytes(rl.weight_bytes(model, dtype), short=True)}.")
-        else:
-            notes.append(f"{dtype.name} here keeps the embedding table and the output head at 16 bits "
-                         f"(data/dtypes.yaml): {fmt.gigabytes(rl.weight_bytes(model, dtype), short=True)} of weights, "
-                         f"not {fmt.gigabytes(rl.weight_bytes(model, dtype, True), short=True)}.")
-    if not choice.model.tied_embeddings:
-        table, weights = rl.input_embedding_bytes(choice.model, choice.dtype), rl.weight_bytes(choice.model,
-                                                                                               choice.dtype)
-        if choice.embedding_rows:
-            notes.append(f"A decode step here gathers only its tokens' rows of the input embedding table (the "
-                         f"storyboard's parameters.embedding_reads: rows): {fmt.gigabytes(table, short=True)} of the "
-                         f"weights ({fmt.percent(table / weights, short=True)}) is not read each step.")
-        else:
-            notes.append(f"A decode step is counted as reading every weight, the whole input embedding table "
-                         f"included (the source's convention: the storyboard's parameters.embedding_reads: table); a "
-                         f"real step gathers only its tokens' rows of it, {fmt.gigabytes(table, short=True)} "
-                         f"({fmt.percent(table / weights, short=True)} of the weights) less.")
-    if choice.efficiency:
-        notes.append(efficiency_note(choice, catalog))
-    if dataset.compared_gpu_is_assumption:
-        notes.append(f"The measured timings ({dataset.id}) are compared with {with_article(measured_gpu)}: "
-                     f"an assumption, since the provider does not publish its hardware.")
+    notes = plan_notes(choice, spec, catalog, dataset, measured_gpu)
 
     # What a narration template may name: the plan's groups, and the choice's GPU, model and data type.
     # Seen through Tracked views, so each beat records the plan paths its words read (the review
@@ -142,6 +106,49 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
         pronunciations=load_pronunciations(data_dir / "pronunciations.yaml", named, gpu_names),
         beats=tuple(beats), notes=tuple(notes), summary=summary, achieved=achieved, expected=expected,
     )
+
+
+def plan_notes(choice: Choice, spec, catalog: Catalog, dataset, measured_gpu: Gpu) -> list[str]:
+    """What the film assumes beyond the datasheets, said on both pages: weight-only FP8, the all-reduces, how the
+    embedding table and a narrow format are counted, a film of expected numbers, an assumed GPU."""
+    notes = []
+    if choice.arithmetic != choice.dtype.arithmetic:
+        notes.append(f"{choice.gpu.name} has no FP8 tensor cores: {choice.dtype.name} weights are "
+                     f"multiplied in BF16 (weight-only), at its BF16 peak.")
+    if choice.gpus > 1:
+        latency = "an assumed" if spec.allreduce_latency_is_assumption else "a"
+        notes.append(f"Tensor parallelism over {choice.gpus} × {choice.gpu.name}: {choice.gpu.interconnect_source} "
+                     f"Each all-reduce costs {latency} {spec.allreduce_latency_seconds * 1e6:g} µs plus its transfer; "
+                     f"arithmetic, memory traffic and all-reduces are not assumed to overlap.")
+    if choice.dtype.bytes_per_weight < rl.SIXTEEN_BIT_BYTES:
+        model, dtype = choice.model, choice.dtype
+        if dtype.embeddings_in_format:
+            notes.append(f"{dtype.name} here stores every weight in {dtype.name}, the embedding table and the output "
+                         f"head included (data/dtypes.yaml); a checkpoint that keeps those at 16 bits holds "
+                         f"{fmt.gigabytes(rl.weight_bytes(model, dtype, False), short=True)} of weights, not "
+                         f"{fmt.gigabytes(rl.weight_bytes(model, dtype), short=True)}.")
+        else:
+            notes.append(f"{dtype.name} here keeps the embedding table and the output head at 16 bits "
+                         f"(data/dtypes.yaml): {fmt.gigabytes(rl.weight_bytes(model, dtype), short=True)} of weights, "
+                         f"not {fmt.gigabytes(rl.weight_bytes(model, dtype, True), short=True)}.")
+    if not choice.model.tied_embeddings:
+        table, weights = rl.input_embedding_bytes(choice.model, choice.dtype), rl.weight_bytes(choice.model,
+                                                                                               choice.dtype)
+        if choice.embedding_rows:
+            notes.append(f"A decode step here gathers only its tokens' rows of the input embedding table (the "
+                         f"storyboard's parameters.embedding_reads: rows): {fmt.gigabytes(table, short=True)} of the "
+                         f"weights ({fmt.percent(table / weights, short=True)}) is not read each step.")
+        else:
+            notes.append(f"A decode step is counted as reading every weight, the whole input embedding table "
+                         f"included (the source's convention: the storyboard's parameters.embedding_reads: table); a "
+                         f"real step gathers only its tokens' rows of it, {fmt.gigabytes(table, short=True)} "
+                         f"({fmt.percent(table / weights, short=True)} of the weights) less.")
+    if choice.efficiency:
+        notes.append(efficiency_note(choice, catalog))
+    if dataset.compared_gpu_is_assumption:
+        notes.append(f"The measured timings ({dataset.id}) are compared with {with_article(measured_gpu)}: "
+                     f"an assumption, since the provider does not publish its hardware.")
+    return notes
 
 
 def film_kv_tokens(params) -> int:
