@@ -9,7 +9,6 @@ disk is the same typed object the narration wrote.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 import types
@@ -17,6 +16,7 @@ import typing
 from typing import Any, Union
 
 from render.errors import FilmError
+from render.specs.schema import hints  # a dataclass's fields' types, read once
 
 
 def to_data(value: Any) -> Any:
@@ -43,11 +43,6 @@ def loads(kind: type, text: str, where: str = "the plan") -> Any:
         raise FilmError(f"{where} is not valid JSON (line {error.lineno}): {error.msg}; "
                         f"make it again (make plan or make narration)") from None
     return from_data(kind, data, where)
-
-
-@functools.lru_cache(maxsize=None)
-def hints(kind: type) -> dict[str, Any]:
-    return typing.get_type_hints(kind)
 
 
 def from_data(kind: Any, data: Any, where: str = "the plan") -> Any:
