@@ -208,7 +208,7 @@ def test_each_schema_is_its_dataclass_and_every_figure_has_its_range_beside_it()
 
     from render.plan.types import NarrationSettings, Parameters
     from render.specs.catalog import ConcurrencyLevel, MeasuredPrompt, OtherProvider
-    from render.specs.schema import bounds_of, yaml_keys
+    from render.specs.fields import bounds_of, yaml_keys
     from render.specs.types import DataType, Gpu, Model
 
     for kind in (Gpu, Model, DataType, Parameters, NarrationSettings):
@@ -231,7 +231,7 @@ def test_a_dataset_written_through_its_fields_reads_back_the_same(tmp_path):
     import yaml
 
     from render.specs.catalog import ConcurrencyLevel, MeasuredPrompt
-    from render.specs.schema import to_yaml
+    from render.specs.fields import to_yaml
 
     seed = load_measured(ROOT / "data" / "measured" / "openrouter-coreweave-llama-3.1-8b-bf16.yaml")
     swept = dataclasses.replace(seed.prompts[0], ttft_spread_seconds=(0.29, 0.31), runs=3, concurrency=(

@@ -18,7 +18,7 @@ from render.files import DATA_DIR, write_atomic
 from render.measure.client import Endpoint
 from render.measure.timings import COUNTED_BY, Measurement
 from render.specs.catalog import MeasuredDataset, load_measured
-from render.specs.schema import bounds_of, out_of_range, to_yaml
+from render.specs.fields import bounds_of, out_of_range, to_yaml
 from render.specs.yamlio import display_path
 from render.text import clean_text
 

@@ -16,7 +16,7 @@ import typing
 from typing import Any, Union
 
 from render.errors import FilmError
-from render.specs.schema import hints  # a dataclass's fields' types, read once
+from render.specs.fields import hints  # a dataclass's fields' types, read once
 
 
 def to_data(value: Any) -> Any:

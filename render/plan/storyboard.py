@@ -13,7 +13,7 @@ from render.formatting import timestamp as format_timestamp
 from render.plan.registry import FAMILIES, beats_of, scene_entry
 from render.plan.templating import compile_template
 from render.plan.types import NarrationSettings, Parameters, parse_voice
-from render.specs.schema import bounds_of, choices_of, yaml_keys
+from render.specs.fields import bounds_of, choices_of, yaml_keys
 from render.specs.yamlio import YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml
 
 TOP_FIELDS = {"film": dict, "defaults": dict, "parameters": dict, "narration": dict, "beats": list}

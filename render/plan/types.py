@@ -29,7 +29,7 @@ from render import formatting
 from render.errors import FilmError
 from render.plan import codec
 from render.specs.catalog import MeasuredDataset
-from render.specs.schema import datum
+from render.specs.fields import datum
 from render.specs.types import DataType, Deployment, Gpu, Hardware, Model
 
 # Speech engines a storyboard or VOICE= may name (render/voice/speech.py implements them).

@@ -1,7 +1,8 @@
 """Stage 1, specs and maths: what the GPUs, models and data types in data/ are, and the roofline.
 
     yamlio.py          YAML that remembers line numbers; the field checks every data file shares
-    schema.py          what a data file may hold, read off the dataclasses' fields (ranges, units, choices)
+    fields.py          what a data file may hold, beside each dataclass field (ranges, units, choices); pure
+    schema.py          a data file's entry checked against those fields and read as its dataclass
     types.py           Gpu, Model, DataType: the spec sheets as frozen dataclasses, each field's range beside it
     catalog.py         loads and validates data/ (and data/measured/: MeasuredDataset)
     pronunciations.py  written forms -> spoken forms, from data/pronunciations.yaml

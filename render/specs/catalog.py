@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 from render.errors import FilmError, unknown_name_error
 from render.files import DATA_DIR
 from render.specs.architecture import count_parameters
-from render.specs.schema import date_text, datum, from_yaml, yaml_keys
+from render.specs.fields import date_text, datum, yaml_keys
+from render.specs.schema import from_yaml
 from render.specs.types import DataType, Gpu, Model
 from render.text import NAME_LENGTH, control_characters
 from render.specs.yamlio import YamlList, YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml

@@ -19,7 +19,7 @@ from pathlib import Path
 from render.errors import FilmError
 from render.specs.architecture import count_parameters
 from render.specs.catalog import PARAMETER_TOLERANCE, load_entries
-from render.specs.schema import bounds_of, out_of_range, to_yaml
+from render.specs.fields import bounds_of, out_of_range, to_yaml
 from render.specs.types import Model
 from render.files import read_capped, write_atomic
 from render.specs.yamlio import display_path

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from render.specs.schema import datum
+from render.specs.fields import datum
 
 GIB = 2**30
 # A value outside a field's range is a typo, not a chip: each range is in the data's own units.
