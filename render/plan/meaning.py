@@ -16,6 +16,7 @@ import typing
 from dataclasses import dataclass
 
 from render.plan.types import Plan
+from render.specs.fields import hints
 
 GPU, COMPARE, MODEL, DTYPE, STORYBOARD, MEASURED, INTERCONNECT, EFFICIENCY = (
     "gpu",
@@ -740,7 +741,7 @@ def plan_field(path: str) -> dataclasses.Field | None:
         field = next((candidate for candidate in dataclasses.fields(kind) if candidate.name == name), None)
         if field is None:
             return None
-        hint = typing.get_type_hints(kind)[field.name]
+        hint = hints(kind)[field.name]
         options = [option for option in typing.get_args(hint) if option is not type(None)]
         kind = options[0] if options and typing.get_origin(hint) is not tuple else hint
     return field

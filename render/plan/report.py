@@ -54,9 +54,9 @@ class RooflineReport:
     def as_data(self) -> dict:
         """The JSON `film roofline --json` prints: the ids and the spec sheet's figures at the top level."""
         data = codec.to_data(self)
-        return {**{key: data[key] for key in ("gpu", "model", "dtype", "arithmetic")}, **data["spec"],
-                **{key: value for key, value in data.items() if key not in ("gpu", "model", "dtype", "arithmetic",
-                                                                            "spec")}}
+        spec = data.pop("spec")
+        ids = {key: data.pop(key) for key in ("gpu", "model", "dtype", "arithmetic")}
+        return {**ids, **spec, **data}
 
 
 def roofline_report(deployment: Deployment, prompt: int, batch: int, context: int) -> RooflineReport:

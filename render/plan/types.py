@@ -109,9 +109,9 @@ class FilmRequest:
         return replace(self, **{name: getattr(other, name) for name in self.DEPLOYMENT})
 
     def __str__(self) -> str:
-        """As VARIANTS= writes it: GPU/MODEL/DTYPE[/gpus=N][/kv=X]."""
+        """As VARIANTS= writes it: GPU/MODEL/DTYPE[/gpus=N][/kv=X] (one GPU goes without saying)."""
         parts = [self.gpu or "(default)", self.model or "(default)", self.dtype or "(default)"]
-        parts += [f"gpus={self.gpus}"] if self.gpus else []
+        parts += [f"gpus={self.gpus}"] if self.gpus and self.gpus > 1 else []
         parts += [f"kv={self.kv_dtype}"] if self.kv_dtype else []
         return "/".join(parts)
 

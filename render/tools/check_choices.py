@@ -55,8 +55,7 @@ class ChoiceCheck:
 
     @property
     def label(self) -> str:
-        choice = self.choice
-        return f"{choice.gpu}/{choice.model}/{choice.dtype}" + (f"/gpus={choice.gpus}" if choice.gpus > 1 else "")
+        return str(self.choice)
 
     @property
     def headroom(self) -> float:
