@@ -16,7 +16,7 @@ from render.plan.types import BUILT_IN_CUES, Plan
 from scenes import copying, families  # noqa: F401  (copies share what never changes; families listed in one pass)
 from scenes.camera import KeptPathCamera
 from scenes.layers import Layers
-from scenes.layout_lint import layout_problems, outside_safe_area
+from scenes.layout_lint import TextMorph, glyph_morphs, layout_problems, outside_safe_area, text_morphs
 from scenes.style import BACKGROUND, LEAD, TRANSITION
 
 
@@ -108,6 +108,7 @@ class BeatScene(Scene):
         self.progress = progress
         self.safe_area_violations: set[str] = set()
         self.layout_problems: set[str] = set()
+        self.text_morphs: list[TextMorph] = []  # each change of words, as played (for the test of its middle frame)
         self.checks_layout = checks_layout
         self.frames_done = 0
         self.closing = False
@@ -184,6 +185,9 @@ class BeatScene(Scene):
         asked = 1 if frames == 1 else frames - 0.5  # Manim refuses less than one frame
         self.frames_in_play = frames
         self.frame_in_play = 0
+        if self.checks_layout:
+            self.layout_problems |= glyph_morphs(animations)
+        self.text_morphs += text_morphs(animations, self.frames_done, frames)
         if self.part is not None:
             if self.frames_done >= self.part[1]:
                 raise EndSceneEarlyException()  # the part is written; Manim closes its file

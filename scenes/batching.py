@@ -6,13 +6,13 @@ import math
 from dataclasses import dataclass
 
 from manim import (DOWN, LEFT, RIGHT, UP, Create, Dot, FadeIn, FadeOut, FadeTransform, Indicate, LaggedStart,
-                   Rectangle, ReplacementTransform, Transform, VGroup, Write)
+                   Rectangle, ReplacementTransform, VGroup, Write)
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
 from scenes.helpers import (Counter, Labelled, LogChart, RooflineChart, WeightsWall, decades, get_caption,
                             get_formula, get_provenance, get_text, get_title, inside_safe_area, power_label,
-                            powers_of_ten, slide_clear_of, tex_text, wall_label)
+                            powers_of_ten, retitle, slide_clear_of, tex_text, wall_label)
 from scenes.the_roofline import axis_ranges, roofline_ending
 from scenes.style import HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE
 
@@ -144,7 +144,7 @@ class Batching(BeatScene):
             # One shot with the roofline: its chart moves aside, keeping the decode point, and the wall returns.
             before = roofline_ending(self, self.beat.previous_title)
             self.add(*before.parts)
-            self.play(Transform(before.title, title), ReplacementTransform(before.chart, chart),
+            self.play(retitle(before.title, title), ReplacementTransform(before.chart, chart),
                       before.decode.mark.animate.move_to(point.mark.get_center()),
                       FadeTransform(before.decode.label, point.label),
                       *[FadeOut(part) for part in (before.badge, before.prefill, before.ridge, before.attainable,

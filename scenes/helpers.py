@@ -18,15 +18,18 @@ from collections.abc import Callable
 
 import numpy as np
 from manim import (DOWN, LEFT, PI, RIGHT, UL, UP, Animation, AnimationGroup, DashedLine, Dot, FadeIn, FadeOut,
-                   Line, MathTex, Rectangle, RoundedRectangle, Square, Succession, Text, ValueTracker, VGroup, VMobject,
-                   interpolate_color, ManimColor, there_and_back)
+                   FadeTransform, Line, MathTex, Rectangle, RoundedRectangle, Square, Succession, TexTemplate, Text,
+                   Transform, ValueTracker, VGroup, VMobject, interpolate_color, ManimColor, there_and_back)
 
 from render import formatting as fmt, formulas
-from scenes.style import (BACKGROUND, BODY_SIZE, COMPUTE, FONT, FORMULA_SIZE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE,
-                          MEMORY, MUTED, NUMBER_SIZE, PANEL, ROLE_COLOURS, SAFE_LEFT, SAFE_RIGHT, SAFE_TOP,
-                          SMALL_SIZE, TEXT, TITLE_SIZE)
+from scenes.style import (BACKGROUND, BODY_SIZE, COMPUTE, FONT, FORMULA_PREAMBLE, FORMULA_SIZE, HIGHLIGHT, IDLE,
+                          KV_CACHE, LABEL_SIZE, MEMORY, MUTED, NUMBER_SIZE, PANEL, ROLE_COLOURS, SAFE_LEFT, SAFE_RIGHT,
+                          SAFE_TOP, SMALL_SIZE, TEXT, TITLE_SIZE)
 
 # -- text ----------------------------------------------------------------------------------------
+
+
+FORMULA_TEMPLATE = TexTemplate(preamble=FORMULA_PREAMBLE)
 
 
 def tex_text(text: str) -> str:
@@ -40,7 +43,8 @@ def get_formula(*parts: str | tuple[str, str] | formulas.Formula, size: float = 
     the film's formulas (render/formulas.py), coloured like the picture it explains (compute warm, memory
     cool, the KV cache in its accent)."""
     parts = [piece for part in parts for piece in (part.parts if isinstance(part, formulas.Formula) else (part,))]
-    formula = MathTex(*[part if isinstance(part, str) else part[0] for part in parts], font_size=size, color=TEXT)
+    formula = MathTex(*[part if isinstance(part, str) else part[0] for part in parts], font_size=size, color=TEXT,
+                      tex_template=FORMULA_TEMPLATE)
     for index, part in enumerate(parts):
         if not isinstance(part, str) and part[1] != formulas.TEXT:
             formula[index].set_color(ROLE_COLOURS.get(part[1], part[1]))
@@ -67,6 +71,17 @@ def get_title(beat_title: str, context: str = "") -> VGroup:
     if context:
         group.add(get_text(context, SMALL_SIZE, MUTED).next_to(title, DOWN, aligned_edge=LEFT, buff=0.12))
     return group.to_corner(UL, buff=0).move_to([SAFE_LEFT, SAFE_TOP, 0], aligned_edge=UL)
+
+
+def retitle(old: VGroup, new: VGroup) -> AnimationGroup:
+    """One beat's title becoming the next's: each line whose words change cross-fades in place as a whole (no
+    letter morphs into another); a line that stays (the deployment) stays."""
+    old_lines, new_lines = list(old), list(new)
+    changes = [FadeTransform(before, after, stretch=False) if before.original_text != after.original_text
+               else Transform(before, after) for before, after in zip(old_lines, new_lines)]
+    changes += [FadeOut(line) for line in old_lines[len(new_lines):]]
+    changes += [FadeIn(line) for line in new_lines[len(old_lines):]]
+    return AnimationGroup(*changes)
 
 
 def slide_clear_of(mobject, obstacle, margin: float = 0.2):
@@ -344,6 +359,7 @@ class Counter(VGroup):
                 now is then for arrays, kept in zip(drawn, self.shows[1]) for now, then in zip(arrays, kept)):
             return
         value.become(self._value_text())
+        value.original_text = wanted[0]  # become() takes the shapes only; the words go with them
         self.shows = (wanted, [(part.points, part.fill_rgbas, part.stroke_rgbas)
                                for part in value.family_members_with_points()])
 

@@ -4,6 +4,8 @@ anything visible outside the safe area. BeatScene runs it after every play; `ren
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from manim import config
 
 from scenes.layers import extent
@@ -180,3 +182,64 @@ def layout_problems(mobjects) -> set[str]:
             if segment_crosses_box(start, end, shrink(box, 0.04)):
                 problems.add(f"{type(line).__name__} crosses {describe(text)}")
     return problems
+
+
+def words_of(mobject) -> list[str]:
+    """The words and formulas (or a formula's parts) in a mobject, in order."""
+    from manim import MathTex, Text
+    from manim.mobject.text.tex_mobject import MathTexPart
+
+    if isinstance(mobject, Text):
+        return [mobject.original_text]
+    if isinstance(mobject, (MathTex, MathTexPart)):
+        return [mobject.tex_string]
+    return [words for part in mobject.submobjects for words in words_of(part)]
+
+
+def each_animation(animations):
+    """The animations played, those inside groups (LaggedStart, Succession) included."""
+    from manim import AnimationGroup
+
+    for animation in animations:
+        if isinstance(animation, AnimationGroup):
+            yield from each_animation(animation.animations)
+        else:
+            yield animation
+
+
+def glyph_morphs(animations) -> set[str]:
+    """Morphs that interpolate one text's outlines into another's: Manim's Transform between different words
+    pairs their glyphs' points one by one, so halfway the screen shows broken letters ("3 3 t…lion"). Text
+    changes as whole tokens instead: a cross-fade (FadeTransform) or matched shapes (TransformMatchingShapes)."""
+    from manim import FadeTransform, Transform
+
+    problems = set()
+    for animation in each_animation(animations):
+        if isinstance(animation, Transform) and not isinstance(animation, FadeTransform):
+            before, after = words_of(animation.mobject), words_of(animation.target_mobject)
+            if before and after and before != after:  # (FadeIn and FadeOut are Transforms from or to nothing)
+                problems.add(f"{type(animation).__name__} morphs the glyphs of {' '.join(before)!r} into "
+                             f"{' '.join(after)!r}: cross-fade whole words (FadeTransform)")
+    return problems
+
+
+@dataclass(frozen=True)
+class TextMorph:
+    """One change of words as played: copies of what it starts from and ends as, and its frames in the beat."""
+
+    stretch: bool       # FadeTransform's own settings, to play it again as the beat did
+    dim_to_match: int
+    start: object
+    end: object
+    first_frame: int
+    frames: int
+
+
+def text_morphs(animations, first_frame: int, frames: int) -> list[TextMorph]:
+    """The cross-fades between different words among `animations`, copied before they play."""
+    from manim import FadeTransform
+
+    return [TextMorph(animation.stretch, animation.dim_to_match, animation.mobject[0].copy(),
+                      animation.to_add_on_completion.copy(), first_frame, frames)
+            for animation in each_animation(animations) if isinstance(animation, FadeTransform)
+            and words_of(animation.mobject[0]) != words_of(animation.to_add_on_completion)]

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Create, DashedLine, Dot, FadeIn, FadeOut, GrowFromEdge,
-                   Indicate, LaggedStart, Rectangle, ReplacementTransform, Transform, VGroup, Write)
+                   Indicate, LaggedStart, Rectangle, ReplacementTransform, VGroup, Write)
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
 from scenes.helpers import (Bar, LogChart, WeightsWall, decades, get_formula, get_pill, get_provenance, get_text,
-                            get_title, inside_safe_area, power_label, powers_of_ten, tex_text)
+                            get_title, inside_safe_area, power_label, powers_of_ten, retitle, tex_text)
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
 BAR_LENGTH = 6.0
@@ -267,17 +267,19 @@ class CacheRidesAlong(BeatScene):
             # One shot with the measured beat: the provenance stays, the waits become speeds.
             before = measured_ending(self, self.beat.previous_title)
             self.add(*before.parts)
-            # The bars move on their own, under the splits that lie over them (a play brings what it
-            # animates to the front unless it is on screen already).
-            bar_pairs = VGroup()
+            # The bars' shapes move on their own, under the splits that lie over them (a play brings what it
+            # animates to the front unless it is on screen already); their words cross-fade where they stand.
+            rects = VGroup()
             for group in before.groups:
-                bar_pairs.add(group.bars)
-                group.remove(group.bars)
-            self.add(bar_pairs)
+                for bar in group.bars:
+                    rects.add(bar.rect)
+                    bar.remove(bar.rect)
+            self.add(rects)
             self.bring_to_front(before.splits, before.network)
-            self.play(ReplacementTransform(bar_pairs, VGroup(short, long)), FadeOut(before.splits),
+            self.play(ReplacementTransform(rects, VGroup(short.rect, long.rect)), FadeOut(before.splits),
                       FadeOut(before.network), FadeOut(before.chart), *[FadeOut(group) for group in before.groups],
-                      Transform(before.title, title), run_time=1.0)
+                      *[FadeIn(words) for bar in (short, long) for words in (bar.label, bar.value)],
+                      retitle(before.title, title), run_time=1.0)
             self.carry_on_with(title, before.provenance, short, long)
             self.at("rate", Write(limit), FadeIn(picture.limit_label), Indicate(short.rect, scale_factor=1.0),
                     run_time=1.0)

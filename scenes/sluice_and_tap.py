@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Arrow, FadeIn, FadeOut, Indicate, Rectangle,
-                   ReplacementTransform, Square, Succession, Transform, VGroup, Write, rate_functions)
+from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Arrow, FadeIn, FadeOut, FadeTransform, Indicate, Rectangle,
+                   Square, Succession, VGroup, Write, rate_functions)
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
 from scenes.helpers import (Chip, Counter, WeightsWall, get_formula, get_pill, get_text, get_title, inside_safe_area,
-                            slide_clear_of, tex_text, wall_label)
+                            retitle, slide_clear_of, tex_text, wall_label)
 from scenes.base import AMBIENT_SECONDS as AMBIENT
 from scenes.style import COMPUTE, HIGHLIGHT, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
@@ -260,8 +260,7 @@ class Prefill(BeatScene):
         for counter in (operations, seconds):
             counter.suspend_updating()
         result = ending.result
-        self.play(ReplacementTransform(operations.value, result.numerator),
-                  ReplacementTransform(seconds.value, result.result),
+        self.play(FadeTransform(operations.value, result.numerator), FadeTransform(seconds.value, result.result),
                   *[FadeIn(part) for part in result.rest()], FadeOut(operations.caption), FadeOut(seconds.caption),
                   run_time=1.2)
         self.remove(tokens)
@@ -390,7 +389,7 @@ class Decode(BeatScene):
             # One shot with prefill: its picture, then the lights go out and the flood becomes a drip.
             before = prefill_ending(self, self.beat.previous_title)
             self.add(*before.parts)
-            self.play(Transform(before.stage.title, stage.title), before.stage.chip.idle(),
+            self.play(retitle(before.stage.title, stage.title), before.stage.chip.idle(),
                       *[FadeOut(part) for part in (before.tokens_label, before.work, before.peak, before.bound,
                                                    before.busy, before.result.formula)], run_time=0.8)
             self.carry_on_with(*stage.parts)
@@ -416,8 +415,8 @@ class Decode(BeatScene):
         for counter in (read, operations, step, rate):
             counter.suspend_updating()
         result = ending.result
-        self.play(ReplacementTransform(read.value, result.numerator), ReplacementTransform(step.value, result.result),
-                  ReplacementTransform(rate.value, result.outcome),
+        self.play(FadeTransform(read.value, result.numerator), FadeTransform(step.value, result.result),
+                  FadeTransform(rate.value, result.outcome),
                   *[FadeIn(part) for part in result.rest(result.numerator, result.result, result.outcome)],
                   FadeOut(operations.value), *[FadeOut(counter.caption) for counter in (read, operations, step, rate)],
                   drop(), read_once(1.2), run_time=1.2)

@@ -30,6 +30,18 @@ SMALL_SIZE = 20
 NUMBER_SIZE = 40
 FORMULA_SIZE = 36
 
+# Formulas are set in the labels' face: Helvetica (a neo-grotesque like Inter) for text and letters through
+# sfmath, with = and + from Computer Modern Sans, whose bars span the minus sign's width as Inter's do.
+FORMULA_PREAMBLE = r"""\usepackage[english]{babel}
+\usepackage{amsmath}
+\usepackage{amssymb}
+\usepackage[scaled=0.95]{helvet}
+\renewcommand{\familydefault}{\sfdefault}
+\usepackage[helvet]{sfmath}
+\DeclareSymbolFont{sansoperators}{OT1}{cmss}{m}{n}
+\DeclareMathSymbol{=}{\mathrel}{sansoperators}{"3D}
+\DeclareMathSymbol{+}{\mathbin}{sansoperators}{"2B}"""
+
 # The frame is 14.22 x 8 units; nothing goes within 5% of an edge.
 SAFE_WIDTH = 14.22 * 0.9
 SAFE_HEIGHT = 8 * 0.9

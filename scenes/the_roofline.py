@@ -18,7 +18,7 @@ from manim import (DOWN, LEFT, RIGHT, UL, UP, Create, FadeIn, FadeOut, GrowFromE
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
 from scenes.helpers import (Bar, Labelled, RooflineChart, blend, get_formula, get_pill, get_text, get_title,
-                            inside_safe_area, slide_clear_of, term, tex_text)
+                            inside_safe_area, retitle, slide_clear_of, term, tex_text)
 from scenes.sluice_and_tap import decode_ending
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
@@ -133,7 +133,7 @@ class Roofline(BeatScene):
             self.add(*before.parts)
             flying = before.lit_core.copy()
             self.add(flying)
-            self.play(Transform(before.stage.title, ending.title), FadeIn(frame),
+            self.play(retitle(before.stage.title, ending.title), FadeIn(frame),
                       *[FadeOut(part) for part in before.parts[1:]],
                       Transform(flying, decode_dot.copy()), run_time=1.2)
             self.carry_on_with(ending.title, frame, decode_dot)

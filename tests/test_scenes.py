@@ -554,6 +554,67 @@ def test_the_pictures_match_the_goldens(narrated, tmp_path):
                          + "; if that is intended, run make goldens and look at the new stills")
 
 
+def drawn(*mobjects) -> np.ndarray:
+    """The mobjects drawn by Manim's camera at the current frame size, in grey."""
+    from manim import Camera
+
+    camera = Camera()
+    camera.capture_mobjects(mobjects)
+    return np.asarray(camera.get_image().convert("L"), dtype=float)
+
+
+def morph_halfway(morph, animation_class) -> np.ndarray:
+    """The middle frame of a text morph, played again from copies of the objects the beat played it with."""
+    from manim import FadeTransform
+
+    fade = {"stretch": morph.stretch, "dim_to_match": morph.dim_to_match} if animation_class is FadeTransform else {}
+    animation = animation_class(morph.start.copy(), morph.end.copy(), **fade)
+    animation.begin()
+    animation.interpolate(0.5)
+    return drawn(animation.mobject)
+
+
+def whole_words_halfway(morph) -> np.ndarray:
+    """What a cross-fade of whole words shows halfway: each of the two texts whole, at half its opacity, halfway
+    between where it stands and where the other stands (and halfway between their sizes)."""
+    pictures = []
+    for words, other in ((morph.start, morph.end), (morph.end, morph.start)):
+        there = words.copy().replace(other, stretch=morph.stretch, dim_to_match=morph.dim_to_match)
+        halfway = words.copy()
+        for shape, moved in zip(halfway.family_members_with_points(), there.family_members_with_points()):
+            shape.points = (shape.points + moved.points) / 2
+            for colours in (shape.fill_rgbas, shape.stroke_rgbas, shape.background_stroke_rgbas):
+                colours[:, 3] *= 0.5
+        pictures.append(halfway)
+    return drawn(*pictures)
+
+
+def test_words_change_whole_never_as_broken_letters(narrated):
+    """Every change of words the film plays (a title becoming the next beat's, a counter becoming its term in the
+    formula it came from) is drawn at its middle frame, at the tests' size, from the objects the beat played it with:
+    it shows the two texts whole, each at half opacity halfway to the other, and nothing else. Manim's Transform
+    between different words (which the layout lint refuses in every beat) fails this check: halfway, its letters
+    are outlines pulled between unrelated glyphs ("3 3 t…lion")."""
+    from manim import FadeTransform, Transform, tempconfig
+
+    cache = narrated.timed_plan_path.parent / "cache"  # the module's typesetting, shared
+    played = {beat_id: beats.played_through(narrated.plan, beat_id, cache).text_morphs for beat_id in BEAT_IDS}
+    assert {beat for beat, morphs in played.items() if morphs} >= {"prefill", "decode", "roofline", "batching",
+                                                                   "cache-rides-along"}
+    quality = beats.QUALITIES["tiny"]
+    with tempconfig({"pixel_width": quality.width, "pixel_height": quality.height}):
+        for beat_id, morphs in played.items():
+            for morph in morphs:
+                expected = whole_words_halfway(morph)
+                ink = (expected - expected.min()).mean()
+                difference = np.abs(morph_halfway(morph, FadeTransform) - expected).mean() / ink
+                assert difference < 0.02, f"{beat_id}: frame {morph.first_frame} is not a cross-fade of whole words"
+        # The check sees broken letters: the prefill's counter of operations morphed glyph by glyph into its term.
+        counter = played["prefill"][0]
+        expected = whole_words_halfway(counter)
+        assert np.abs(morph_halfway(counter, Transform) - expected).mean() / (expected - expected.min()).mean() > 0.5
+
+
 def test_a_mixture_of_experts_wall_lights_only_the_experts_a_read_touches():
     from scenes.helpers import Chip, WeightsWall
 

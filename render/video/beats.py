@@ -246,21 +246,14 @@ def lint_quality() -> Quality:
     return Quality(f"lint {digest}", 1920, 1080, 15)
 
 
-def lint_beat(plan: Plan, beat_id: str, cache: Path | None = None) -> tuple[str, ...]:
-    """The layout problems of one beat (text over text, text too small, drawing outside the safe
-    area, a length other than its slot's), from Manim's bounding boxes after every animation,
-    without drawing a single frame. `cache`: a build's cache folder, whose typesetting and parsed
-    shapes it uses and adds to (many choices share most of their text), and whose lint memo
-    answers for a beat already linted with the same code, words, times and values read."""
+def played_through(plan: Plan, beat_id: str, cache: Path | None = None):
+    """The beat's scene played through at the lint's frame, every animation run to its end without drawing a
+    frame: what it found (layout problems), what it read and what it played (its text morphs) stay on it."""
     from manim import tempconfig
 
-    from render.video.cache import LintMemo
     from scenes import scene_class
 
     q = lint_quality()
-    memo = LintMemo(cache) if cache is not None else None
-    if memo is not None and (found := memo.found(plan, beat_id, q)) is not None:
-        return found
     settings = {"pixel_width": q.width, "pixel_height": q.height, "frame_rate": q.fps, "dry_run": True,
                 "disable_caching": True, "verbosity": "WARNING", "progress_bar": "none", "write_to_movie": False}
     work = Path(tempfile.mkdtemp(prefix=f"lint-{beat_id}-"))
@@ -271,10 +264,26 @@ def lint_beat(plan: Plan, beat_id: str, cache: Path | None = None) -> tuple[str,
     finally:
         shutil.rmtree(work, ignore_errors=True)
     keep_typesetting(cache)
+    return scene
+
+
+def lint_beat(plan: Plan, beat_id: str, cache: Path | None = None) -> tuple[str, ...]:
+    """The layout problems of one beat (text over text, text too small, drawing outside the safe
+    area, a length other than its slot's), from Manim's bounding boxes after every animation,
+    without drawing a single frame. `cache`: a build's cache folder, whose typesetting and parsed
+    shapes it uses and adds to (many choices share most of their text), and whose lint memo
+    answers for a beat already linted with the same code, words, times and values read."""
+    from render.video.cache import LintMemo
+
+    q = lint_quality()
+    memo = LintMemo(cache) if cache is not None else None
+    if memo is not None and (found := memo.found(plan, beat_id, q)) is not None:
+        return found
+    scene = played_through(plan, beat_id, cache)
     problems = scene.layout_problems | {f"outside the safe area: {problem}" for problem in scene.safe_area_violations}
-    slot = round(plan.beat(beat_id).duration * settings["frame_rate"])
+    slot = round(plan.beat(beat_id).duration * q.fps)
     if scene.frames_done != slot:
-        problems.add(f"lasts {scene.frames_done} frames at {settings['frame_rate']} fps; its slot is {slot}")
+        problems.add(f"lasts {scene.frames_done} frames at {q.fps} fps; its slot is {slot}")
     if memo is not None:
         memo.keep(plan, beat_id, q, sorted(scene.reads), tuple(sorted(problems)))
     return tuple(sorted(problems))
