@@ -28,11 +28,16 @@ LINT_CHOICES = [("rtx-4090", 1, "llama-3.2-1b", "int4"), ("b200", 1, "llama-3.1-
                 ("rtx-4090", 2, "qwen3-30b-a3b", "fp8", "compute=0.5,memory=0.9,overhead=0.3")]
 
 
-def lint_choice(choice: tuple, speech: Path) -> dict[str, tuple[str, ...]]:
-    """One choice's layout problems by beat, from its timed plan alone (no track is assembled)."""
+def timed_plan(choice: tuple, speech: Path):
+    """One choice's timed plan (no track is assembled)."""
     gpu, gpus, model, dtype, *efficiency = choice
-    plan = Narrator(resolve_plan(gpu=gpu, gpus=gpus, model=model, dtype=dtype, recordings=speech / "none",
+    return Narrator(resolve_plan(gpu=gpu, gpus=gpus, model=model, dtype=dtype, recordings=speech / "none",
                                  efficiency=efficiency[0] if efficiency else None), speech).narrate().plan
+
+
+def lint_choice(choice: tuple, speech: Path) -> dict[str, tuple[str, ...]]:
+    """One choice's layout problems by beat, from its timed plan alone."""
+    plan = timed_plan(choice, speech)
     problems = {beat.id: beats.lint_beat(plan, beat.id, speech) for beat in plan.beats}
     return {beat: found for beat, found in problems.items() if found}
 
@@ -98,3 +103,46 @@ def test_a_linted_beat_is_remembered_and_a_damaged_memory_is_linted_again(tmp_pa
     monkeypatch.setattr(scenes, "scene_class", draw)
     assert beats.lint_beat(plan, "two-waits", tmp_path) == first  # linted again, and kept again
     assert memo.found(plan, "two-waits", q) == first
+
+
+def thumbnail_of(choice: tuple, speech: Path) -> tuple[Path, Path]:
+    """A choice's poster (its film's frame at the poster's moment, drawn as a still) and its thumbnail."""
+    from render.publish.kit import make_thumbnail
+    from render.video.film import poster_moment
+
+    plan = timed_plan(choice, speech)
+    beat_id, at = poster_moment(plan)
+    folder = speech / "-".join(map(str, choice)).replace("=", "").replace(",", "")
+    poster = beats.render_still(plan, beat_id, at - plan.beat(beat_id).start, "low", folder, cache=speech)
+    return poster, make_thumbnail(plan, poster, folder / "thumbnail.jpg")
+
+
+def test_the_thumbnail_shows_the_whole_picture_under_its_band(tmp_path):
+    """For the default film and every choice of the lint set: under the title band the poster's picture is whole
+    (its shape as in the frame, so nothing is cut by an edge or hidden under the band) with clear space around it."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import numpy as np
+    from PIL import Image
+
+    from render.publish.kit import BAND_HEIGHT, INK_LEVEL, THUMBNAIL_MARGIN, picture_box, without_title
+
+    choices = [("h100-sxm", 1, "llama-3.1-8b", "bf16"), *LINT_CHOICES]
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        made = list(pool.map(thumbnail_of, choices, [tmp_path] * len(choices)))
+    for choice, (poster, thumbnail) in zip(choices, made):
+        frame = without_title(Image.open(poster).convert("RGB"))
+        left, top, right, bottom = picture_box(frame)
+        with Image.open(thumbnail) as image:
+            assert image.size == (1280, 720)
+            grey = np.asarray(image.convert("L"), dtype=float)
+        below = grey[BAND_HEIGHT:]
+        ink = np.abs(below - np.median(below[-4:, :4])) > INK_LEVEL
+        clear = THUMBNAIL_MARGIN // 2
+        assert not ink[:clear].any() and not ink[-clear:].any(), f"{choice}: the picture touches the band or the edge"
+        assert not ink[:, :clear].any() and not ink[:, -clear:].any(), f"{choice}: the picture touches an edge"
+        rows, columns = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
+        shown = (columns[-1] - columns[0]) / (rows[-1] - rows[0])
+        in_frame = (right - left) / (bottom - top)
+        assert shown == pytest.approx(in_frame, rel=0.04), f"{choice}: part of the picture is gone"

@@ -17,6 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from render.errors import FilmError
@@ -26,7 +27,12 @@ from render.plan.types import Plan
 
 THUMBNAIL_SIZE = (1280, 720)
 THUMBNAIL_LIMIT = 2 * 1024 * 1024  # YouTube's limit for a custom thumbnail
-FRAME_DROP = 128
+BAND_HEIGHT = 210         # the title band across the top
+BAND_COLOUR = (11, 13, 18)
+THUMBNAIL_MARGIN = 24     # clear pixels between the picture and the band or an edge
+TEXT_LEFT = 56
+INK_LEVEL = 24            # grey levels from the background that count as drawn
+TITLE_WIDTH = 0.45        # the share of the frame's width a beat's title block may take
 
 
 @dataclass(frozen=True)
@@ -113,24 +119,99 @@ def font(size: int, bold: bool = False) -> ImageFont.ImageFont:
     return ImageFont.truetype(path, size) if path else ImageFont.load_default(size)
 
 
+def runs(flags: np.ndarray, gap: int) -> list[tuple[int, int]]:
+    """The runs of True in `flags` (start, end), joined across gaps shorter than `gap`."""
+    found: list[list[int]] = []
+    for index in np.flatnonzero(flags):
+        if found and index - found[-1][1] < gap:
+            found[-1][1] = index + 1
+        else:
+            found.append([index, index + 1])
+    return [(start, end) for start, end in found]
+
+
+def line_end(ink: np.ndarray, top: int, bottom: int, above: int, below: int) -> int:
+    """Where the words of the line drawn in rows top..bottom end: its glyphs follow each other closer than the
+    line's height, and each lies within the rows from `above` to `below` (the space up to the lines around it)
+    without reaching their edges; a pill or a chart beside the line is taller and does."""
+    glyphs = runs(ink[top:bottom].any(axis=0), 2)
+    end = glyphs[0][1]
+    for start, stop in glyphs[1:]:
+        rows = np.flatnonzero(ink[above:below, start:stop].any(axis=1))
+        if start - end > bottom - top or rows[0] == 0 or rows[-1] == below - above - 1:
+            break
+        end = stop
+    return end
+
+
+def without_title(frame: Image.Image) -> Image.Image:
+    """The frame with the beat's own title and deployment line painted over (the thumbnail's band says them,
+    larger): the lines of text at its top left that start where the title starts, each up to where its words
+    end."""
+    grey = np.asarray(frame.convert("L"), dtype=float)
+    ink = np.abs(grey - np.median(grey[:4, :4])) > INK_LEVEL
+    height, width = ink.shape
+    left_part = ink[:, : int(width * TITLE_WIDTH)]
+    drawn = np.flatnonzero(left_part.any(axis=0))
+    cleared = frame.copy()
+    if not drawn.size:
+        return cleared
+    title_left = int(drawn[0])
+    draw = ImageDraw.Draw(cleared)
+    # The lines, told apart by the rows drawn just right of the title's left edge (a pill beside a line is not).
+    lines = runs(left_part[:, title_left:title_left + max(4, width // 40)].any(axis=1), 2)
+    for index, (top, bottom) in enumerate(lines):
+        if index and top - lines[index - 1][1] > lines[0][1] - lines[0][0]:
+            break  # past the title block: the picture begins
+        if abs(int(np.flatnonzero(left_part[top:bottom].any(axis=0))[0]) - title_left) > width // 100:
+            break
+        line = bottom - top
+        above = lines[index - 1][1] + 1 if index else max(0, top - line)
+        below = lines[index + 1][0] - 1 if index + 1 < len(lines) else min(height, bottom + line)
+        right = line_end(ink, top, bottom, above, below)
+        draw.rectangle([title_left - 2, top - 2, right + 2, bottom + 2], fill=frame.getpixel((2, 2)))
+    return cleared
+
+
+def picture_box(frame: Image.Image) -> tuple[int, int, int, int]:
+    """Where the frame's picture lies (left, top, right, bottom): its pixels unlike the background."""
+    grey = np.asarray(frame.convert("L"), dtype=float)
+    ink = np.abs(grey - np.median(grey[:4, :4])) > INK_LEVEL
+    rows, columns = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
+    if not rows.size:
+        return 0, 0, frame.width, frame.height
+    return int(columns[0]), int(rows[0]), int(columns[-1]) + 1, int(rows[-1]) + 1
+
+
+def fitted_font(text: str, size: int, width: int, bold: bool = False) -> ImageFont.ImageFont:
+    """The font at `size`, or smaller until `text` fits `width` pixels (a long deployment's label)."""
+    while size > 12 and font(size, bold).getlength(text) > width:
+        size -= 2
+    return font(size, bold)
+
+
 def make_thumbnail(plan: Plan, poster: Path, out_path: Path) -> Path:
-    """The roofline frame, scaled to 1280x720, under a band with the title and the deployment."""
+    """The roofline frame's picture, scaled whole into the space under a band with the title and the deployment
+    (nothing under the band, nothing cut by the edges), 1280x720."""
     try:
         frame = Image.open(poster).convert("RGB")
     except OSError as error:
         raise FilmError(f"{poster}: cannot read the poster frame for the thumbnail ({error})") from None
     width, height = THUMBNAIL_SIZE
-    # The frame moves down under the title band, so the roof and the ridge stay in sight (its bottom
-    # margin, the axis title, goes).
+    frame = without_title(frame)
+    left, top, right, bottom = picture_box(frame)
+    room = (width - 2 * THUMBNAIL_MARGIN, height - BAND_HEIGHT - 2 * THUMBNAIL_MARGIN)
+    scale = min(room[0] / (right - left), room[1] / (bottom - top))
+    size = (round((right - left) * scale), round((bottom - top) * scale))
     picture = Image.new("RGB", THUMBNAIL_SIZE, frame.getpixel((2, 2)))
-    picture.paste(frame.resize(THUMBNAIL_SIZE, Image.Resampling.LANCZOS), (0, FRAME_DROP))
-    band = Image.new("RGBA", THUMBNAIL_SIZE, (0, 0, 0, 0))
-    ImageDraw.Draw(band).rectangle([0, 0, width, 240], fill=(11, 13, 18, 255))
-    picture = Image.alpha_composite(picture.convert("RGBA"), band).convert("RGB")
+    picture.paste(frame.crop((left, top, right, bottom)).resize(size, Image.Resampling.LANCZOS),
+                  ((width - size[0]) // 2, BAND_HEIGHT + THUMBNAIL_MARGIN + (room[1] - size[1]) // 2))
     draw = ImageDraw.Draw(picture)
-    title_font = font(128, bold=True)
-    draw.text((56, 28), plan.title, font=title_font, fill=(246, 247, 249))
-    draw.text((60, 178), plan.choice.label, font=font(48), fill=(255, 196, 92))
+    draw.rectangle([0, 0, width, BAND_HEIGHT], fill=BAND_COLOUR)
+    words = width - 2 * TEXT_LEFT
+    draw.text((TEXT_LEFT, 16), plan.title, font=fitted_font(plan.title, 112, words, bold=True), fill=(246, 247, 249))
+    draw.text((TEXT_LEFT + 4, 146), plan.choice.label, font=fitted_font(plan.choice.label, 44, words),
+              fill=(255, 196, 92))
     buffer = io.BytesIO()
     for quality in (90, 80, 70, 60):
         buffer = io.BytesIO()

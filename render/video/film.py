@@ -249,8 +249,15 @@ def packet_and_decode_problems(path: Path, plan: Plan, q: beats.Quality, videos:
     return problems
 
 
-def make_poster(film: Path, plan: Plan, out_path: Path) -> Path:
-    """The poster: the roofline beat with everything on it, just before the GPU pills."""
+def poster_moment(plan: Plan) -> tuple[str, float]:
+    """The poster's beat and its time in the film: the roofline beat with everything on it, just before the GPU
+    pills."""
     beat = next((b for b in plan.beats if b.id == "roofline"), plan.beats[len(plan.beats) // 2])
-    at = min(beat.end - 0.6, max(beat.timing.cues.values(), default=beat.start) + 1.0)
-    return media.frame_at(film, at, out_path)
+    # The last cue's words are written by a second after it, later when the moves before it ran late; the pills
+    # start once the speech has ended.
+    finished = max(max(beat.timing.cues.values(), default=beat.start) + 1.2, beat.timing.speech_end + 0.05)
+    return beat.id, min(beat.end - 0.6, finished)
+
+
+def make_poster(film: Path, plan: Plan, out_path: Path) -> Path:
+    return media.frame_at(film, poster_moment(plan)[1], out_path)
