@@ -37,8 +37,12 @@ def timed_plan(choice: tuple, speech: Path):
 
 def lint_choice(choice: tuple, speech: Path) -> dict[str, tuple[str, ...]]:
     """One choice's layout problems by beat, from its timed plan alone."""
+    from render.voice.subtitles import caption_problems
+
     plan = timed_plan(choice, speech)
-    problems = {beat.id: beats.lint_beat(plan, beat.id, speech) for beat in plan.beats}
+    problems = {beat.id: (*beats.lint_beat(plan, beat.id, speech), *(
+                    f"caption {problem}" for problem in caption_problems(list(beat.timing.subtitles), beat.end)))
+                for beat in plan.beats}
     return {beat: found for beat, found in problems.items() if found}
 
 
@@ -64,7 +68,8 @@ def test_the_lint_finds_text_running_over_a_cards_edge():
 
 
 def test_layout_lint_for_choices_that_stress_it(tmp_path):
-    """After every animation of every beat: no text over text, no text under 28 px, nothing in the margin.
+    """After every animation of every beat: no text over text, no text under 28 px, nothing in the margin; and
+    every caption readable (at most 17 characters a second, a second at least, within its beat).
     Computed from Manim's bounding boxes, without drawing a frame. Two choices at a time: the rest of the
     suite leaves the second core idle. One cache: the sentences and the text they share are made once."""
     import multiprocessing

@@ -146,6 +146,25 @@ def test_subtitles_are_timed_by_their_own_words(narrated):
                for start in starts)
 
 
+def test_every_caption_can_be_read(narrated):
+    """At most 17 characters a second (spaces count), a second at least, and within its beat: a cue holds into the
+    pause after its words, and where that is too short the pause before the next cue grows, out of the beat's time
+    after its speech (the voice really pauses there: the track is quiet)."""
+    from render.voice import audio
+
+    cues = parse_srt(narrated.srt.read_text())
+    for start, end, lines in cues:
+        text = " ".join(lines)
+        assert len(text) / (end - start) <= 17.0 + 0.02 and end - start >= 0.999, (text, start, end)  # SRT's ms
+        beat = next(beat for beat in narrated.plan.beats if beat.start <= start < beat.end)
+        assert end <= beat.end + 0.001, text
+    # Holding into the pauses alone would leave "decode does one operation per byte it moves" at 18.5 a second:
+    # the voice breathes before "and sits low ...", the next cue.
+    after = next(start for start, _, lines in cues if " ".join(lines).startswith("and sits low on the roofline"))
+    quiet = audio.pauses(audio.decode(narrated.track))
+    assert any(b - a >= 0.3 and a - 0.3 <= after <= b + 0.3 for a, b in quiet)
+
+
 def test_webvtt_matches_the_srt(narrated):
     vtt = narrated.vtt.read_text()
     assert vtt.startswith("WEBVTT")

@@ -71,6 +71,18 @@ def join(pieces: list[AudioSegment], rate: int) -> AudioSegment:
 # -- cutting speech ----------------------------------------------------------------------------------
 
 
+def quietest_near(clip: AudioSegment, seconds: float, within: float = 0.08, window: float = 0.005) -> float:
+    """The middle of the quietest `window` within `within` seconds of `seconds`: where a cut between two words
+    falls in their gap, not inside a sound (an estimated word start can be off by a syllable's part)."""
+    samples, rate = samples_of(clip), clip.frame_rate
+    step = max(1, int(window * rate))
+    first, last = max(0, int((seconds - within) * rate)), min(len(samples) - step, int((seconds + within) * rate))
+    if last <= first:
+        return seconds
+    energy = [float(np.sum(np.square(samples[start:start + step]))) for start in range(first, last, step)]
+    return (first + int(np.argmin(energy)) * step + step / 2) / rate
+
+
 def trim(clip: AudioSegment, threshold_db: float = -45.0, pad: float = 0.03) -> AudioSegment:
     """The speech in a clip, from its first to its last sound above the threshold, with a little padding."""
     spans = detect_nonsilent(clip, min_silence_len=FRAME_MS, silence_thresh=threshold_db, seek_step=FRAME_MS)

@@ -28,7 +28,8 @@ from render.plan.types import RECORDED, Beat, BeatTiming, Plan, TimedClause
 from render.specs.pronunciations import spoken_form
 from render.voice import audio
 from render.voice.speech import SpeechCache, SpeechEngine, get_engine
-from render.voice.subtitles import clauses, pack, text_units, to_srt, to_vtt
+from render.voice.subtitles import (TextUnit, TimedUnit, caption_problems, clauses, cue_groups, pack, reading_pauses,
+                                    text_units, to_srt, to_vtt)
 
 log = logging.getLogger("film")
 
@@ -144,23 +145,26 @@ class Narrator:
             speech, tempo = self.fit_synthetic(beat, available, wanted_offsets)
             source = self.engine.label
 
-        def film_time(offset: int) -> float:
-            return speech_start + speech.offset_times[offset]
-
+        # Where a caption would go by too fast to read, the voice's pause before the next one grows (out of the
+        # beat's time after its speech); a recording keeps its speaker's timing.
         clause_list = clauses(beat.narration)
+        for _ in range(3 if recording is None else 0):  # a pause moved to a quiet moment can move a cue: look again
+            pauses = reading_pauses(cue_groups(timed_units(units, speech, speech_start)),
+                                    latest_end - speech_start - speech.seconds)
+            if not pauses:
+                break
+            speech = with_pauses(speech, pauses)
         timed_clauses = tuple(TimedClause(text, speech_start + start, speech_start + end)
                               for (_, text), (start, end) in zip(clause_list, speech.clause_spans))
-        unit_times = []
-        for unit in units:
-            clause_end = speech_start + speech.clause_spans[unit.clause][1]
-            following = [other for other in units if other.clause == unit.clause and other.offset > unit.offset]
-            end = film_time(following[0].offset) if following else clause_end
-            unit_times.append((unit, film_time(unit.offset), end))
         timing = BeatTiming(
             speech_start=speech_start, speech_end=speech_start + speech.seconds, latest_end=latest_end,
-            tempo=tempo, voice=source, cues={name: film_time(offset) for name, offset in beat.cue_offsets.items()},
-            clauses=timed_clauses, subtitles=tuple(pack(unit_times)),
+            tempo=tempo, voice=source,
+            cues={name: speech_start + speech.offset_times[offset] for name, offset in beat.cue_offsets.items()},
+            clauses=timed_clauses, subtitles=tuple(pack(timed_units(units, speech, speech_start), until=beat.end)),
         )
+        for problem in caption_problems(list(timing.subtitles), beat.end):
+            log.warning("%s: a caption too fast to read (the beat has no time to spare after its speech): %s",
+                        beat.id, problem)
         return timing, speech
 
     def fit_synthetic(self, beat: Beat, available: float, offsets: list[int]) -> tuple[Speech, float]:
@@ -281,6 +285,40 @@ def next_speed(too_slow: tuple[float, float], too_fast: tuple[float, float] | No
     guess = slow_speed + (slow_seconds - target) * (fast_speed - slow_speed) / (slow_seconds - fast_seconds)
     inside = slow_speed + MIN_SPEED_STEP / 2 < guess < fast_speed - MIN_SPEED_STEP / 2
     return guess if inside else (slow_speed + fast_speed) / 2
+
+
+def timed_units(units: list[TextUnit], speech: Speech, speech_start: float) -> list[TimedUnit]:
+    """Each subtitle unit with the film times its words start and end (a clause's last unit ends with it)."""
+    timed = []
+    for unit in units:
+        following = [other for other in units if other.clause == unit.clause and other.offset > unit.offset]
+        end = speech.offset_times[following[0].offset] if following else speech.clause_spans[unit.clause][1]
+        timed.append((unit, speech_start + speech.offset_times[unit.offset], speech_start + end))
+    return timed
+
+
+def with_pauses(speech: Speech, pauses: dict[int, float]) -> Speech:
+    """The speech with `pauses[offset]` seconds of silence before the word at that character offset (in the
+    pause before it when it starts a clause, else in the quietest moment near its start), its later words,
+    clauses and cues moved on."""
+    if not pauses:
+        return speech
+    cut_at = {offset: audio.quietest_near(speech.clip, speech.offset_times[offset]) for offset in pauses}
+    cuts = sorted((cut_at[offset], seconds) for offset, seconds in pauses.items())
+    rate, pieces, cursor = speech.clip.frame_rate, [], 0
+    for at, seconds in cuts:
+        cut = int(round(at * rate))
+        pieces += [speech.clip.get_sample_slice(cursor, cut), audio.silence(seconds, rate)]
+        cursor = cut
+    pieces.append(speech.clip.get_sample_slice(cursor, None))
+
+    def moved(time: float, at_start: bool) -> float:
+        return time + sum(seconds for cut, seconds in cuts if cut < time or (at_start and cut == time))
+
+    return Speech(audio.join(pieces, rate),
+                  [(moved(start, True), moved(end, False)) for start, end in speech.clause_spans],
+                  {offset: moved(max(seconds, cut_at.get(offset, seconds)), True)  # a paused word starts after it
+                   for offset, seconds in speech.offset_times.items()})
 
 
 def stretched(speech: Speech, tempo: float) -> Speech:

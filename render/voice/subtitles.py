@@ -96,25 +96,79 @@ def split_to_fit(text: str) -> list[str]:
     return [best[1], *split_to_fit(best[2])]
 
 
-def pack(units: list[tuple[TextUnit, float, float]]) -> list[Subtitle]:
-    """Join consecutive units of one sentence into cues while they still fit two lines."""
-    cues: list[Subtitle] = []
-    current: list[tuple[TextUnit, float, float]] = []
+TimedUnit = tuple[TextUnit, float, float]  # a unit and the film times its words start and end
 
-    def flush():
-        if current:
-            text = " ".join(unit.text for unit, _, _ in current)
-            cues.append(Subtitle(current[0][1], current[-1][2], wrap(text) or (text,)))
-            current.clear()
+MAX_CPS = 17.0          # characters a second a viewer reads comfortably (spaces count)
+MIN_CUE_SECONDS = 1.0   # no cue flashes by quicker
+JOIN_GAP = 0.5          # a cue held to within this of the next runs on to it (no flicker between them)
 
+
+def cue_groups(units: list[TimedUnit]) -> list[list[TimedUnit]]:
+    """Consecutive units of one sentence joined into cues while they still fit two lines."""
+    groups: list[list[TimedUnit]] = []
     for item in units:
-        if current:
+        if groups:
+            current = groups[-1]
             joined = " ".join(unit.text for unit, _, _ in current) + " " + item[0].text
-            if current[-1][0].ends_sentence or wrap(joined) is None:
-                flush()
-        current.append(item)
-    flush()
+            if not current[-1][0].ends_sentence and wrap(joined) is not None:
+                current.append(item)
+                continue
+        groups.append([item])
+    return groups
+
+
+def reading_seconds(text: str) -> float:
+    """How long a cue of `text` stays up at the least: read at MAX_CPS, and never under MIN_CUE_SECONDS."""
+    return max(MIN_CUE_SECONDS, len(text) / MAX_CPS)
+
+
+def group_text(group: list[TimedUnit]) -> str:
+    return " ".join(unit.text for unit, _, _ in group)
+
+
+def reading_pauses(groups: list[list[TimedUnit]], slack: float) -> dict[int, float]:
+    """Silence to add so each cue can be read before the next replaces it: {the next cue's character offset:
+    seconds}, the pause before that cue's first word (after a clause, or a breath inside a long one). Together no
+    more than `slack` (the beat's time after its speech), shared in proportion when that is short."""
+    wanted: dict[int, float] = {}
+    for group, following in zip(groups, groups[1:]):
+        lacking = reading_seconds(group_text(group)) - (following[0][1] - group[0][1])
+        if lacking > 0:
+            wanted[following[0][0].offset] = lacking + 0.02  # a frame or so over: rounding never leaves it short
+    total = sum(wanted.values())
+    scale = min(1.0, max(0.0, slack) / total) if total else 1.0
+    return {offset: seconds * scale for offset, seconds in wanted.items()}
+
+
+def pack(units: list[TimedUnit], until: float | None = None) -> list[Subtitle]:
+    """The cues: each from its first word until read (held into the pause after it, up to the next cue, and to
+    the next cue when that is near), never before its last word ends nor past `until` (the beat's end)."""
+    groups = cue_groups(units)
+    cues = []
+    for index, group in enumerate(groups):
+        text, start, spoken_end = group_text(group), group[0][1], group[-1][2]
+        limit = groups[index + 1][0][1] if index + 1 < len(groups) else until if until is not None else spoken_end
+        end = max(spoken_end, start + reading_seconds(text))
+        if index + 1 < len(groups) and limit - end < JOIN_GAP:
+            end = limit
+        cues.append(Subtitle(start, max(spoken_end, min(end, limit)), wrap(text) or (text,)))
     return cues
+
+
+def caption_problems(cues: list[Subtitle], end: float) -> list[str]:
+    """What makes a beat's cues hard to read: one faster than MAX_CPS or shorter than MIN_CUE_SECONDS, one over
+    the next or past the beat's `end`."""
+    problems = []
+    for index, cue in enumerate(cues):
+        text, seconds = " ".join(cue.lines), cue.end - cue.start
+        if len(text) / seconds > MAX_CPS + 1e-6 or seconds < MIN_CUE_SECONDS - 1e-6:
+            problems.append(f"{text!r}: {len(text)} characters in {seconds:.2f} s ({len(text) / seconds:.1f} a "
+                            f"second; at most {MAX_CPS:g}, and at least {MIN_CUE_SECONDS:g} s)")
+        if index + 1 < len(cues) and cue.end > cues[index + 1].start + 1e-6:
+            problems.append(f"{text!r} is still up when the next cue starts")
+        if cue.end > end + 1e-6:
+            problems.append(f"{text!r} runs past the beat's end")
+    return problems
 
 
 def timestamp(seconds: float, separator: str) -> str:
