@@ -93,11 +93,11 @@ def batching_picture(scene: BeatScene) -> BatchingPicture:
     title = get_title(scene.beat.title, plan.choice.label)
     wall = WeightsWall(wall_label(scene), width=WALL_WIDTH, height=WALL_HEIGHT, rows=8, cols=7, shares=spec.gpus,
                        experts=spec.experts)
-    wall.move_to(LEFT * 3.5 + UP * 0.9)
+    wall.move_to(LEFT * 3.0 + UP * 0.9)
     inside_safe_area(wall.label)
     x_range, y_range = axis_ranges(plan)
     chart = RooflineChart(spec.peak_flops, spec.memory_bandwidth, x_range, y_range, width=5.0, height=3.2)
-    chart.move_to(RIGHT * 3.0 + UP * 0.6)
+    chart.move_to(RIGHT * 3.35 + UP * 0.6)
     point = chart.dot(decode.ops_per_byte, MEMORY, "batch 1", DOWN + RIGHT)
     stacks = get_kv_block(batch, wall)
     users_label = get_text(f"{fmt.count(batch.size)} users, "

@@ -27,6 +27,9 @@ COUNTERS_AT = RIGHT * 3.3 + DOWN * 2.55
 FORMULA_AT = LEFT * 1.9 + DOWN * 2.95  # the beat's formula, under the chip ...
 FORMULA_WIDTH = 4.4                     # ... and clear of the counters
 DIVISION_WIDTH = 5.8                    # the sum the counters become
+# Decode has no tokens left of the chip and its counters under the wall: its picture stands further left,
+# so its weight sits near the frame's centre (the stage slides there as prefill hands over).
+DECODE_SHIFT = LEFT * 0.8
 
 
 @dataclass
@@ -324,7 +327,9 @@ def decode_ending(scene: BeatScene, title: str) -> DecodeEnding:
                           fmt.milliseconds(here.step_seconds, short=True), MEMORY,
                           then=(r"\Rightarrow", (tex_text(fmt.tokens_per_second(here.tokens_per_second, short=True)),
                                                   HIGHLIGHT)), share=efficiency.memory if efficiency else None)
-    return DecodeEnding(stage, idle, bandwidth, bound, per_token, result, best)
+    ending = DecodeEnding(stage, idle, bandwidth, bound, per_token, result, best)
+    VGroup(*ending.parts[1:]).shift(DECODE_SHIFT)
+    return ending
 
 
 @dataclass
@@ -370,7 +375,7 @@ def decode_picture(scene: BeatScene) -> DecodePicture:
     rate = Counter("tokens/s here" if expected else "tokens per second",
                    lambda v: fmt.tokens_per_second(v, short=True).split()[0], color=HIGHLIGHT)
     counters = get_counter_row((read, decode.bytes_per_token), (operations, decode.ops_per_token),
-                               (step, here.step_seconds), (rate, here.tokens_per_second))
+                               (step, here.step_seconds), (rate, here.tokens_per_second)).shift(DECODE_SHIFT)
     return DecodePicture(ending, read, operations, step, rate, counters,
                          ending.stage.chip.package.get_top() + UP * 1.0, decode.experts_read)
 
@@ -392,6 +397,9 @@ class Decode(BeatScene):
             self.play(retitle(before.stage.title, stage.title), before.stage.chip.idle(),
                       *[FadeOut(part) for part in (before.tokens_label, before.work, before.peak, before.bound,
                                                    before.busy, before.result.formula)], run_time=0.8)
+            self.carry_on_with(*stage.parts[:1], *before.stage.parts[1:])
+            self.play(*[old.animate.move_to(new) for old, new in zip(before.stage.parts[1:], stage.parts[1:])],
+                      run_time=0.5)  # the stage slides to decode's place
             self.carry_on_with(*stage.parts)
         else:
             self.enter(*stage.parts)

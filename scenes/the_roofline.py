@@ -22,8 +22,8 @@ from scenes.helpers import (Bar, Labelled, RooflineChart, blend, get_formula, ge
 from scenes.sluice_and_tap import decode_ending
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
-CHART_AT = LEFT * 2.2 + DOWN * 0.35
-FORMULAS_LEFT = 1.7                     # the column right of the chart: the GPU's badge and the formulas
+CHART_AT = LEFT * 1.5 + DOWN * 0.35
+FORMULAS_LEFT = 2.1                     # the column right of the chart: the GPU's badge and the formulas
 
 
 def axis_ranges(plan) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -52,7 +52,7 @@ def intensity_label(ops_per_byte: float) -> str:
 def gpu_badge(name: str, ridge: float, chart: RooflineChart) -> VGroup:
     """Which GPU the chart shows, at the head of the formula column."""
     badge = get_pill(f"{name} · ridge {fmt.integer(ridge, short=True)}", TEXT)
-    return badge.move_to([FORMULAS_LEFT, chart.y_axis.get_top()[1] + 0.35, 0], aligned_edge=LEFT)
+    return badge.move_to([FORMULAS_LEFT, chart.y_axis.get_top()[1] + 0.55, 0], aligned_edge=LEFT)
 
 
 def ridge_formula(peak: float, bandwidth: float, ridge: float) -> VGroup:
@@ -151,7 +151,8 @@ class Roofline(BeatScene):
         self.at("prefill", FadeIn(ending.prefill, scale=1.4), run_time=0.7)
         on_roof = plan.numbers.prefill.ops_per_byte >= spec.ridge_ops_per_byte
         roof_label = get_pill("compute-bound" if on_roof else "still memory-bound", COMPUTE if on_roof else MEMORY)
-        slide_clear_of(roof_label.next_to(ending.prefill.label, UP, buff=0.15), ending.title)
+        # Left of prefill's label, above the slope's end: the GPU's badge stands right of it.
+        roof_label.next_to(ending.prefill.label, LEFT, buff=0.25).align_to(ending.prefill.label, UP)
         where = chart.roof if on_roof else chart.slope  # the narration says which it sits on
         self.at("roof", Indicate(where, color=HIGHLIGHT, scale_factor=1.0), FadeIn(roof_label),
                 Write(ending.attainable), run_time=0.9)
