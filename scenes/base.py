@@ -112,6 +112,7 @@ class BeatScene(Scene):
         self.checks_layout = checks_layout
         self.frames_done = 0
         self.closing = False
+        self.handed_over: list | None = None  # what crosses the cut to the successor, when not the whole picture
         self.layers: Layers | None = None
         self.frames_layered = 0  # frames drawn over the play's still objects, not with them
         # What moves while the picture would otherwise wait for the voice (a sweep of the wall, a
@@ -304,9 +305,11 @@ class BeatScene(Scene):
         self.wait_for(self.cue(name) + offset - self.now)
 
     def frame_budget(self) -> int:
-        """The frame the beat's own animations must end by: its last, or where its closing fade begins."""
+        """The frame the beat's own animations must end by: its last when it hands its whole picture over, or
+        where its closing fade begins."""
         whole = round(self.beat.duration * config.frame_rate)
-        return whole if self.hands_over or self.closing else round(self.cue("end") * config.frame_rate)
+        hands_over_all = self.hands_over and self.handed_over is None
+        return whole if hands_over_all or self.closing else round(self.cue("end") * config.frame_rate)
 
     def wait_for(self, seconds: float) -> None:
         """Let `seconds` pass (in whole frames): still when short, filled with the ambient motion when long."""
@@ -353,8 +356,32 @@ class BeatScene(Scene):
         if self.mobjects:
             self.play(*(FadeOut(mobject) for mobject in self.mobjects), run_time=run_time)
 
+    def hand_over(self, *mobjects) -> None:
+        """Across the cut to the successor keep only these (the rest fades in the closing frames): for two beats
+        that share an object or two, not the whole picture. The successor starts from them, rebuilt by the same
+        layout function. Said as the beat begins, so its own moves end before the closing fade."""
+        self.handed_over = list(mobjects)
+
+    def leaving_at_the_cut(self) -> list:
+        """What fades out in the closing frames: everything, unless the beat hands its picture (or part of it) to
+        its successor. Groups holding a handed-over object are opened so it can stay while the rest goes."""
+        if not self.hands_over:
+            return list(self.mobjects)
+        if self.handed_over is None:
+            return []
+        kept = {id(mobject) for mobject in self.handed_over}
+        index = 0
+        while index < len(self.mobjects):
+            mobject = self.mobjects[index]
+            if id(mobject) not in kept and any(id(part) in kept for part in mobject.get_family()[1:]):
+                self.mobjects[index:index + 1] = mobject.submobjects  # open it, in place (the drawing order holds)
+            else:
+                index += 1
+        return [mobject for mobject in self.mobjects if id(mobject) not in kept]
+
     def finish(self) -> None:
-        """End exactly at the slot's end: on the final picture when handing over, else faded out."""
+        """End exactly at the slot's end: on the final picture (or what it hands over) when handing over, else
+        faded out."""
         self.hold_until("end")
         self.closing = True
         frames_left = round(self.beat.duration * config.frame_rate) - self.frames_done
@@ -362,7 +389,16 @@ class BeatScene(Scene):
             mobject.suspend_updating()  # counters stop redrawing, so they can fade like the rest
         if frames_left <= 0:
             return
-        if self.hands_over or not self.mobjects:
+        leaving = self.leaving_at_the_cut()
+        if not leaving:
             self.wait(frames_left / config.frame_rate)
+        elif self.hands_over:
+            # Part of the picture crosses the cut: the rest must be gone by the last frame, which the successor's
+            # first repeats (a play's frames stop short of its end state, so one frame is held after it).
+            if frames_left > 1:
+                self.play(*(FadeOut(mobject) for mobject in leaving), run_time=(frames_left - 1) / config.frame_rate)
+            else:
+                self.remove(*leaving)
+            self.wait(1 / config.frame_rate)
         else:
-            self.play(*(FadeOut(mobject) for mobject in self.mobjects), run_time=frames_left / config.frame_rate)
+            self.play(*(FadeOut(mobject) for mobject in leaving), run_time=frames_left / config.frame_rate)

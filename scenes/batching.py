@@ -81,6 +81,11 @@ class BatchingPicture:
     def bytes_sum(self) -> VGroup:
         return VGroup(self.per_step, self.per_step_values)
 
+    def handed_over(self, swept: bool) -> list:
+        """What the wasted-money beat takes on: the chart's roof and slope (the GPU's arithmetic and bandwidth)
+        become its bars for them; after a measured sweep replaced the chart, the wall becomes the bandwidth's."""
+        return [self.wall.bricks] if swept else [self.chart.roof, self.chart.slope]
+
     def read_once(self, run_time: float):
         """One step's read of the wall, which serves every user (and wakes their experts)."""
         return self.wall.sweep(run_time=run_time, extra=self.stacks, experts=self.experts_read)
@@ -97,7 +102,7 @@ def batching_picture(scene: BeatScene) -> BatchingPicture:
     inside_safe_area(wall.label)
     x_range, y_range = axis_ranges(plan)
     chart = RooflineChart(spec.peak_flops, spec.memory_bandwidth, x_range, y_range, width=5.0, height=3.2)
-    chart.move_to(RIGHT * 3.35 + UP * 0.6)
+    chart.move_to(RIGHT * 3.15 + UP * 0.6)
     point = chart.dot(decode.ops_per_byte, MEMORY, "batch 1", DOWN + RIGHT)
     stacks = get_kv_block(batch, wall)
     users_label = get_text(f"{fmt.count(batch.size)} users, "
@@ -133,13 +138,14 @@ def batching_picture(scene: BeatScene) -> BatchingPicture:
 class Batching(BeatScene):
     """64 users: one sweep of the wall serves them all; the step barely grows, throughput soars."""
 
-    predecessor = "roofline"
+    predecessor, successor = "roofline", "wasted-money"
 
     def build(self) -> None:
         plan, spec, batch, here = self.plan, self.plan.spec, self.plan.numbers.batch, self.numbers_here
         picture = batching_picture(self)
         title, wall, chart, point, batched = picture.title, picture.wall, picture.chart, picture.point, picture.batched
         step, throughput, read_once = picture.step, picture.throughput, picture.read_once
+        self.hand_over(*picture.handed_over(bool(plan.measured.sweep)))
         if self.continues:
             # One shot with the roofline: its chart moves aside, keeping the decode point, and the wall returns.
             before = roofline_ending(self, self.beat.previous_title)

@@ -412,8 +412,12 @@ class Bar(VGroup):
             self.value.set_color(BACKGROUND).move_to(self.rect.get_right() + LEFT * 0.15, aligned_edge=RIGHT)
         self.add(self.label, self.rect, self.value)
 
-    def grow(self) -> Animation:
+    def grow(self, drawn: bool = False) -> Animation:
+        """The bar grows from its left end, its words fading in; `drawn`: the bar is on screen already (it came
+        across a cut), and only its words come in."""
         from manim import GrowFromEdge
+        if drawn:
+            return AnimationGroup(FadeIn(self.label), FadeIn(self.value))
         return AnimationGroup(FadeIn(self.label), GrowFromEdge(self.rect, LEFT), FadeIn(self.value), lag_ratio=0.3)
 
 

@@ -17,6 +17,7 @@ from scenes.base import BeatScene
 from scenes.helpers import (Bar, LogChart, WeightsWall, decades, get_formula, get_pill, get_provenance, get_text,
                             get_title, inside_safe_area, power_label, powers_of_ten, retitle, tex_text)
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
+from scenes.the_roofline import long_prompt_picture
 
 BAR_LENGTH = 6.0
 BESIDE_CHART_BAR_LENGTH = 2.9  # the measured beat's bars when the fit's chart takes the right of the frame
@@ -135,21 +136,31 @@ def measured_ending(scene: BeatScene, title: str) -> MeasuredEnding:
 class Measured(BeatScene):
     """TTFT on a live endpoint against the ideal prefill time: short prompts wait on the network."""
 
-    successor = "cache-rides-along"
+    predecessor, successor = "wasted-money", "cache-rides-along"
 
     def build(self) -> None:
+        plan = self.plan
         ending = measured_ending(self, self.beat.title)
         groups, chart = ending.groups, ending.chart
-        long_dot = chart.dots.get(self.plan.measured.long.prompt_tokens) if chart else None
-        self.enter(ending.title)
+        long_dot = chart.dots.get(plan.measured.long.prompt_tokens) if chart else None
+        if self.continues:
+            # One shot with the wasted-money beat: its long prompt's prefill bar becomes the longest measured
+            # prompt's ideal prefill.
+            before = long_prompt_picture(self, plan.choice.times(plan.choice.gpu.short_name))
+            carried = VGroup(*before.handed_over(bool(self.numbers_here.long_prompt.communication_seconds)))
+            self.add(carried)
+            self.play(ReplacementTransform(carried, ending.longest.ideal.rect), FadeIn(ending.title), run_time=0.9)
+        else:
+            self.enter(ending.title)
         self.at("endpoint", FadeIn(ending.provenance, shift=UP * 0.2), run_time=0.8)
         self.ambient = lambda: Indicate(ending.provenance.route, scale_factor=1.02)
 
         # First what the roofline promises, prompt by prompt: the ideal prefill of each (and, charted, for every
         # prompt length); then what was measured, each wait growing as long as it took, each a point on the chart.
         ideal_line = [FadeIn(chart.chart), Create(chart.ideal), FadeIn(chart.ideal_legend)] if chart else []
-        self.play(LaggedStart(*[AnimationGroup(FadeIn(group.heading), group.ideal.grow()) for group in groups],
-                              lag_ratio=0.8), *ideal_line,
+        self.play(LaggedStart(*[AnimationGroup(FadeIn(group.heading),
+                                               group.ideal.grow(drawn=self.continues and group is ending.longest))
+                                for group in groups], lag_ratio=0.8), *ideal_line,
                   run_time=min(3.6, max(1.2, self.seconds_until("short") - 0.6)))
         short_dots = [FadeIn(dot, scale=1.5) for dot in chart.dots.values() if dot is not long_dot] if chart else []
         self.at("short", LaggedStart(*[group.measured.grow() for group in ending.shorter], *short_dots,
@@ -196,6 +207,11 @@ class CachePicture:
     def read_once(self, with_cache: bool = True):
         """One decode step's read: the weights, and the cache riding on them."""
         return self.wall.sweep(run_time=1.2, extra=VGroup(self.kv)) if with_cache else self.wall.sweep(run_time=1.2)
+
+    @property
+    def handed_over(self) -> list:
+        """What the two budgets take on: the two decode rates' bars become the frames of the budgets' cards."""
+        return [self.short.rect, self.long.rect]
 
 
 def cache_picture(scene: BeatScene) -> CachePicture:
@@ -258,11 +274,12 @@ def cache_picture(scene: BeatScene) -> CachePicture:
 class CacheRidesAlong(BeatScene):
     """Decode on the endpoint: slower with a long prompt, by as much as its KV cache adds to every step."""
 
-    predecessor = "measured"
+    predecessor, successor = "measured", "two-budgets"
 
     def build(self) -> None:
         picture = cache_picture(self)
         title, short, long, limit = picture.title, picture.short, picture.long, picture.limit
+        self.hand_over(*picture.handed_over)
         if self.continues:
             # One shot with the measured beat: the provenance stays, the waits become speeds.
             before = measured_ending(self, self.beat.previous_title)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Arrow, FadeIn, FadeOut, FadeTransform, Indicate, Rectangle,
-                   Square, Succession, VGroup, Write, rate_functions)
+                   ReplacementTransform, Square, Succession, VGroup, Write, rate_functions)
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
@@ -19,6 +19,7 @@ from scenes.helpers import (Chip, Counter, WeightsWall, get_formula, get_pill, g
                             retitle, slide_clear_of, tex_text, wall_label)
 from scenes.base import AMBIENT_SECONDS as AMBIENT
 from scenes.style import COMPUTE, HIGHLIGHT, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
+from scenes.two_waits import two_waits_picture
 
 CHIP_AT = LEFT * 1.9 + UP * 0.5
 WALL_AT = RIGHT * 3.9 + UP * 0.35
@@ -233,17 +234,31 @@ def prefill_picture(scene: BeatScene) -> PrefillPicture:
 class Prefill(BeatScene):
     """The sluice: the prompt's tokens wait at a gate, then flood through every core together."""
 
-    successor = "decode"
+    predecessor, successor = "two-waits", "decode"
 
     def build(self) -> None:
         prefill, here = self.plan.numbers.prefill, self.numbers_here.prefill
         picture = prefill_picture(self)
         ending, stage, tokens, operations, seconds = (picture.ending, picture.stage, picture.tokens,
                                                       picture.operations, picture.seconds)
-        self.enter(*stage.parts)
+        tokens_in = FadeIn(tokens, shift=RIGHT * 0.3)
+        if self.continues:
+            # One shot with the opening: its small chip grows into the stage's, and the pasted report moves to
+            # where the prompt waits, to become its tokens.
+            before = two_waits_picture(self)
+            chip, document = before.chip, before.document
+            self.add(document, chip)
+            self.play(FadeIn(stage.title), ReplacementTransform(chip.package, stage.chip.package),
+                      ReplacementTransform(chip.cores, stage.chip.cores), FadeIn(stage.chip.label),
+                      FadeIn(stage.wall, shift=LEFT * 0.3), FadeIn(stage.link),
+                      document.animate.scale_to_fit_width(tokens.width).move_to(tokens), run_time=1.0)
+            self.carry_on_with(*stage.parts, document)
+            tokens_in = FadeTransform(document, tokens)
+        else:
+            self.enter(*stage.parts)
         self.add(picture.counters)
 
-        self.at("one-pass", FadeIn(tokens, shift=RIGHT * 0.3), FadeIn(picture.gate), run_time=0.8)
+        self.at("one-pass", tokens_in, FadeIn(picture.gate), run_time=0.8)
         self.ambient = lambda: Indicate(tokens, color=HIGHLIGHT, scale_factor=1.04)  # the prompt waits at the gate
         self.at("tokens", Write(ending.tokens_label), Indicate(tokens, color=HIGHLIGHT, scale_factor=1.05),
                 run_time=0.8)

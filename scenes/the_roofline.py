@@ -11,9 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from manim import (DOWN, LEFT, RIGHT, UL, UP, Create, FadeIn, FadeOut, GrowFromEdge, Indicate, LaggedStart,
-                   Rectangle,
-                   FadeTransform, Transform, VGroup, Write)
+from manim import (DOWN, LEFT, RIGHT, UL, UP, Create, FadeIn, FadeOut, FadeTransform, GrowFromEdge,
+                   Indicate, LaggedStart, Rectangle, ReplacementTransform, Transform, VGroup, Write)
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
@@ -214,8 +213,9 @@ class ComparisonRow(VGroup):
         """What the voice answers the heading with: the bars and their ratio."""
         return VGroup(self.bars, self.ratio)
 
-    def answered(self) -> tuple:
-        return (Indicate(self.heading, scale_factor=1.05), self.ours.grow(), self.other.grow(),
+    def answered(self, ours_drawn: bool = False) -> tuple:
+        """The answer shown: both bars grown (or, where ours came across the cut, its words), then the ratio."""
+        return (Indicate(self.heading, scale_factor=1.05), self.ours.grow(ours_drawn), self.other.grow(),
                 FadeIn(self.ratio, shift=LEFT * 0.2))
 
 
@@ -255,6 +255,10 @@ class LongPromptPicture:
     talking_label: object       # empty on one GPU
     work: object                # operations = 2PN + 2LdN²
     note: object
+
+    def handed_over(self, talking: bool) -> list:
+        """What the measured beat takes on: the long prompt's bar becomes its longest prompt's ideal prefill."""
+        return [self.linear, self.attention, *([self.talking] if talking else [])]
 
     @property
     def linear_term(self) -> VGroup:
@@ -312,6 +316,8 @@ def long_prompt_picture(scene: BeatScene, ours: str) -> LongPromptPicture:
 class WastedMoney(BeatScene):
     """Two GPUs side by side: arithmetic, bandwidth and one user's decode; then a long prompt."""
 
+    predecessor, successor = "batching", "measured"
+
     def build(self) -> None:
         choice, compare = self.plan.choice, self.plan.numbers.compare
         ours, other = choice.times(choice.gpu.short_name), choice.times(compare.gpu.short_name)  # as many of each
@@ -319,14 +325,29 @@ class WastedMoney(BeatScene):
         rows = comparison_rows(self)
         flops, bandwidth, decode = rows
         long_prompt = long_prompt_picture(self, ours)
-        self.enter(title)
+        self.hand_over(*long_prompt.handed_over(bool(self.numbers_here.long_prompt.communication_seconds)))
+        drawn = set()  # the rows whose bar for our GPU came across the cut
+        if self.continues:
+            # One shot with batching: the roofline's roof (its arithmetic) and slope (its bandwidth) become our
+            # GPU's bars for them; after a measured sweep, the wall becomes the bandwidth's.
+            from scenes.batching import batching_picture  # (batching draws on this module's chart)
+
+            before = batching_picture(self)
+            carried = before.handed_over(bool(self.plan.measured.sweep))
+            self.add(*carried)
+            targets = [bandwidth] if len(carried) == 1 else [flops, bandwidth]
+            self.play(*[ReplacementTransform(shape, row.ours.rect) for shape, row in zip(carried, targets)],
+                      FadeIn(title), run_time=1.0)
+            drawn = {id(row) for row in targets}
+        else:
+            self.enter(title)
 
         # The three questions first, one after another, then each answered as the voice names it.
         self.play(LaggedStart(*[FadeIn(row.heading, shift=RIGHT * 0.2) for row in rows], lag_ratio=0.9),
                   run_time=max(0.5, min(2.4, self.seconds_until("flops") - 0.3)))
-        self.at("flops", *flops.answered(), run_time=1.0)
+        self.at("flops", *flops.answered(id(flops) in drawn), run_time=1.0)
         self.ambient = lambda: Indicate(flops.answer, scale_factor=1.04)
-        self.at("bandwidth", *bandwidth.answered(), run_time=1.0)
+        self.at("bandwidth", *bandwidth.answered(id(bandwidth) in drawn), run_time=1.0)
         self.ambient = lambda: Indicate(bandwidth.answer, scale_factor=1.04)
         self.at("decode", *decode.answered(), run_time=1.0)
         self.ambient = lambda: Indicate(decode.answer, scale_factor=1.04)

@@ -9,24 +9,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from manim import (DOWN, LEFT, RIGHT, UP, AnimationGroup, Create, FadeIn, FadeOut, GrowFromEdge, Indicate, LaggedStart,
-                   Line, Rectangle,
-                   RoundedRectangle, VGroup, Write)
+                   Line, Rectangle, ReplacementTransform, RoundedRectangle, Succession, VGroup, Write)
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
 from scenes.helpers import BudgetCard, Chip, Lever, WeightsWall, get_formula, get_text, get_title, term
-from scenes.style import (BODY_SIZE, COMPUTE, HIGHLIGHT, LABEL_SIZE, MEMORY, MUTED, PANEL, SMALL_SIZE, TEXT,
+from scenes.style import (BODY_SIZE, COMPUTE, HIGHLIGHT, IDLE, LABEL_SIZE, MEMORY, MUTED, PANEL, SMALL_SIZE, TEXT,
                           TITLE_SIZE)
 
-ANSWER_LINES = ("Prefill reads the whole prompt in one pass,", "then decode writes the answer one token",
-                "at a time, each step reading every weight.")
-TIMELINE_Y = -0.95
+# The chat the opening shows: a question about a pasted report, and the reply that streams back (words of the
+# chat, not of the narration: the picture shows the waits the voice names).
+QUESTION = "Summarise this report"
+REPLY_LINES = ("Sales grew in every region last year, led by", "online orders; the report recommends more",
+               "support staff before the spring launch.")
+TIMELINE_Y = -1.25
 
 
 def get_chat_window() -> VGroup:
-    window = RoundedRectangle(corner_radius=0.2, width=10.5, height=2.6, stroke_color=MUTED, stroke_width=2,
+    window = RoundedRectangle(corner_radius=0.2, width=10.5, height=2.8, stroke_color=MUTED, stroke_width=2,
                               fill_color=PANEL, fill_opacity=1)
-    return window.move_to(UP * 1.65)
+    return window.move_to(UP * 1.35)
 
 
 def get_document() -> VGroup:
@@ -39,17 +41,18 @@ def get_document() -> VGroup:
 
 @dataclass
 class TwoWaitsPicture:
-    """Everything the opening shows: the chat with its pasted document and the reply, the timeline under it (the
-    wait, then a tick per token), the two jobs and the parts of the GPU each uses, and the sum of the two waits."""
+    """Everything the opening shows: the chat (the question with its pasted report, then the reply: a cursor that
+    waits, then words at a steady pace), the timeline under it (the wait, then a tick per token), the two jobs and
+    the parts of the GPU each uses, and the sum of the two waits."""
 
     title: object
     window: object
+    question: VGroup        # the user's message: the pasted report and what is asked of it
     document: VGroup
-    pasted: object
+    cursor: Rectangle       # the reply's cursor: it blinks through the wait, then leads the words
     axis: Line
     wait_bar: Rectangle
     ttft: object
-    waiting: object
     words: list             # each word of the reply ...
     ticks: VGroup           # ... with its tick on the timeline: one decode step per token
     tpot: object
@@ -69,23 +72,43 @@ class TwoWaitsPicture:
     def tpot_terms(self) -> VGroup:
         return term(self.latency, r"(n-1)\cdot", r"\text{TPOT}")
 
+    @property
+    def handed_over(self) -> list:
+        """What the prefill beat takes on: the pasted report becomes its prompt, the small chip its chip."""
+        return [self.document, self.chip]
+
+    def blink(self, times: int, run_time: float) -> Succession:
+        """The cursor blinking while nothing has come back."""
+        half = run_time / (2 * times)
+        return Succession(*[animation for _ in range(times) for animation in
+                            (FadeOut(self.cursor, run_time=half), FadeIn(self.cursor, run_time=half))])
+
 
 def two_waits_picture(scene: BeatScene) -> TwoWaitsPicture:
     window = get_chat_window()
-    document = get_document().move_to(window.get_left() + RIGHT * 1.6 + UP * 0.45)
-    pasted = get_text("long document pasted", SMALL_SIZE, MUTED).next_to(document, DOWN, buff=0.2)
+    # The user's message, right: the report pasted above the question, in a bubble.
+    document = get_document().scale(0.6)
+    asked = get_text(QUESTION, BODY_SIZE, TEXT)
+    bubble_inside = VGroup(document, asked).arrange(RIGHT, buff=0.3)
+    bubble = RoundedRectangle(corner_radius=0.15, width=bubble_inside.width + 0.5, height=bubble_inside.height + 0.3,
+                              stroke_width=0, fill_color=IDLE, fill_opacity=1).move_to(bubble_inside)
+    question = VGroup(bubble, bubble_inside)
+    question.move_to(window.get_corner(UP + RIGHT) + DOWN * (0.2 + question.height / 2)
+                     + LEFT * (0.3 + question.width / 2))
+    # The reply, left: a cursor, then its words.
+    lines = [get_text(line, BODY_SIZE, TEXT) for line in REPLY_LINES]
+    reply = VGroup(*lines).arrange(DOWN, aligned_edge=LEFT, buff=0.12)
+    reply.scale_to_fit_width(min(reply.width, 6.8))
+    reply.move_to(window.get_corner(DOWN + LEFT) + UP * (0.2 + reply.height / 2) + RIGHT * (0.35 + reply.width / 2))
+    words = [word for line, source in zip(lines, REPLY_LINES) for word in split_words(line, source)]
+    cursor = Rectangle(width=0.09, height=lines[0].height * 1.05, stroke_width=0, fill_color=TEXT, fill_opacity=1)
+    cursor.move_to(words[0], aligned_edge=LEFT)
     # The timeline under the chat: the wait (prefill), then one tick per token (decode).
     start = LEFT * 5.2 + UP * TIMELINE_Y
     axis = Line(start, start + RIGHT * 10.4, color=MUTED, stroke_width=2)
     wait_bar = Rectangle(width=3.6, height=0.34, stroke_width=0, fill_color=COMPUTE, fill_opacity=0.9)
     wait_bar.move_to(start + RIGHT * 1.8 + UP * 0.17)
     ttft = get_text("TTFT", LABEL_SIZE, COMPUTE, weight="BOLD").next_to(wait_bar, UP, buff=0.15)
-    waiting = get_text("waiting for the first word …", BODY_SIZE, MUTED)
-    waiting.next_to(document, RIGHT, buff=0.8)
-    lines = [get_text(line, BODY_SIZE, TEXT) for line in ANSWER_LINES]
-    reply = VGroup(*lines).arrange(DOWN, aligned_edge=LEFT, buff=0.18)
-    reply.scale_to_fit_width(min(reply.width, 6.4)).next_to(document, RIGHT, buff=0.45).align_to(document, UP)
-    words = [word for line, source in zip(lines, ANSWER_LINES) for word in split_words(line, source)]
     tick_gap = 6.3 / len(words)
     ticks = VGroup(*[Line(UP * 0.2, DOWN * 0.2, color=MEMORY, stroke_width=4).move_to(
         wait_bar.get_right() + RIGHT * (0.12 + index * tick_gap)) for index in range(len(words))])
@@ -106,24 +129,32 @@ def two_waits_picture(scene: BeatScene) -> TwoWaitsPicture:
                                                                                      aligned_edge=LEFT)
     latency = get_formula(formulas.LATENCY)
     latency.next_to(VGroup(prefill, decode, arithmetic, bandwidth), DOWN, buff=0.45).set_x(0)
-    return TwoWaitsPicture(get_title(scene.beat.title), window, document, pasted, axis, wait_bar, ttft, waiting, words,
-                           ticks, tpot, chip, prefill_label, wall, decode_label, arithmetic, bandwidth, latency)
+    return TwoWaitsPicture(get_title(scene.beat.title), window, question, document, cursor, axis, wait_bar, ttft,
+                           words, ticks, tpot, chip, prefill_label, wall, decode_label, arithmetic, bandwidth, latency)
 
 
 class TwoWaits(BeatScene):
     """A chat: a long wait for the first word, then a steady stream; each wait is one job of the GPU."""
 
+    successor = "prefill"
+
     def build(self) -> None:
         picture = two_waits_picture(self)
+        self.hand_over(*picture.handed_over)
         self.enter(picture.title, picture.window)
-        self.at("paste", FadeIn(picture.document, shift=UP * 0.4), FadeIn(picture.pasted), run_time=0.8)
-        self.at("wait", Create(picture.axis), FadeIn(picture.waiting), GrowFromEdge(picture.wait_bar, LEFT),
-                FadeIn(picture.ttft), run_time=2.0)
-        self.at("stream", FadeOut(picture.waiting), FadeIn(picture.tpot), run_time=0.3)
-        # Each word of the reply appears with one tick on the timeline: one decode step per token.
-        self.at("stream", LaggedStart(*[AnimationGroup(FadeIn(word), FadeIn(tick))
-                                        for word, tick in zip(picture.words, picture.ticks)], lag_ratio=1.0),
-                until="two-jobs")
+        self.at("paste", FadeIn(picture.question, shift=UP * 0.3), run_time=0.8)
+        # Nothing comes back for a while: the cursor blinks while the wait grows on the timeline.
+        self.add(picture.cursor)
+        waiting = self.seconds_until("stream") - 0.1
+        self.at("wait", Create(picture.axis), GrowFromEdge(picture.wait_bar, LEFT), FadeIn(picture.ttft),
+                picture.blink(max(1, round(waiting / 0.7)), waiting), run_time=waiting)
+        self.at("stream", FadeIn(picture.tpot), run_time=0.3)
+        # Then the reply's words at a steady pace, the cursor ahead of them, each with its tick on the timeline: one
+        # decode step per token.
+        steps = [AnimationGroup(FadeIn(word), FadeIn(tick), picture.cursor.animate.next_to(word, RIGHT, buff=0.06))
+                 for word, tick in zip(picture.words, picture.ticks)]
+        self.at("stream", LaggedStart(*steps, lag_ratio=1.0), until="two-jobs")
+        self.play(FadeOut(picture.cursor), run_time=0.3)
         self.at("prefill", FadeIn(picture.prefill_label, shift=UP * 0.2), run_time=0.6)
         self.at("decode", FadeIn(picture.decode_label, shift=UP * 0.2), run_time=0.6)
         self.at("gpu", FadeIn(picture.chip), FadeIn(picture.wall.bricks), FadeIn(picture.arithmetic),
@@ -218,11 +249,25 @@ def end_card(plan) -> VGroup:
 class TwoBudgets(BeatScene):
     """Two budgets and their levers; then the end card with what the film was computed for."""
 
+    predecessor = "cache-rides-along"
+
     def build(self) -> None:
         picture = budgets_picture(self)
         ttft, tps = picture.ttft, picture.tps
-        self.enter(picture.title)
-        self.at("budgets", FadeIn(ttft.box), FadeIn(tps.box), FadeIn(ttft.header), FadeIn(tps.header), run_time=0.8)
+        boxes_in = [FadeIn(ttft.box), FadeIn(tps.box)]
+        if self.continues:
+            # One shot with the cache beat: its two decode rates' bars become the budgets' cards (the long prompt's,
+            # slowed by what the prompt left in the cache, the first budget's; the short prompt's, the second's).
+            from scenes.measured_timings import cache_picture  # (the measured beats draw on this module's chat)
+
+            short, long = cache_picture(self).handed_over
+            self.add(short, long)
+            self.play(FadeIn(picture.title), ReplacementTransform(long, ttft.box), ReplacementTransform(short, tps.box),
+                      run_time=1.0)
+            boxes_in = []
+        else:
+            self.enter(picture.title)
+        self.at("budgets", *boxes_in, FadeIn(ttft.header), FadeIn(tps.header), run_time=0.8)
         self.ambient = lambda: AnimationGroup(Indicate(ttft.name), Indicate(tps.name))
         self.at("ttft", LaggedStart(*[FadeIn(lever, shift=RIGHT * 0.2) for lever in picture.ttft_levers],
                                     lag_ratio=0.35), run_time=1.5)
