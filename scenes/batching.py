@@ -98,11 +98,11 @@ def batching_picture(scene: BeatScene) -> BatchingPicture:
     title = get_title(scene.beat.title, plan.choice.label)
     wall = WeightsWall(wall_label(scene), width=WALL_WIDTH, height=WALL_HEIGHT, rows=8, cols=7, shares=spec.gpus,
                        experts=spec.experts)
-    wall.move_to(LEFT * 3.0 + UP * 0.9)
+    wall.move_to(LEFT * 2.75 + UP * 0.9)
     inside_safe_area(wall.label)
     x_range, y_range = axis_ranges(plan)
-    chart = RooflineChart(spec.peak_flops, spec.memory_bandwidth, x_range, y_range, width=5.0, height=3.2)
-    chart.move_to(RIGHT * 3.15 + UP * 0.6)
+    chart = RooflineChart(spec.peak_flops, spec.memory_bandwidth, x_range, y_range, width=4.6, height=3.2)
+    chart.move_to(RIGHT * 3.35 + UP * 0.6)
     point = chart.dot(decode.ops_per_byte, MEMORY, "batch 1", DOWN + RIGHT)
     stacks = get_kv_block(batch, wall)
     users_label = get_text(f"{fmt.count(batch.size)} users, "
@@ -114,7 +114,7 @@ def batching_picture(scene: BeatScene) -> BatchingPicture:
     throughput = Counter(f"tokens per second{suffix}", lambda v: fmt.tokens_per_second(v, short=True),
                          start=here.decode.tokens_per_second, color=HIGHLIGHT)
     counters = VGroup(step, throughput).arrange(RIGHT, buff=0.8).next_to(users_label, DOWN, buff=0.35)
-    counters.set_x(VGroup(wall.bricks, stacks).get_x())
+    counters.set_x(VGroup(wall.bricks, stacks).get_x() + 0.2)  # towards the middle, clear of the sum on the right
     # Inside the safe area at the values they end on (a six-digit rate is wide) and start from.
     for values in ((here.batch.step_seconds, here.batch.tokens_per_second),
                    (here.decode.step_seconds, here.decode.tokens_per_second)):
@@ -126,7 +126,7 @@ def batching_picture(scene: BeatScene) -> BatchingPicture:
     per_step_values = get_formula("=", (tex_text(fmt.gigabytes(batch.weight_bytes_read, short=True)), MEMORY), "+",
                                   (tex_text(fmt.gigabytes(batch.kv_bytes, short=True)), KV_CACHE))
     bytes_sum = VGroup(per_step, per_step_values).arrange(DOWN, aligned_edge=LEFT, buff=0.2)
-    bytes_sum.next_to(chart.x_title, DOWN, buff=0.35).set_x(chart.axes.get_x())
+    inside_safe_area(bytes_sum.next_to(chart.x_title, DOWN, buff=0.35).set_x(chart.axes.get_x() + 0.5))
     batched = chart.dot(batch.ops_per_byte, MEMORY,
                         f"batch {fmt.count(batch.size)}\n{fmt.ops_per_byte(batch.ops_per_byte, short=True)}",
                         UP + LEFT)

@@ -654,6 +654,7 @@ def get_provenance(measured) -> VGroup:
         if text.width > PROVENANCE_WIDTH:  # only a very long route or path: narrower, before lining up
             text.scale_to_fit_width(PROVENANCE_WIDTH)
         texts.add(text)
-    texts.arrange(DOWN, aligned_edge=LEFT, buff=0.08).to_edge(DOWN, buff=0.45).set_x(0)
+    # A footnote at the bottom right, where it balances the pictures above, which start at the left.
+    texts.arrange(DOWN, aligned_edge=LEFT, buff=0.08).to_edge(DOWN, buff=0.45).align_to([SAFE_RIGHT, 0, 0], RIGHT)
     texts.route = texts.submobjects[0]  # "measured: …", the line a beat points at
     return texts

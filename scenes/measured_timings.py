@@ -20,6 +20,7 @@ from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED
 from scenes.the_roofline import long_prompt_picture
 
 BAR_LENGTH = 6.0
+LABEL_WIDTH = 2.0             # "ideal prefill", the longest of the bars' labels
 BESIDE_CHART_BAR_LENGTH = 2.9  # the measured beat's bars when the fit's chart takes the right of the frame
 MEASURED_SUBTITLE = "time to first token (request sent → first streamed token) against the ideal prefill"
 CACHE_SUBTITLE = "decode rate = 1 ÷ time per output token, against the roofline's ceiling"
@@ -105,14 +106,16 @@ def measured_ending(scene: BeatScene, title: str) -> MeasuredEnding:
     groups, splits = VGroup(), VGroup()
     for prompt in prompts:
         waited, ideal = prompt.ttft_seconds, prompt.ideal_prefill_seconds
-        measured_bar = Bar("measured", fmt.seconds(waited, short=True), length * waited / longest, HIGHLIGHT)
-        ideal_bar = Bar("ideal prefill", fmt.duration(ideal, short=True), length * ideal / longest, COMPUTE)
+        measured_bar = Bar("measured", fmt.seconds(waited, short=True), length * waited / longest, HIGHLIGHT,
+                           label_width=LABEL_WIDTH)
+        ideal_bar = Bar("ideal prefill", fmt.duration(ideal, short=True), length * ideal / longest, COMPUTE,
+                        label_width=LABEL_WIDTH)
         heading = get_text(prompt_name(prompt.prompt_tokens, measured.dataset.prompt_tokens_estimated),
                            LABEL_SIZE, TEXT)
         groups.add(PromptWaits(heading, measured_bar, ideal_bar))
     groups.arrange(DOWN, buff=0.3, aligned_edge=LEFT).move_to(UP * 0.35)
     if charted:
-        groups.align_to([-6.3, 0, 0], LEFT)
+        groups.align_to([-0.25, 0, 0], LEFT)  # right of the chart: the prompts' words balance the chart's axes
     for group, prompt in zip(groups, prompts):
         measured_bar = group.measured
         # The measured wait, split: the ideal prefill's share in its colour, the rest left as network.
@@ -122,9 +125,9 @@ def measured_ending(scene: BeatScene, title: str) -> MeasuredEnding:
         splits.add(prefill_part.move_to(measured_bar.rect, aligned_edge=LEFT))
     network = get_pill(f"{fmt.percent(measured.network_fraction, short=True)} network and queueing", HIGHLIGHT)
     chart = VGroup()
-    if charted:  # right of the bars: the fit through the waits, the pill above it
+    if charted:  # left of the bars: the fit through the waits, the pill above it
         chart = TtftChart(measured, width=3.4, height=2.4)
-        chart.move_to([4.6, 0.05, 0]).shift(DOWN * (chart.legend.height / 2))
+        chart.move_to([-4.1, 0.05, 0]).shift(DOWN * (chart.legend.height / 2))
         network.next_to(chart.legend, UP, buff=0.2).set_x(chart.chart.axes.get_x())
         inside_safe_area(VGroup(chart, network))
     else:
@@ -226,7 +229,7 @@ def cache_picture(scene: BeatScene) -> CachePicture:
     long = Bar(prompt_name(measured.long.prompt_tokens, estimated), fmt.tokens_per_second(long_rate, short=True),
                scale * long_rate, KV_CACHE, value_inside=True)
     bars = VGroup(short, long).arrange(DOWN, buff=0.35, aligned_edge=LEFT).move_to(UP * 0.85)
-    bars.align_to([-5.2, 0, 0], LEFT)  # labels, bars and the ceiling's marks centred across the frame
+    bars.align_to([-4.8, 0, 0], LEFT)  # labels, bars and the ceiling's marks across the frame, right of its title
     limit_x = short.rect.get_left()[0] + BAR_LENGTH
     limit = DashedLine([limit_x, bars.get_top()[1] + 0.35, 0], [limit_x, bars.get_bottom()[1] - 0.2, 0],
                        color=HIGHLIGHT)
@@ -240,7 +243,7 @@ def cache_picture(scene: BeatScene) -> CachePicture:
 
     # The wall of weights, and the long prompt's KV cache stacked onto it, to scale.
     wall = WeightsWall(f"{fmt.gigabytes(measured.weight_bytes, short=True)} of weights",
-                       width=3.0, height=1.6, rows=6, cols=8).move_to(DOWN * 1.05 + LEFT * 1.2)
+                       width=3.0, height=1.6, rows=6, cols=8).move_to(DOWN * 1.05 + LEFT * 0.8)
     kv_height = 1.6 * measured.long_kv_ratio
     kv = Rectangle(width=3.0, height=max(0.04, kv_height), stroke_width=0, fill_color=KV_CACHE, fill_opacity=0.9)
     kv.next_to(wall.bricks, UP, buff=0.04)

@@ -21,7 +21,7 @@ from scenes.helpers import (Bar, Labelled, RooflineChart, blend, get_formula, ge
 from scenes.sluice_and_tap import decode_ending
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
-CHART_AT = LEFT * 1.5 + DOWN * 0.35
+CHART_AT = LEFT * 1.3 + DOWN * 0.35
 FORMULAS_LEFT = 2.1                     # the column right of the chart: the GPU's badge and the formulas
 
 
@@ -38,7 +38,7 @@ def axis_ranges(plan) -> tuple[tuple[float, float], tuple[float, float]]:
     return (low_x, high_x), (low_y, high_y)
 
 
-def get_roofline(plan, width: float = 5.6, height: float = 4.3) -> RooflineChart:
+def get_roofline(plan, width: float = 5.3, height: float = 4.3) -> RooflineChart:
     x_range, y_range = axis_ranges(plan)
     return RooflineChart(plan.spec.peak_flops, plan.spec.memory_bandwidth, x_range, y_range, width=width, height=height)
 
@@ -98,6 +98,9 @@ def roofline_ending(scene: BeatScene, title: str) -> RooflineEnding:
     decode = chart.dot(n.decode.ops_per_byte, MEMORY, f"decode\n{intensity_label(n.decode.ops_per_byte)}", UP)
     decode.label.next_to(decode.mark, UP, buff=0.3).align_to(decode.mark, RIGHT).shift(RIGHT * 0.2)
     prefill = chart.dot(n.prefill.ops_per_byte, COMPUTE, f"prefill\n{intensity_label(n.prefill.ops_per_byte)}", UP)
+    overhang = prefill.label.get_right()[0] - chart.x_axis.get_right()[0]
+    if overhang > 0:  # no further right than the chart: the formulas stand beside it
+        prefill.label.shift(LEFT * overhang)
     ridge = chart.ridge_marker(f"ridge {fmt.integer(spec.ridge_ops_per_byte, short=True)}")
     attainable = attainable_formula()
     attainable.move_to([FORMULAS_LEFT, chart.y_axis.get_top()[1] - 0.45, 0], aligned_edge=UL)
@@ -150,8 +153,9 @@ class Roofline(BeatScene):
         self.at("prefill", FadeIn(ending.prefill, scale=1.4), run_time=0.7)
         on_roof = plan.numbers.prefill.ops_per_byte >= spec.ridge_ops_per_byte
         roof_label = get_pill("compute-bound" if on_roof else "still memory-bound", COMPUTE if on_roof else MEMORY)
-        # Left of prefill's label, above the slope's end: the GPU's badge stands right of it.
-        roof_label.next_to(ending.prefill.label, LEFT, buff=0.25).align_to(ending.prefill.label, UP)
+        # Above prefill's label, ending where it ends: the GPU's badge stands right of it.
+        roof_label.next_to(ending.prefill.label, UP, buff=0.15).align_to(ending.prefill.label, RIGHT)
+        slide_clear_of(roof_label, ending.title)
         where = chart.roof if on_roof else chart.slope  # the narration says which it sits on
         self.at("roof", Indicate(where, color=HIGHLIGHT, scale_factor=1.0), FadeIn(roof_label),
                 Write(ending.attainable), run_time=0.9)
@@ -221,7 +225,7 @@ class ComparisonRow(VGroup):
 
 def comparison_rows(scene: BeatScene) -> VGroup:
     """Peak arithmetic, memory bandwidth and one user's decode, the film's GPU against the comparison's, the ratios
-    in one column, centred on the frame."""
+    in one column."""
     plan, spec, compare, choice = scene.plan, scene.plan.spec, scene.plan.numbers.compare, scene.plan.choice
     here = scene.numbers_here  # what the deployment gives (EFFICIENCY=), as the narration says
     per_gpu = (choice.gpu.short_name, compare.gpu.short_name)  # a chip's own figures are per GPU ...
@@ -238,7 +242,8 @@ def comparison_rows(scene: BeatScene) -> VGroup:
     right_edge = max(row.bars.get_right()[0] for row in rows)
     for row in rows:
         row.ratio.move_to([right_edge + 0.4, row.bars.get_y(), 0], aligned_edge=LEFT)
-    return rows.move_to(DOWN * 0.35)  # centred on the frame
+    # Right of centre: the bars run right from their GPUs' names, so their weight sits left of their middle.
+    return inside_safe_area(rows.move_to(DOWN * 0.35 + RIGHT * 0.45))
 
 
 @dataclass
@@ -286,7 +291,7 @@ def long_prompt_picture(scene: BeatScene, ours: str) -> LongPromptPicture:
     attention = segment(width * long_prompt.attention_seconds / total, KV_CACHE)
     # On several GPUs the all-reduces add their own time, after the arithmetic.
     talking = segment(max(1e-3, width * long_prompt.communication_seconds / total), MUTED)
-    stacked = VGroup(linear, attention, talking).arrange(RIGHT, buff=0).move_to(UP * 0.15)
+    stacked = VGroup(linear, attention, talking).arrange(RIGHT, buff=0).move_to(UP * 0.15 + RIGHT * 0.4)
     heading = get_text(f"a {fmt.count(long_prompt.tokens)}-token prompt on {ours}: prefill "
                        f"{fmt.duration(total, short=True)}"
                        + (f" here ({fmt.duration(plan.numbers.long_prompt.seconds, short=True)} at best)"
