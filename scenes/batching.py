@@ -113,8 +113,9 @@ def batching_picture(scene: BeatScene) -> BatchingPicture:
                    start=here.decode.step_seconds, color=MEMORY)
     throughput = Counter(f"tokens per second{suffix}", lambda v: fmt.tokens_per_second(v, short=True),
                          start=here.decode.tokens_per_second, color=HIGHLIGHT)
-    counters = VGroup(step, throughput).arrange(RIGHT, buff=0.8).next_to(users_label, DOWN, buff=0.35)
-    counters.set_x(VGroup(wall.bricks, stacks).get_x() + 0.2)  # towards the middle, clear of the sum on the right
+    # The counters under the chart whose point they follow; the bytes a step reads under the wall they count.
+    counters = VGroup(step, throughput).arrange(RIGHT, buff=0.8).next_to(chart.x_title, DOWN, buff=0.35)
+    counters.set_x(chart.axes.get_x())
     # Inside the safe area at the values they end on (a six-digit rate is wide) and start from.
     for values in ((here.batch.step_seconds, here.batch.tokens_per_second),
                    (here.decode.step_seconds, here.decode.tokens_per_second)):
@@ -126,7 +127,7 @@ def batching_picture(scene: BeatScene) -> BatchingPicture:
     per_step_values = get_formula("=", (tex_text(fmt.gigabytes(batch.weight_bytes_read, short=True)), MEMORY), "+",
                                   (tex_text(fmt.gigabytes(batch.kv_bytes, short=True)), KV_CACHE))
     bytes_sum = VGroup(per_step, per_step_values).arrange(DOWN, aligned_edge=LEFT, buff=0.2)
-    inside_safe_area(bytes_sum.next_to(chart.x_title, DOWN, buff=0.35).set_x(chart.axes.get_x() + 0.5))
+    bytes_sum.next_to(users_label, DOWN, buff=0.35).set_x(VGroup(wall.bricks, stacks).get_x())
     batched = chart.dot(batch.ops_per_byte, MEMORY,
                         f"batch {fmt.count(batch.size)}\n{fmt.ops_per_byte(batch.ops_per_byte, short=True)}",
                         UP + LEFT)

@@ -142,7 +142,8 @@ class Roofline(BeatScene):
         else:
             self.enter(ending.title, frame)
         self.play(Create(chart.slope), run_time=0.8)
-        self.play(Create(chart.roof), FadeIn(ending.badge), run_time=0.6)
+        # The roofline's rule beside it as it is drawn: the roof, the slope and the min that joins them.
+        self.play(Create(chart.roof), FadeIn(ending.badge), Write(ending.attainable), run_time=0.8)
 
         decode_dot_in = [] if self.continues else [FadeIn(decode_dot, scale=1.4)]
         self.at("decode", *decode_dot_in, FadeIn(decode_label), Indicate(decode_dot, scale_factor=1.6), run_time=0.7)
@@ -158,7 +159,7 @@ class Roofline(BeatScene):
         slide_clear_of(roof_label, ending.title)
         where = chart.roof if on_roof else chart.slope  # the narration says which it sits on
         self.at("roof", Indicate(where, color=HIGHLIGHT, scale_factor=1.0), FadeIn(roof_label),
-                Write(ending.attainable), run_time=0.9)
+                Indicate(ending.attainable, scale_factor=1.05), run_time=0.9)
         if plan.achieved:  # what this deployment reaches, under the datasheet's line
             self.play(Create(ending.achieved.mark), FadeIn(ending.achieved.label), run_time=0.8)
         self.at("ridge", Create(ending.ridge.mark), Write(ending.ridge.label), Write(ending.ridge_sum),
@@ -205,8 +206,10 @@ class ComparisonRow(VGroup):
                  ratio: float):
         super().__init__()
         longest = max(values)
-        self.ours = Bar(names[0], formatter(values[0]), 5.2 * values[0] / longest, color)
-        self.other = Bar(names[1], formatter(values[1]), 5.2 * values[1] / longest, blend(color, MUTED, 0.55))
+        # The names are short ("H100", "2× A100"): the bars start just after them.
+        self.ours = Bar(names[0], formatter(values[0]), 5.2 * values[0] / longest, color, label_width=1.4)
+        self.other = Bar(names[1], formatter(values[1]), 5.2 * values[1] / longest, blend(color, MUTED, 0.55),
+                         label_width=1.4)
         self.bars = VGroup(self.ours, self.other).arrange(DOWN, buff=0.14, aligned_edge=LEFT)
         self.heading = get_text(caption, LABEL_SIZE, MUTED).next_to(self.bars, UP, buff=0.14, aligned_edge=LEFT)
         self.ratio = get_pill(fmt.times(ratio, short=True), color).next_to(self.bars, RIGHT, buff=0.5)
@@ -243,7 +246,7 @@ def comparison_rows(scene: BeatScene) -> VGroup:
     for row in rows:
         row.ratio.move_to([right_edge + 0.4, row.bars.get_y(), 0], aligned_edge=LEFT)
     # Right of centre: the bars run right from their GPUs' names, so their weight sits left of their middle.
-    return inside_safe_area(rows.move_to(DOWN * 0.35 + RIGHT * 0.45))
+    return inside_safe_area(rows.move_to(DOWN * 0.35 + RIGHT * 1.2))
 
 
 @dataclass
@@ -291,7 +294,7 @@ def long_prompt_picture(scene: BeatScene, ours: str) -> LongPromptPicture:
     attention = segment(width * long_prompt.attention_seconds / total, KV_CACHE)
     # On several GPUs the all-reduces add their own time, after the arithmetic.
     talking = segment(max(1e-3, width * long_prompt.communication_seconds / total), MUTED)
-    stacked = VGroup(linear, attention, talking).arrange(RIGHT, buff=0).move_to(UP * 0.15 + RIGHT * 0.4)
+    stacked = VGroup(linear, attention, talking).arrange(RIGHT, buff=0).move_to(UP * 0.15 + RIGHT * 1.0)
     heading = get_text(f"a {fmt.count(long_prompt.tokens)}-token prompt on {ours}: prefill "
                        f"{fmt.duration(total, short=True)}"
                        + (f" here ({fmt.duration(plan.numbers.long_prompt.seconds, short=True)} at best)"

@@ -22,13 +22,13 @@ from scenes.style import (BODY_SIZE, COMPUTE, HIGHLIGHT, IDLE, LABEL_SIZE, MEMOR
 QUESTION = "Summarise this report"
 REPLY_LINES = ("Sales grew in every region last year, led by", "online orders; the report recommends more",
                "support staff before the spring launch.")
-TIMELINE_Y = -1.25
+TIMELINE_Y = -1.45
 
 
 def get_chat_window() -> VGroup:
     window = RoundedRectangle(corner_radius=0.2, width=10.5, height=2.8, stroke_color=MUTED, stroke_width=2,
                               fill_color=PANEL, fill_opacity=1)
-    return window.move_to(UP * 1.35)
+    return window.move_to(UP * 1.15)
 
 
 def get_document() -> VGroup:
@@ -128,7 +128,7 @@ def two_waits_picture(scene: BeatScene) -> TwoWaitsPicture:
     bandwidth = get_text("limited by memory bandwidth", SMALL_SIZE, MEMORY).next_to(decode_label, DOWN, buff=0.1,
                                                                                      aligned_edge=LEFT)
     latency = get_formula(formulas.LATENCY)
-    latency.next_to(VGroup(prefill, decode, arithmetic, bandwidth), DOWN, buff=0.45).set_x(0)
+    latency.next_to(VGroup(prefill, decode, arithmetic, bandwidth), DOWN, buff=0.35).set_x(0)
     return TwoWaitsPicture(get_title(scene.beat.title), window, question, document, cursor, axis, wait_bar, ttft,
                            words, ticks, tpot, chip, prefill_label, wall, decode_label, arithmetic, bandwidth, latency)
 

@@ -199,6 +199,34 @@ def test_every_cut_carries_for_a_mixture_of_experts_on_two_gpus(tmp_path, seed_s
         assert np.abs(last - first_frame).mean() < 2.0, f"{before.id} -> {after.id}: the picture jumps at the cut"
 
 
+def content_centres(film: Path, plan: Plan) -> dict[str, float]:
+    """Each beat's content centre: the horizontal centre of mass of what is drawn (each pixel weighted by how far it
+    is from the background), averaged over the beat's frames, as a signed share of the width from the middle."""
+    raw = subprocess.run(["ffmpeg", "-v", "error", "-i", str(film), "-f", "rawvideo", "-pix_fmt", "gray", "-"],
+                         capture_output=True, check=True).stdout
+    frames = np.frombuffer(raw, np.uint8).reshape(-1, 480, 854).astype(float)
+    background = np.median(frames[:, :4, :4])
+    columns = np.arange(854) / 854 - 0.5
+    centres = {}
+    for beat in plan.beats:
+        shown = []
+        for picture in frames[round(beat.start * 3):round(beat.end * 3)]:
+            weight = np.abs(picture - background).sum(axis=0)
+            if weight.sum() > 1000:
+                shown.append((weight * columns).sum() / weight.sum())
+        centres[beat.id] = float(np.mean(shown))
+    return centres
+
+
+@pytest.mark.parametrize("which", ["first", "other"])
+def test_every_beat_is_balanced_about_the_middle(request, which):
+    """Each beat's content centre (titles included) lies within 6% of the width from the frame's middle."""
+    made = request.getfixturevalue(which)
+    result = made[0] if which == "first" else made
+    centres = content_centres(result.film, timed_plan_of(result))
+    assert {beat: round(centre, 3) for beat, centre in centres.items() if abs(centre) > 0.06} == {}
+
+
 def test_the_film_never_stands_still_but_for_its_end_card(first):
     result, _ = first
     plan = timed_plan_of(result)
