@@ -81,14 +81,35 @@ class BatchingPicture:
     def bytes_sum(self) -> VGroup:
         return VGroup(self.per_step, self.per_step_values)
 
-    def handed_over(self, swept: bool) -> list:
-        """What the wasted-money beat takes on: the chart's roof and slope (the GPU's arithmetic and bandwidth)
-        become its bars for them; after a measured sweep replaced the chart, the wall becomes the bandwidth's."""
-        return [self.wall.bricks] if swept else [self.chart.roof, self.chart.slope]
-
     def read_once(self, run_time: float):
         """One step's read of the wall, which serves every user (and wakes their experts)."""
         return self.wall.sweep(run_time=run_time, extra=self.stacks, experts=self.experts_read)
+
+
+def batching_wall(scene: BeatScene) -> WeightsWall:
+    spec = scene.plan.spec
+    wall = WeightsWall(wall_label(scene), width=WALL_WIDTH, height=WALL_HEIGHT, rows=8, cols=7, shares=spec.gpus,
+                       experts=spec.experts)
+    inside_safe_area(wall.move_to(LEFT * 2.75 + UP * 0.9).label)
+    return wall
+
+
+def batching_chart(scene: BeatScene) -> RooflineChart:
+    plan, spec = scene.plan, scene.plan.spec
+    x_range, y_range = axis_ranges(plan)
+    chart = RooflineChart(spec.peak_flops, spec.memory_bandwidth, x_range, y_range, width=4.6, height=3.2)
+    return inside_safe_area(chart.move_to(RIGHT * 3.35 + UP * 0.6))  # (a wider range of intensities adds a decade)
+
+
+def batching_handover(scene: BeatScene, wall: WeightsWall | None = None, chart: RooflineChart | None = None) -> list:
+    """What the wasted-money beat takes on from batching's last picture: the chart's roof and slope (the GPU's
+    arithmetic and bandwidth) become its bars for them; after a measured sweep replaced the chart, the wall becomes
+    the bandwidth's. The batching beat gives its own wall and chart; the next beat builds just these, so it reads
+    no more of the plan than they need."""
+    if scene.plan.measured.sweep:
+        return [(wall or batching_wall(scene)).bricks]
+    chart = chart or batching_chart(scene)
+    return [chart.roof, chart.slope]
 
 
 def batching_picture(scene: BeatScene) -> BatchingPicture:
@@ -96,13 +117,7 @@ def batching_picture(scene: BeatScene) -> BatchingPicture:
     decode, batch = plan.numbers.decode, plan.numbers.batch
     here = scene.numbers_here  # the counters say what the narration says: expected figures with EFFICIENCY=
     title = get_title(scene.beat.title, plan.choice.label)
-    wall = WeightsWall(wall_label(scene), width=WALL_WIDTH, height=WALL_HEIGHT, rows=8, cols=7, shares=spec.gpus,
-                       experts=spec.experts)
-    wall.move_to(LEFT * 2.75 + UP * 0.9)
-    inside_safe_area(wall.label)
-    x_range, y_range = axis_ranges(plan)
-    chart = RooflineChart(spec.peak_flops, spec.memory_bandwidth, x_range, y_range, width=4.6, height=3.2)
-    chart.move_to(RIGHT * 3.35 + UP * 0.6)
+    wall, chart = batching_wall(scene), batching_chart(scene)
     point = chart.dot(decode.ops_per_byte, MEMORY, "batch 1", DOWN + RIGHT)
     stacks = get_kv_block(batch, wall)
     users_label = get_text(f"{fmt.count(batch.size)} users, "
@@ -146,7 +161,7 @@ class Batching(BeatScene):
         picture = batching_picture(self)
         title, wall, chart, point, batched = picture.title, picture.wall, picture.chart, picture.point, picture.batched
         step, throughput, read_once = picture.step, picture.throughput, picture.read_once
-        self.hand_over(*picture.handed_over(bool(plan.measured.sweep)))
+        self.hand_over(*batching_handover(self, wall, chart))
         if self.continues:
             # One shot with the roofline: its chart moves aside, keeping the decode point, and the wall returns.
             before = roofline_ending(self, self.beat.previous_title)

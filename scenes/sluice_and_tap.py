@@ -29,7 +29,8 @@ FORMULA_AT = LEFT * 1.9 + DOWN * 2.95  # the beat's formula, under the chip ...
 FORMULA_WIDTH = 4.4                     # ... and clear of the counters
 DIVISION_WIDTH = 5.8                    # the sum the counters become
 # Decode has no tokens left of the chip and its counters under the wall: its picture stands further left,
-# so its weight sits near the frame's centre (the stage slides there as prefill hands over).
+# so its weight sits near the frame's centre (the stage slides there as prefill hands over). Not with EFFICIENCY=,
+# whose note of the ceilings stands left of the chip.
 DECODE_SHIFT = LEFT * 0.8
 
 
@@ -343,7 +344,8 @@ def decode_ending(scene: BeatScene, title: str) -> DecodeEnding:
                           then=(r"\Rightarrow", (tex_text(fmt.tokens_per_second(here.tokens_per_second, short=True)),
                                                   HIGHLIGHT)), share=efficiency.memory if efficiency else None)
     ending = DecodeEnding(stage, idle, bandwidth, bound, per_token, result, best)
-    VGroup(*ending.parts[1:]).shift(DECODE_SHIFT)
+    if not plan.expected:  # (with EFFICIENCY= the ceilings' note left of the bound already weighs the left)
+        VGroup(*ending.parts[1:]).shift(DECODE_SHIFT)
     return ending
 
 
@@ -390,7 +392,9 @@ def decode_picture(scene: BeatScene) -> DecodePicture:
     rate = Counter("tokens/s here" if expected else "tokens per second",
                    lambda v: fmt.tokens_per_second(v, short=True).split()[0], color=HIGHLIGHT)
     counters = get_counter_row((read, decode.bytes_per_token), (operations, decode.ops_per_token),
-                               (step, here.step_seconds), (rate, here.tokens_per_second)).shift(DECODE_SHIFT)
+                               (step, here.step_seconds), (rate, here.tokens_per_second))
+    if not expected:
+        counters.shift(DECODE_SHIFT)
     return DecodePicture(ending, read, operations, step, rate, counters,
                          ending.stage.chip.package.get_top() + UP * 1.0, decode.experts_read)
 
@@ -412,9 +416,10 @@ class Decode(BeatScene):
             self.play(retitle(before.stage.title, stage.title), before.stage.chip.idle(),
                       *[FadeOut(part) for part in (before.tokens_label, before.work, before.peak, before.bound,
                                                    before.busy, before.result.formula)], run_time=0.8)
-            self.carry_on_with(*stage.parts[:1], *before.stage.parts[1:])
-            self.play(*[old.animate.move_to(new) for old, new in zip(before.stage.parts[1:], stage.parts[1:])],
-                      run_time=0.5)  # the stage slides to decode's place
+            if not self.plan.expected:  # the stage slides to decode's place (see DECODE_SHIFT)
+                self.carry_on_with(*stage.parts[:1], *before.stage.parts[1:])
+                self.play(*[old.animate.move_to(new) for old, new in zip(before.stage.parts[1:], stage.parts[1:])],
+                          run_time=0.5)
             self.carry_on_with(*stage.parts)
         else:
             self.enter(*stage.parts)

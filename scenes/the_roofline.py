@@ -338,10 +338,9 @@ class WastedMoney(BeatScene):
         if self.continues:
             # One shot with batching: the roofline's roof (its arithmetic) and slope (its bandwidth) become our
             # GPU's bars for them; after a measured sweep, the wall becomes the bandwidth's.
-            from scenes.batching import batching_picture  # (batching draws on this module's chart)
+            from scenes.batching import batching_handover  # (batching draws on this module's chart)
 
-            before = batching_picture(self)
-            carried = before.handed_over(bool(self.plan.measured.sweep))
+            carried = batching_handover(self)
             self.add(*carried)
             targets = [bandwidth] if len(carried) == 1 else [flops, bandwidth]
             self.play(*[ReplacementTransform(shape, row.ours.rect) for shape, row in zip(carried, targets)],
