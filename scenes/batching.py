@@ -98,7 +98,7 @@ def batching_chart(scene: BeatScene) -> RooflineChart:
     plan, spec = scene.plan, scene.plan.spec
     x_range, y_range = axis_ranges(plan)
     chart = RooflineChart(spec.peak_flops, spec.memory_bandwidth, x_range, y_range, width=4.6, height=3.2)
-    return inside_safe_area(chart.move_to(RIGHT * 3.35 + UP * 0.6))  # (a wider range of intensities adds a decade)
+    return inside_safe_area(chart.move_to(RIGHT * 3.3 + UP * 0.6))  # (a wider range of intensities adds a decade)
 
 
 def batching_handover(scene: BeatScene, wall: WeightsWall | None = None, chart: RooflineChart | None = None) -> list:
@@ -193,9 +193,14 @@ class Batching(BeatScene):
         if plan.measured.sweep:
             # A measured sweep: the endpoint's throughput at each number of streams, beside the roofline's.
             sweep = SweepChart(plan.measured, width=4.6, height=3.0).move_to(chart.axes)
+            inside_safe_area(sweep)
             provenance = get_provenance(plan.measured)
+            # The counters take the sum's place under the wall, clear of the provenance along the bottom.
+            under_wall = picture.counters.copy().next_to(picture.users_label, DOWN, buff=0.12)
+            under_wall.set_x(VGroup(wall.bricks, picture.stacks).get_x())
             self.play(FadeOut(VGroup(chart, point.mark, batched.label, picture.bytes_sum)), FadeIn(sweep.chart),
-                      FadeIn(provenance), run_time=0.8)
+                      FadeIn(provenance), picture.counters.animate.move_to(inside_safe_area(under_wall)),
+                      run_time=0.8)
             self.play(Create(sweep.curve), FadeIn(sweep.curve_legend), run_time=0.8)
             self.play(LaggedStart(*[FadeIn(dot, scale=1.5) for dot in sweep.dots], lag_ratio=0.4),
                       FadeIn(sweep.dots_legend), run_time=0.8)

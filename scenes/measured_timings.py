@@ -229,7 +229,7 @@ def cache_picture(scene: BeatScene) -> CachePicture:
     long = Bar(prompt_name(measured.long.prompt_tokens, estimated), fmt.tokens_per_second(long_rate, short=True),
                scale * long_rate, KV_CACHE, value_inside=True)
     bars = VGroup(short, long).arrange(DOWN, buff=0.35, aligned_edge=LEFT).move_to(UP * 0.85)
-    bars.align_to([-4.8, 0, 0], LEFT)  # labels, bars and the ceiling's marks across the frame, right of its title
+    bars.align_to([-4.75, 0, 0], LEFT)  # labels, bars and the ceiling's marks across the frame, right of its title
     limit_x = short.rect.get_left()[0] + BAR_LENGTH
     limit = DashedLine([limit_x, bars.get_top()[1] + 0.35, 0], [limit_x, bars.get_bottom()[1] - 0.2, 0],
                        color=HIGHLIGHT)

@@ -22,7 +22,7 @@ from scenes.sluice_and_tap import decode_ending
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
 
 CHART_AT = LEFT * 1.3 + DOWN * 0.35
-FORMULAS_LEFT = 2.1                     # the column right of the chart: the GPU's badge and the formulas
+FORMULAS_LEFT = 2.05                    # the column right of the chart: the GPU's badge and the formulas
 
 
 def axis_ranges(plan) -> tuple[tuple[float, float], tuple[float, float]]:

@@ -105,7 +105,7 @@ def test_a_still_is_the_frame_at_that_time(narrated, tmp_path):
 
 
 @pytest.mark.parametrize("beat_id, at", [("batching", 10.0), ("roofline", 13.33), ("cache-rides-along", 10.67),
-                                         ("two-budgets", 11.67), ("prefill", 6.33)])
+                                         ("two-budgets", 12.67), ("prefill", 6.33)])
 def test_a_still_mid_animation_is_the_films_frame(default_tiny_film, beat_id, at, tmp_path):
     """Mid-move, late in a beat, in a transform from the beat before: the still is the film's frame then,
     nearer to it than to the frames either side (these moments are chosen where the picture moves)."""
@@ -244,7 +244,7 @@ def test_frames_reach_the_encoder_through_kept_buffers_and_holds_are_encoded_onc
         else:
             held.append(start)
             repeats += range(start + 1, start + repeat)
-    assert len(repeats) > 0.3 * made["kept"].frames and moving
+    assert len(repeats) > 0.2 * made["kept"].frames and moving  # the end card's hold, most of the beat's last 4 s
     kept, manims = pictures["kept"], pictures["manims"]
     assert all(np.array_equal(kept[index], manims[index]) for index in moving)
     assert all(np.array_equal(kept[index], kept[index - 1]) for index in repeats)

@@ -165,7 +165,8 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
                                                                           view in after.items()}
 
     # A scene's colour: the beats whose drawing uses that scene's code are drawn again, and only they (its own
-    # two beats, and batching, which draws the measured sweep with it).
+    # two beats, batching, which draws the measured sweep with it, and two budgets, which opens on the cache beat's
+    # bars).
     from render.plan.registry import SCENES
     from render.video.cache import scene_sources
 
@@ -173,8 +174,8 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
                    if ROOT / "scenes" / "measured_timings.py" in scene_sources(entry.module))
     assert {"measured", "cache-rides-along"} <= set(using) and "two-waits" not in using
     saved = time.monotonic()
-    edit(project / "scenes" / "measured_timings.py", 'length * ideal / longest, COMPUTE)',
-         'length * ideal / longest, MEMORY)')
+    edit(project / "scenes" / "measured_timings.py", 'length * ideal / longest, COMPUTE,',
+         'length * ideal / longest, MEMORY,')
     for beat in using:
         wait_for(page, f"var a = document.getElementById('beat-{beat}'); return a.dataset.status == 'ready' && "
                        "a.querySelector('video.clip').getAttribute('src') != arguments[0];", CLIP_BOUND,

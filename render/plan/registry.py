@@ -33,7 +33,7 @@ SCENES = (
     SceneEntry("wasted-money", "roofline", "scenes.the_roofline", "WastedMoney"),
     SceneEntry("measured", "measured-timings", "scenes.measured_timings", "Measured"),
     SceneEntry("cache-rides-along", "measured-timings", "scenes.measured_timings", "CacheRidesAlong"),
-    SceneEntry("two-budgets", "two-waits", "scenes.two_waits", "TwoBudgets"),
+    SceneEntry("two-budgets", "two-waits", "scenes.two_budgets", "TwoBudgets"),
 )
 
 BEAT_IDS = tuple(entry.beat for entry in SCENES)
