@@ -35,8 +35,8 @@ RENDERING = {
     # Typeset formulas (Manim's MathTex): LaTeX with the standalone and preview classes, and dvisvgm.
     "texlive-latex-base": "LaTeX, for the typeset formulas",
     "texlive-latex-recommended": "LaTeX's standard packages",
-    "texlive-latex-extra": "the standalone and preview packages Manim's formulas use",
-    "texlive-fonts-recommended": "the formulas' fonts",
+    "texlive-latex-extra": "the standalone and preview packages Manim's formulas use, and sfmath (their sans face)",
+    "texlive-fonts-recommended": "the formulas' fonts (Helvetica, the sans face beside Inter)",
     "dvisvgm": "turning typeset formulas into SVG",
     "cm-super-minimal": "Type 1 Computer Modern fonts for dvisvgm",
 }
