@@ -115,10 +115,11 @@ def install_system_packages(packages: list[str], is_root: bool | None = None,
             raise SetupError(f"`{' '.join(command)}` failed (exit {result.returncode}); see its output above")
 
 
-# What pip needs from the system to install the project (pycairo compiles against Cairo, found by pkg-config; a
-# Debian python3 needs its venv module): installed first, so pip runs while apt-get installs the rest (LaTeX, the
-# browser, ffmpeg: most of a fresh machine's setup).
-PIP_BUILD_NEEDS = ("libcairo2-dev", "pkg-config", "python3-venv")
+# What pip needs from the system to install the project (pycairo compiles against Cairo and ManimPango against Pango,
+# which has no Linux wheel, both found by pkg-config; a Debian python3 needs its venv module): installed first, so
+# pip runs while apt-get installs the rest (LaTeX, the browser, ffmpeg: most of a fresh machine's setup). Pango
+# installed beside pip was a race that pip lost when apt-get was slow ("pangocairo >= 1.30.0 is required").
+PIP_BUILD_NEEDS = ("libcairo2-dev", "libpango1.0-dev", "pkg-config", "python3-venv")
 
 
 @contextmanager
