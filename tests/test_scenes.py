@@ -537,17 +537,19 @@ def test_make_scene_and_still_from_the_command_line(tmp_path, seed_speech):
 
 
 def test_the_pictures_match_the_goldens(narrated, tmp_path):
-    """One still a cue of every beat, against the stored ones; `make goldens` makes them again."""
-    from render.tools.goldens import GOLDENS_DIR, render_goldens
+    """One still a cue of every beat, against the stored ones; `make goldens` makes them again. Each is compared with
+    the frame at its moment and those either side (render/tools/goldens.py's golden_difference)."""
+    from render.tools.goldens import GOLDENS_DIR, golden_difference, render_goldens
 
-    rendered = {path.name: path for path in render_goldens(narrated.plan, tmp_path)}
+    rendered: dict[str, list[Path]] = {}
+    for path in render_goldens(narrated.plan, tmp_path, either_side=1):
+        rendered.setdefault(path.name.split("~")[0].removesuffix(".png") + ".png", []).append(path)
     stored = {path.name: path for path in GOLDENS_DIR.glob("*.png")}
     assert sorted(rendered) == sorted(stored), "the cues changed: run make goldens and look at the new stills"
     changed = []
-    for name, path in sorted(rendered.items()):
-        new = np.asarray(Image.open(path).convert("L"), dtype=float)
-        old = np.asarray(Image.open(stored[name]).convert("L"), dtype=float)
-        difference = np.abs(new - old).mean()
+    for name, paths in sorted(rendered.items()):
+        assert len(paths) == 3, (name, paths)
+        difference = golden_difference(stored[name], paths)
         if difference > 3.0:
             changed.append(f"{name}: {difference:.1f}")
     assert not changed, ("pictures changed (mean difference out of 255): " + ", ".join(changed)

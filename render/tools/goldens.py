@@ -32,23 +32,47 @@ def golden_moments(plan: Plan) -> dict[str, list[tuple[str, float]]]:
     return moments
 
 
-def render_goldens(plan: Plan, out_dir: Path) -> list[Path]:
-    """The stills of every beat, at half size, as <beat>--<cue>.png in `out_dir`."""
+def render_goldens(plan: Plan, out_dir: Path, either_side: int = 0) -> list[Path]:
+    """The stills of every beat, at half size, as <beat>--<cue>.png in `out_dir`; with `either_side`, also the
+    frames that many before and after each, as <beat>--<cue>~-1.png and ~+1.png (see matching_golden)."""
     from PIL import Image
 
-    from render.video.beats import render_frames
+    from render.video.beats import quality, render_frames
 
+    frame = 1 / quality(QUALITY).fps
+    shifts = range(-either_side, either_side + 1)
     written = []
     with tempfile.TemporaryDirectory(prefix="goldens-") as work:
         for beat_id, moments in golden_moments(plan).items():
-            names = [f"{beat_id}--{name}.png" for name, _ in moments]
-            frames = render_frames(plan, beat_id, [at for _, at in moments], QUALITY, Path(work), names)
-            for frame, name in zip(frames, names):
+            last = plan.beat(beat_id).duration - frame
+            wanted = [(f"{beat_id}--{name}{f'~{shift:+d}' if shift else ''}.png",
+                       min(max(at + shift * frame, 0.0), last)) for name, at in moments for shift in shifts]
+            frames = render_frames(plan, beat_id, [at for _, at in wanted], QUALITY, Path(work),
+                                   [name for name, _ in wanted])
+            for frame_path, (name, _) in zip(frames, wanted):
                 with atomic_path(Path(out_dir) / name) as temporary:
-                    still = Image.open(frame).convert("RGB").resize(SIZE, Image.LANCZOS)
+                    still = Image.open(frame_path).convert("RGB").resize(SIZE, Image.LANCZOS)
                     still.quantize(colors=64).save(temporary, format="PNG", optimize=True)  # small in the repository
                 written.append(Path(out_dir) / name)
     return written
+
+
+def grey(path: Path):
+    import numpy as np
+    from PIL import Image
+
+    return np.asarray(Image.open(path).convert("L"), dtype=float)
+
+
+def golden_difference(stored: Path, rendered: list[Path]) -> float:
+    """How far a stored still is from the closest of the frames rendered at its moment and beside it (mean absolute
+    difference of grey levels, out of 255). The moment of a change is a cue's time rounded to a frame, and the voice
+    on another CPU may speak a few milliseconds longer or shorter: a frame either side is the same picture, a layout
+    change differs from all three."""
+    import numpy as np
+
+    old = grey(stored)
+    return min(float(np.abs(grey(path) - old).mean()) for path in rendered)
 
 
 def default_timed_plan(build: Path) -> Plan:
