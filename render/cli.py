@@ -711,7 +711,11 @@ def run_list(args: argparse.Namespace) -> int:
     else:
         rows = []
         for dataset_id in catalog.measured_ids():
-            data = catalog.measured(dataset_id)
+            try:
+                data = catalog.measured(dataset_id)
+            except FilmError as error:  # the others are still worth listing; this one is named with its problem
+                log.warning("left out: %s", clean_text(str(error)))
+                continue
             rows.append((data.id, data.provider, data.precision, data.model, data.compared_gpu
                          + (" (assumed)" if data.compared_gpu_is_assumption else ""),
                          ", ".join(f"{p.prompt_tokens:,}" for p in data.prompts), data.source))

@@ -7,6 +7,7 @@ good earlier output intact and a reader never sees half a file.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -54,13 +55,28 @@ def write_atomic(path: Path, content: str | bytes) -> Path:
     return Path(path)
 
 
+def resolved(path: Path | str) -> Path:
+    """`path` absolute, its links followed as far as they go: Path.resolve() raises RuntimeError on a link loop (a save
+    can make one: `ln -s storyboard.yaml storyboard.yaml`), which would end whoever asked (the studio's watcher)."""
+    return Path(os.path.realpath(path))
+
+
+LINK_LOOP = "a link that loops (a link to itself, or a circle of links)"
+
+
 def file_kind(path: Path) -> str | None:
     """What is at `path` (links followed) when it is not a regular file: 'a folder', 'a FIFO', 'a device',
-    'a socket'; None for a regular file or nothing at all."""
+    'a socket', a link loop; None for a regular file or nothing at all."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return LINK_LOOP
+        if error.errno == errno.ENAMETOOLONG:
+            return "a path too long for this file system"
+        raise
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISDIR(mode):
@@ -73,9 +89,10 @@ def file_kind(path: Path) -> str | None:
 
 
 def read_capped(path: Path, limit: int, what: str, where: str | None = None) -> bytes:
-    """A regular file's bytes, at most `limit` of them: a FIFO, a device (/dev/zero) or a file far larger
-    than its kind ever is gets one message instead of a hang or a read that never ends.
-    FileNotFoundError passes through (callers say what was expected there)."""
+    """A regular file's bytes, at most `limit` of them: the one way the project reads a file a user can edit or
+    give (the storyboard, the catalog, pronunciations, measured datasets, configs, scenes' sources). A FIFO, a
+    device (/dev/zero), a link loop or a file far larger than its kind ever is gets one message instead of a hang,
+    a read that never ends or a traceback. FileNotFoundError passes through (callers say what was expected there)."""
     from render.errors import FilmError
 
     where = where or str(path)
@@ -83,7 +100,13 @@ def read_capped(path: Path, limit: int, what: str, where: str | None = None) -> 
     if kind is not None:
         raise FilmError(f"{where}: is {kind}, not a file; give the path of {what}")
     # O_NONBLOCK: should a FIFO replace the file after the check, opening it does not wait for a writer.
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENAMETOOLONG):
+            raise FilmError(f"{where}: is {file_kind(path) or LINK_LOOP}, not a file; give the path of {what}") \
+                from None
+        raise
     with os.fdopen(descriptor, "rb") as stream:
         if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
             raise FilmError(f"{where}: is not a regular file; give the path of {what}")

@@ -17,7 +17,7 @@ from render import formatting as fmt
 from render.formatting import with_article
 from render.plan import numbers as compute
 from render.plan.storyboard import Storyboard, load_storyboard
-from render.plan.templating import extract_cues, fill
+from render.plan.templating import extract_cues, fill, one_budget
 from render.plan.tracking import Tracked
 from render.plan.types import Beat, Choice, Efficiency, FilmRequest, NarrationSettings, Plan, parse_voice
 from render.specs import roofline as rl
@@ -77,18 +77,8 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
               "expected": (expected, "expected"), "numbers": (numbers, "numbers"),
               **{group: (getattr(numbers, group), f"numbers.{group}") for group in numbers.__dataclass_fields__}}
     beats = []
-    for beat in storyboard.beats:
-        reads: set[str] = set()
-        context = {name: Tracked(value, path, reads) for name, (value, path) in groups.items()}
-        where, what = beat.where["narration"], f"beat {beat.id!r} narration"
-        narration, cues = extract_cues(fill(beat.narration, context, where, what), where, what)
-        captions = {name: fill(template, context, beat.where[name], f"beat {beat.id!r} caption {name!r}")
-                    for name, template in beat.captions.items()}
-        beats.append(Beat(beat.id, beat.title, beat.start, beat.end, beat.scene, narration, captions, cues, where,
-                          holds=beat.holds, reads=tuple(sorted(reads))))
-
-    summary = fill(storyboard.summary, {name: Tracked(value, path, set()) for name, (value, path) in groups.items()},
-                   storyboard.where("film.summary"), "film summary")
+    with one_budget():  # the storyboard's templates share one budget of work (render/plan/templating.py)
+        beats, summary = fill_storyboard(storyboard, groups)
     narration = resolve_narration(storyboard, request.voice, request.recordings)
     for beat in beats:
         check_speakable(beat, narration)
@@ -106,6 +96,25 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
         pronunciations=load_pronunciations(data_dir / "pronunciations.yaml", named, gpu_names),
         beats=tuple(beats), notes=tuple(notes), summary=summary, achieved=achieved, expected=expected,
     )
+
+
+def fill_storyboard(storyboard, groups: dict[str, tuple[object, str]]) -> tuple[list[Beat], str]:
+    """Each beat's narration and captions, and the film's summary, filled from the plan's groups (name -> (value, its
+    path)). Seen through Tracked views, so each beat records the plan paths its words read (the review page's
+    "numbers this beat speaks")."""
+    beats = []
+    for beat in storyboard.beats:
+        reads: set[str] = set()
+        context = {name: Tracked(value, path, reads) for name, (value, path) in groups.items()}
+        where, what = beat.where["narration"], f"beat {beat.id!r} narration"
+        narration, cues = extract_cues(fill(beat.narration, context, where, what), where, what)
+        captions = {name: fill(template, context, beat.where[name], f"beat {beat.id!r} caption {name!r}")
+                    for name, template in beat.captions.items()}
+        beats.append(Beat(beat.id, beat.title, beat.start, beat.end, beat.scene, narration, captions, cues, where,
+                          holds=beat.holds, reads=tuple(sorted(reads))))
+    summary = fill(storyboard.summary, {name: Tracked(value, path, set()) for name, (value, path) in groups.items()},
+                   storyboard.where("film.summary"), "film summary")
+    return beats, summary
 
 
 def plan_notes(choice: Choice, spec, catalog: Catalog, dataset, measured_gpu: Gpu) -> list[str]:

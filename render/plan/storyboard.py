@@ -78,7 +78,7 @@ def parse_timestamp(value: str | int | float, where: str, what: str) -> float:
 @kept_while_unchanged(lambda path=STORYBOARD_PATH: [path])
 def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     path = Path(path)
-    document = load_yaml(path)
+    document = load_yaml(path, "a storyboard (script/storyboard.yaml is the film's)")
     name = display_path(path)
     if not isinstance(document, YamlMap):
         raise FilmError(f"{name}: expected a mapping with film, defaults, parameters and beats")

@@ -6,7 +6,10 @@ functions, so a number reads the same in the narration, the subtitles and on scr
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import math
+import operator
 import dataclasses
 import functools
 import re
@@ -76,7 +79,8 @@ JINJA_FILTERS = ("abs", "round", "int", "float", "default", "lower", "upper", "c
 MAX_OUTPUT = 2_000       # characters of one filled narration or caption (the longest beat has ~350)
 MAX_EXPONENT = 100
 # A filling's whole budget, which chains and nested loops share rather than each operator having its own:
-MAX_STEPS = 100_000      # loop turns, operations, attribute reads and filter calls (a narration takes ~100)
+MAX_STEPS = 100_000      # loop turns, operations, attribute reads, filters and comparisons, each costing what it
+                         # reads (the whole storyboard takes ~400)
 MAX_VALUE = 10_000       # characters of text or items of a list, in any value a template builds
 MAX_WRITTEN = 20_000     # characters written anywhere, blocks captured by {% set %} included
 MAX_INT_BITS = 1_024     # a whole number's size (10**300 is 997 bits)
@@ -91,18 +95,33 @@ class Budget:
 BUDGET: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("template_budget", default=None)
 
 
+@contextlib.contextmanager
+def one_budget():
+    """Every template filled inside shares one budget: a storyboard's nine narrations, their captions and its
+    summary draw on the same MAX_STEPS, so splitting a bomb across them buys nothing."""
+    token = BUDGET.set(Budget()) if BUDGET.get() is None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            BUDGET.reset(token)
+
+
 def spend(steps: int = 1) -> None:
     budget = BUDGET.get()
     if budget is None:
         raise SecurityError("filling a template outside fill()")
     budget.steps += steps
     if budget.steps > MAX_STEPS:
-        raise SecurityError(f"more than {MAX_STEPS:,} steps (loop turns, operations and filters); a narration "
-                            f"takes a few hundred")
+        raise SecurityError(f"more than {MAX_STEPS:,} steps of work (loop turns, operations, filters and "
+                            f"comparisons, each costing the characters or items it reads) in the storyboard's "
+                            f"templates; all of the film's take about 400")
 
 
 def checked(value):
-    """A value a template built, refused when it is larger than any sentence needs."""
+    """A value a template built, refused when it is larger than any sentence needs (or not a finite number)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SecurityError(f"a number that is not finite ({value}); a narration speaks the plan's numbers")
     if isinstance(value, (str, list, tuple, dict)) and len(value) > MAX_VALUE:
         what = "text" if isinstance(value, str) else "a collection"
         unit = "characters" if isinstance(value, str) else "items"
@@ -114,6 +133,12 @@ def checked(value):
 
 def size_of(value) -> int:
     return len(value) if isinstance(value, (str, list, tuple)) else 0
+
+
+def work(value) -> int:
+    """What going through `value` once costs: its length for text and collections (a max, a comparison or a
+    membership test reads every character or item), one step for anything else."""
+    return max(len(value), 1) if isinstance(value, (str, list, tuple, dict)) else 1
 
 
 def bits(value) -> int:
@@ -177,11 +202,30 @@ def budgeted_output(context, value):
     return text
 
 
+COMPARISONS = {"eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "gteq": operator.ge, "lt": operator.lt,
+               "lteq": operator.le, "in": lambda left, right: left in right,
+               "notin": lambda left, right: left not in right}
+
+
+@jinja2.pass_context
+def budgeted_compare(context, operands, operators):
+    """`a == b`, `a in b`, `a < b < c`: each comparison paid for by what it reads (both sides' lengths), before it
+    reads them, as Python chains them (each true, or False at the first that is not)."""
+    left = operands[0]
+    for name, right in zip(operators, operands[1:]):
+        spend(work(left) + work(right))
+        if not COMPARISONS[name](left, right):
+            return False
+        left = right
+    return True
+
+
 class TooLong(SecurityError):
     """A filling that writes far more than any sentence (stopped as it writes, before it is all built)."""
 
 
-INTERNAL_FILTERS = {"_loop": budgeted_loop, "_concat": budgeted_concat, "_output": budgeted_output}
+INTERNAL_FILTERS = {"_loop": budgeted_loop, "_concat": budgeted_concat, "_output": budgeted_output,
+                    "_compare": budgeted_compare}
 
 
 class Budgeted(NodeTransformer):
@@ -201,6 +245,19 @@ class Budgeted(NodeTransformer):
         node = self.generic_visit(node)
         return self.filtered(nodes.List(node.nodes, lineno=node.lineno), "_concat")
 
+    def visit_Compare(self, node):  # noqa: N802
+        node = self.generic_visit(node)
+        operands = nodes.List([node.expr, *[operand.expr for operand in node.ops]], lineno=node.lineno)
+        operators = nodes.Const(tuple(operand.op for operand in node.ops), lineno=node.lineno)
+        return nodes.Filter(operands, "_compare", [operators], [], None, None, lineno=node.lineno)
+
+    def visit_Const(self, node):  # noqa: N802
+        # Jinja writes a float constant into its generated Python as str(value): 1e309 became `inf`, a NameError.
+        if isinstance(node.value, float) and not math.isfinite(node.value):
+            raise jinja2.TemplateSyntaxError("a number too large to write (it is infinite as a float); a narration "
+                                             "speaks the plan's numbers", node.lineno)
+        return node
+
     def visit_Output(self, node):  # noqa: N802
         node = self.generic_visit(node)
         node.nodes = [self.filtered(nodes.Const(child.data, lineno=child.lineno) if isinstance(child,
@@ -210,11 +267,14 @@ class Budgeted(NodeTransformer):
 
 
 def paid(function):
-    """A filter that costs a step and whose result is size-checked."""
+    """A filter that costs what it reads (a max over a list costs its length) and whose result is size-checked."""
 
     @functools.wraps(function)
     def filtered(*args, **kwargs):
-        spend()
+        # (Jinja hands some of its filters the environment or the context first: the value is the next argument)
+        values = [arg for arg in args[:2] if not isinstance(arg, (jinja2.Environment, jinja2.runtime.Context,
+                                                                     nodes.EvalContext))]
+        spend(work(values[0]) if values else 1)
         return checked(function(*args, **kwargs))
 
     return filtered
@@ -298,7 +358,7 @@ def fill(source: str, context: Mapping[str, object], where: str, what: str) -> s
             f"{where}: {what} names {name!r}, which the plan does not have{did_you_mean}\n"
             f"Values a template can use: {', '.join(sorted(context))}"
         )
-    token = BUDGET.set(Budget())
+    token = BUDGET.set(Budget()) if BUDGET.get() is None else None
     try:
         text = template.render(**context)
     except jinja2.UndefinedError as error:
@@ -313,8 +373,12 @@ def fill(source: str, context: Mapping[str, object], where: str, what: str) -> s
     except (RecursionError, MemoryError):
         raise FilmError(f"{where}: {what}: the template never finishes (it calls itself, or builds text without "
                         f"end); keep narration templates to values, filters and if/else") from None
+    except Exception as error:  # noqa: BLE001 - whatever else a template makes Jinja's generated code raise
+        raise FilmError(f"{where}: {what}: cannot be filled ({type(error).__name__}: {error}); keep narration "
+                        f"templates to the plan's values, filters and if/else") from None
     finally:
-        BUDGET.reset(token)
+        if token is not None:
+            BUDGET.reset(token)
     if len(text) > MAX_OUTPUT:
         raise FilmError(f"{where}: {what}: fills to {len(text):,} characters; a beat's narration or caption is a "
                         f"sentence or two (at most {MAX_OUTPUT:,})")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,7 +142,7 @@ class Catalog:
                 f"{display_path(self.measured_dir)}/ without .yaml (letters, digits, '.', '_' and '-'), not a path; "
                 f"known: {', '.join(self.measured_ids())}")
         path = self.measured_dir / f"{dataset_id}.yaml"
-        if not path.is_file():
+        if not os.path.lexists(path):  # (a FIFO, a device or a link loop there is named as such by load_measured)
             raise unknown_name_error(
                 "measured dataset", dataset_id, self.measured_ids(), display_path(self.measured_dir)
             )
@@ -171,7 +172,7 @@ def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
 
 def load_entries(path: Path, top_key: str, kind: str, make: type[T]) -> list[T]:
     """Every entry of a catalog file, checked against its dataclass's fields (render/specs/types.py)."""
-    document = load_yaml(path)
+    document = load_yaml(path, f"the catalog's {top_key} (data/{path.name})")
     if not isinstance(document, YamlMap) or top_key not in document:
         raise FilmError(f"{display_path(path)}: expected a top-level '{top_key}:' list")
     check_fields(document, display_path(path), {top_key: list})
@@ -252,7 +253,7 @@ def check_parameter_count(model: Model, entry: YamlMap, label: str) -> None:
 
 @kept_while_unchanged(lambda path: [path])
 def load_measured(path: Path) -> MeasuredDataset:
-    document = load_yaml(path)
+    document = load_yaml(path, "a measured dataset's YAML file (film measure writes one)")
     label = f"measured dataset {path.stem!r}"
     check_fields(document, label, *yaml_keys(MeasuredDataset))
     check_text(document, label)

@@ -23,7 +23,7 @@ def load_pronunciations(path: Path, named: Iterable[tuple[str, str]] = (),
     countable = list(countable)
     named = [*named, *countable]
     path = Path(path)
-    document = load_yaml(path)
+    document = load_yaml(path, "the pronunciation table (data/pronunciations.yaml)")
     if not isinstance(document, YamlMap):
         raise FilmError(f"{display_path(path)}: expected a top-level 'pronunciations:' list")
     check_fields(document, display_path(path), {"pronunciations": list})

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from render.errors import FilmError, close_matches
-from render.files import read_capped
+from render.files import read_capped, resolved
 
 
 class Node:
@@ -58,16 +58,19 @@ def display_path(path: Path) -> str:
 @functools.lru_cache(maxsize=4096)
 def _display_path(path: str, cwd: str) -> str:
     # Every value's place is worded as it is read: resolving the same few paths again was most of reading a file.
-    try:
-        return str(Path(path).resolve().relative_to(Path(cwd).resolve()))
-    except ValueError:
-        return path
+    for absolute in (os.path.abspath, resolved):  # a link's own name first: data/measured/x.yaml, not /dev/zero
+        try:
+            return str(Path(absolute(path)).relative_to(absolute(cwd)))
+        except ValueError:
+            continue
+    return path
 
 
 def kept_while_unchanged(files: Callable[..., list[Path]], keep: int = 8):
     """A loader whose typed result is kept while the files it reads (`files(*args)`) hold the same bytes: a matrix of
     1,208 choices reads the storyboard and the catalog once, and an edited file is read again. Its results are
-    shared, so they must not be changed by those who load them (frozen dataclasses and tables nobody writes)."""
+    shared, so they must not be changed by those who load them (frozen dataclasses and tables nobody writes). The
+    files are read for the key as the loader reads them (read_capped): a FIFO or /dev/zero is refused, not read."""
     def wrap(load):
         kept: dict = {}
 
@@ -75,8 +78,9 @@ def kept_while_unchanged(files: Callable[..., list[Path]], keep: int = 8):
         def loader(*args, **kwargs):
             try:
                 key = (args, tuple(sorted(kwargs.items())),
-                       tuple(hashlib.sha256(Path(path).read_bytes()).digest() for path in files(*args, **kwargs)))
-            except OSError:
+                       tuple(hashlib.sha256(read_capped(path, MAX_YAML_BYTES, "a YAML data file")).digest()
+                             for path in files(*args, **kwargs)))
+            except (OSError, FilmError):
                 return load(*args, **kwargs)  # (the loader names what is wrong with the file)
             if key not in kept:
                 if len(kept) >= keep:
@@ -106,23 +110,17 @@ LineLoader.add_implicit_resolver(
 MAX_YAML_BYTES = 2 * 2**20  # the project's data files are a few kilobytes
 
 
-def load_yaml(path: Path) -> Any:
-    """Parse a YAML file into YamlMap/YamlList values; syntax errors name the file and line."""
+def load_yaml(path: Path, what: str = "a YAML data file") -> Any:
+    """Parse a YAML file into YamlMap/YamlList values; syntax errors name the file and line. Read through the
+    capped reader, and without aliases: a few lines of anchors and aliases ("billion laughs") would expand to
+    gigabytes, and the project's files write every value out."""
     path = Path(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_YAML_BYTES:
-            raise FilmError(f"{display_path(path)}: {size / 2**20:.1f} MiB is far too large for a data file "
-                            f"(at most {MAX_YAML_BYTES // 2**20} MiB); is it the right file?")
-        if path.is_dir():
-            raise IsADirectoryError(path)
-        raw = read_capped(path, MAX_YAML_BYTES, "a YAML data file", display_path(path))
+        raw = read_capped(path, MAX_YAML_BYTES, what, display_path(path))
     except FileNotFoundError:
         raise FilmError(f"{display_path(path)}: file not found") from None
-    except IsADirectoryError:
-        raise FilmError(f"{display_path(path)}: is a folder, not a YAML file") from None
     except OSError as error:
-        raise FilmError(f"{display_path(path)}: cannot read: {error.strerror}") from None
+        raise FilmError(f"{display_path(path)}: cannot read: {error.strerror or error}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -158,8 +156,13 @@ def load_yaml(path: Path) -> Any:
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_sequence)
+    loader = Loader(text)
     try:
-        return yaml.load(text, Loader=Loader)  # noqa: S506 - Loader derives from SafeLoader
+        document = loader.get_single_node()
+        if document is None:
+            return None
+        refuse_aliases(document, path)
+        return loader.construct_document(document)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
@@ -169,6 +172,28 @@ def load_yaml(path: Path) -> Any:
         raise FilmError(f"{display_path(path)}{line}: malformed YAML: {problem}") from None
     except yaml.YAMLError as error:
         raise FilmError(f"{display_path(path)}: malformed YAML: {error}") from None
+    except RecursionError:
+        raise FilmError(f"{display_path(path)}: nested too deeply to be a data file") from None
+    finally:
+        loader.dispose()
+
+
+def refuse_aliases(root: yaml.Node, path: Path) -> None:
+    """A node reached twice is an anchor's value used again by an alias (*name): refused, named by its line. The walk
+    stops at the first, so an alias bomb costs the nodes it holds, not what it would expand to."""
+    seen: set[int] = set()
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            raise FilmError(f"{display_path(path)}:{node.start_mark.line + 1}: the value anchored here (&name) is "
+                            f"used again by an alias (*name); write each value out in full (aliases are not read, "
+                            f"so a few lines cannot expand to gigabytes)")
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            pending += [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            pending += node.value
 
 
 def check_fields(

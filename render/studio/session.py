@@ -34,6 +34,7 @@ from render.plan.types import Plan
 from render.publish.review import still_times
 from render.video import beats
 from render.video.cache import BeatCache, beat_slice, scene_sources, values_key
+from render.video.sources import source_bytes
 
 @dataclass
 class Problem:
@@ -68,7 +69,7 @@ def key_parts(plan: Plan, beat_id: str, reads: list[str] | None) -> dict[str, st
     plan values its scene read when it was last drawn (None: never)."""
     code = hashlib.sha256()
     for path in scene_sources(scene_entry(beat_id).module):
-        code.update(path.name.encode() + path.read_bytes())
+        code.update(path.name.encode() + source_bytes(path))
     return {"the scene's code": code.hexdigest()[:12],
             "its words or their timing": hashlib.sha256(json.dumps(beat_slice(plan, beat_id), sort_keys=True)
                                                .encode()).hexdigest()[:12],

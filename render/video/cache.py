@@ -31,25 +31,17 @@ from render.plan.registry import scene_entry
 from render.plan.tracking import value_at
 from render.plan.types import Plan
 from render.video.beats import ENCODER, HELD_CRF, Quality
+from render.video.sources import source_bytes, source_tree
 
 log = logging.getLogger("film")
 
 CACHE_FORMAT = 4
 
 
-_IMPORTS: dict[Path, tuple[tuple[int, int], list[str]]] = {}
-
-
 def scene_imports(path: Path) -> list[str]:
-    """The scene modules a file imports, parsed again only when the file changes (a film looks up 27 keys)."""
-    stat = path.stat()
-    signature = (stat.st_mtime_ns, stat.st_size)
-    known = _IMPORTS.get(path)
-    if known is None or known[0] != signature:
-        names = [node.module for node in ast.walk(ast.parse(path.read_text()))
-                 if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("scenes.")]
-        known = _IMPORTS[path] = (signature, names)
-    return list(known[1])
+    """The scene modules a file imports (parsed again only when the file changes: a film looks up 27 keys)."""
+    return [node.module for node in ast.walk(source_tree(path))
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("scenes.")]
 
 
 def scene_sources(module: str) -> list[Path]:
@@ -88,7 +80,7 @@ def base_key(plan: Plan, beat_id: str, q: Quality) -> str:
     digest = hashlib.sha256()
     for path in scene_sources(scene_entry(beat_id).module):
         digest.update(path.name.encode())
-        digest.update(path.read_bytes())
+        digest.update(source_bytes(path))
     digest.update(json.dumps(beat_slice(plan, beat_id), sort_keys=True).encode())
     digest.update(f"{q}:{importlib.metadata.version('manim')}:{CACHE_FORMAT}:{sorted(ENCODER.items())}:{HELD_CRF}".encode())
     return digest.hexdigest()[:24]

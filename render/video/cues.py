@@ -9,21 +9,22 @@ uses). Reading the classes' source lets `make plan` check this before anything r
 from __future__ import annotations
 
 import ast
-import functools
 
 from render.errors import FilmError
 from render.files import PROJECT_ROOT
 from render.plan.registry import SCENES, SceneEntry
 from render.plan.types import BUILT_IN_CUES, Plan
+from render.video.cache import scene_sources
+from render.video.sources import source_tree
 
 CUE_METHODS = {"at", "hold_until", "cue", "seconds_until", "repeat_until"}
 
 
-@functools.lru_cache(maxsize=None)
 def cues_waited_for(entry: SceneEntry) -> frozenset[str]:
     """Every cue name the beat's class names: the first argument of at/hold_until/cue/seconds_until/repeat_until,
-    and until=."""
-    tree = ast.parse((PROJECT_ROOT / entry.path).read_text())
+    and until=. Read from the file as it is now (parsed again when it changes: the studio checks an edited scene's
+    cues again)."""
+    tree = source_tree(PROJECT_ROOT / entry.path)
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     if entry.name not in classes:
         raise FilmError(f"{entry.path} has no class {entry.name}, which render/plan/registry.py names for "
@@ -45,6 +46,7 @@ def cue_problems(plan: Plan) -> list[str]:
     for entry in SCENES:
         if entry.beat not in {beat.id for beat in plan.beats}:
             continue
+        scene_sources(entry.module)  # every scene module it imports parses (else: the file and line that does not)
         beat = plan.beat(entry.beat)
         used, marked = cues_waited_for(entry), set(beat.cue_offsets)
         for name in sorted(used - marked - set(BUILT_IN_CUES)):
