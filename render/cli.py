@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import dataclasses
 import json
 import logging
@@ -33,28 +34,35 @@ from render.specs import roofline as rl
 from render.specs.catalog import DATASET_NAME, load_catalog
 from render.publish.kit import write_kit
 from render.specs.yamlio import display_path
-from render.text import NAME_LENGTH, clean_text, control_characters
+from render.text import NAME_LENGTH, clean_text, control_characters, terminal_text
 
 log = logging.getLogger("film")
+
+
+# What the disk or the build folder's permissions can be blamed for (not a closed connection or a taken port).
+WRITING_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EFBIG}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO if not args.quiet else logging.WARNING,
-                        format="film: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(TerminalFormatter("film: %(message)s"))
+    logging.basicConfig(handlers=[handler], level=logging.INFO if not args.quiet else logging.WARNING)
     try:
         return args.run(args)
     except FilmError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {terminal_text(str(error))}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # `film list models | head`: the reader has all it wanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as error:  # a read-only folder, a full disk, a vanished file: earlier outputs stay as they were
         where = f"{display_path(error.filename)}: " if error.filename else ""
-        print(f"error: {where}{error.strerror or error}; nothing was replaced. Check that the build folder can be "
-              f"written and its disk has room (make clean frees the build folder)", file=sys.stderr)
+        advice = (" Check that the build folder can be written and its disk has room (make clean frees the build "
+                  "folder)" if error.errno in WRITING_ERRORS else "")
+        print(f"error: {where}{clean_text(str(error.strerror or error))}; nothing was replaced.{advice}",
+              file=sys.stderr)
         return 1
     except MemoryError:
         print("error: out of memory; nothing was replaced", file=sys.stderr)
@@ -62,6 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+class TerminalFormatter(logging.Formatter):
+    """Log lines with nothing a terminal would obey (what a server or a file said can reach a warning)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal_text(super().format(record))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -33,6 +33,15 @@ def clean_text(text: str, limit: int | None = None) -> str:
     return text[:limit].rstrip() if limit is not None and len(text) > limit else text
 
 
+TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+
+
+def terminal_text(text: str) -> str:
+    """Text for a terminal, its lines kept: escape sequences and every other control character taken out, so
+    nothing a server or a file said can set the window's title, move the cursor or clear the screen."""
+    return TERMINAL_CONTROL.sub("", ESCAPE_SEQUENCE.sub("", str(text)))
+
+
 def cue_text_vtt(text: str) -> str:
     """WebVTT cue text: '&', '<' and '>' as character references, so no name becomes markup (or '-->')."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -280,8 +280,11 @@ def test_efficiency_given_by_hand_and_carried_to_another_gpu():
 
 
 @pytest.mark.parametrize("given, message", [
-    ("compute=1.2,memory=0.8", "compute=1.2 must be a share of the ceiling above 0 and at most 1"),
-    ("compute=0,memory=0.8", "compute=0 must be a share of the ceiling above 0"),
+    ("compute=1.2,memory=0.8", "compute=1.2 must be a share of the ceiling from 0.01 to 1"),
+    ("compute=0,memory=0.8", "compute=0 must be a share of the ceiling from 0.01 to 1"),
+    ("compute=5e-324,memory=0.5", "compute=5e-324 must be a share of the ceiling from 0.01 to 1"),
+    ("compute=1e-300,memory=1e-300", "compute=1e-300 must be a share of the ceiling from 0.01 to 1"),
+    ("compute=0.6,memory=0.9%", "memory=0.9% must be a share of the ceiling from 0.01 to 1"),
     ("compute=nan,memory=0.8", "compute=nan must be a share"),
     ("compute=0.6", "memory missing"),
     ("compute=0.6,memory=0.8,speed=2", "unknown 'speed'; the keys are compute, memory, overhead"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import email.utils
+import html.entities
 import http.client
 import io
 import json
@@ -13,8 +14,10 @@ import math
 import os
 import re
 import socket
+import sys
 import threading
 import time
+import unicodedata
 import urllib.parse
 from dataclasses import dataclass, field
 
@@ -64,8 +67,8 @@ def server_message(body: bytes | str, redact=lambda text: text) -> str:
     text = body.decode(errors="replace") if isinstance(body, bytes) else body
     text = text.strip()
 
-    def words(found: str) -> str:
-        return redact(" ".join(found.split()))[:300]
+    def words(found: str) -> str:  # the secret out first (its characters may be split by what cleaning takes out)
+        return clean_text(redact(found))[:300]
 
     try:
         document = json.loads(text)
@@ -85,35 +88,91 @@ MIN_KEY_LENGTH = 8  # a shorter "key" is ordinary text: hiding it would damage n
 
 
 class Redactor:
-    """Replaces a secret wherever it stands as a whole token in text that leaves the program, written plainly
-    or escaped (JSON's \\u0073, URL's %73, HTML's &#115;, a JSON-escaped slash), never inside a longer word,
-    an identifier or a number."""
+    """Replaces a secret wherever it stands as a whole token in text that leaves the program, never inside a longer
+    word, an identifier or a number. What is compared is the text as a reader would see it (`readable`): escapes
+    decoded (HTML entities in every spelling, JSON's \\u0073, \\x73, URL's %73, a JSON-escaped slash, each twice
+    over) and invisible or separating characters dropped (zero-width spaces, soft hyphens, line breaks); what is
+    replaced is every character the secret was written with."""
 
     def __init__(self, secret: str | None):
         self.secret = secret
-        self.pattern = None
-        if secret:
-            pieces = []
-            for char in secret:
-                code = ord(char)
-                forms = [re.escape(char), hex_escape("\\\\u", code, 4), hex_escape("%", code, 2),
-                         hex_escape("\\\\x", code, 2), f"&#{code};", hex_escape("&#x", code, 0) + ";"]
-                if char == "/":
-                    forms.append(r"\\/")
-                pieces.append("(?:" + "|".join(forms) + ")")
-            self.pattern = re.compile(r"(?<![A-Za-z0-9])" + "".join(pieces) + r"(?![A-Za-z0-9])")
 
     def __call__(self, text: str) -> str:
-        return self.pattern.sub(REDACTED, text) if self.pattern else text
+        if not self.secret or not text:
+            return text
+        seen, spans = readable(text)
+        cuts: list[tuple[int, int]] = []
+        start = seen.find(self.secret)
+        while start >= 0:
+            end = start + len(self.secret)
+            whole = (start == 0 or not seen[start - 1].isalnum()) and (end == len(seen) or not seen[end].isalnum())
+            if whole:
+                cuts.append((spans[start][0], spans[end - 1][1]))
+            start = seen.find(self.secret, start + 1)
+        if not cuts:
+            return text
+        pieces, cursor = [], 0
+        for begin, finish in cuts:
+            if begin >= cursor:
+                pieces += [text[cursor:begin], REDACTED]
+            cursor = max(cursor, finish)
+        return "".join(pieces) + text[cursor:]
 
 
-def hex_escape(prefix: str, code: int, width: int) -> str:
-    """A regular expression for `code` in hex after `prefix`, either case, zero-padded to `width` (0: any)."""
-    digits = f"{code:0{width}x}" if width else f"{code:x}"
-    if width and len(digits) > width:
-        return "(?!)"  # cannot be written this way
-    padding = "0*" if not width else ""
-    return prefix + padding + "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in digits)
+# An escape a server may write a character with: &#115; &#0115; &#x73; &#X73; &sol; &amp; \u0073 \x73 %73 \/
+ESCAPED = re.compile(r"&#[xX](?P<hex>[0-9a-fA-F]{1,8});?|&#(?P<decimal>[0-9]{1,10});?"
+                     r"|&(?P<name>[A-Za-z][A-Za-z0-9]{1,31};?)|\\u(?P<u>[0-9a-fA-F]{4})|\\x(?P<x>[0-9a-fA-F]{2})|%(?P<percent>[0-9a-fA-F]{2})|\\(?P<slash>/)")
+# What a terminal or a page shows as nothing (or as a mere break): format characters (zero-width spaces and joiners,
+# soft hyphens, bidi controls, BOM), line and paragraph breaks, and the other controls.
+INVISIBLE = frozenset("\u034f\u115f\u1160\u180e\u3164\uffa0\u2028\u2029")
+
+
+def invisible(char: str) -> bool:
+    return char in INVISIBLE or unicodedata.category(char) in ("Cf", "Cc")
+
+
+def readable(text: str, passes: int = 2) -> tuple[str, list[tuple[int, int]]]:
+    """`text` as it reads once its escapes are decoded (`passes` times over: &amp;#115; is &#115; is s) and its
+    invisible characters dropped, and for each character of that, the span of `text` it was written with."""
+    seen, spans = text, [(index, index + 1) for index in range(len(text))]
+    for _ in range(passes):
+        decoded, mapped = [], []
+        cursor = 0
+        for found in ESCAPED.finditer(seen):
+            for index in range(cursor, found.start()):
+                decoded.append(seen[index])
+                mapped.append(spans[index])
+            span = (spans[found.start()][0], spans[found.end() - 1][1])
+            value = escaped_value(found)
+            if value is None:  # not an escape after all (&nbsp-like text that names nothing): kept as written
+                value = found.group(0)
+                decoded += list(value)
+                mapped += spans[found.start():found.end()]
+            else:
+                decoded += list(value)
+                mapped += [span] * len(value)
+            cursor = found.end()
+        for index in range(cursor, len(seen)):
+            decoded.append(seen[index])
+            mapped.append(spans[index])
+        if decoded == list(seen):
+            break
+        seen, spans = "".join(decoded), mapped
+    kept = [index for index, char in enumerate(seen) if not invisible(char)]
+    return "".join(seen[index] for index in kept), [spans[index] for index in kept]
+
+
+def escaped_value(found: re.Match) -> str | None:
+    """The text an escape stands for, or None where it stands for nothing."""
+    if found.group("name"):
+        name = found.group("name")
+        return html.entities.html5.get(name) or (html.entities.html5.get(name + ";") if not name.endswith(";")
+                                                  else None)
+    if found.group("slash"):
+        return "/"
+    digits = next(group for group in ("hex", "decimal", "u", "x", "percent") if found.group(group))
+    code = int(found.group(digits), 10 if digits == "decimal" else 16)
+    return chr(code) if 0 < code <= sys.maxunicode and not 0xD800 <= code <= 0xDFFF else None
 
 
 @dataclass
@@ -158,11 +217,13 @@ class Endpoint:
         self._lock = threading.Lock()  # concurrent streams share the request count
 
     def clip(self, text: str, limit: int) -> str:
-        """At most `limit` characters of what a server sent, the key taken out first."""
-        return self.redact(text)[:limit]
+        """At most `limit` characters of what a server sent, as one line of plain text, the key taken out first."""
+        return clean_text(self.redact(text))[:limit]
 
     def failed(self, message: str) -> RunFailed:
-        return RunFailed(self.redact(message))
+        """A failure's message: the key taken out, then one line of plain text (no escape sequence a server sent
+        reaches the terminal)."""
+        return RunFailed(clean_text(self.redact(message)))
 
     def stream(self, prompt: str, max_tokens: int) -> Run:
         """One streamed chat completion, timed; a stream cut short is asked again without streaming,

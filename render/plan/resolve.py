@@ -230,6 +230,7 @@ def resolve_choice(catalog: Catalog, storyboard: Storyboard, request: FilmReques
 # What EFFICIENCY= may give by hand: each share of a ceiling, and the fixed wait, with its unit and range.
 EFFICIENCY_KEYS = {"compute": "of peak arithmetic", "memory": "of bandwidth", "overhead": "seconds per request"}
 MAX_OVERHEAD_SECONDS = 60.0
+MIN_SHARE = 0.01  # the least share of a ceiling EFFICIENCY= may give: every number the film derives stays in range
 
 
 def efficiency_of(catalog: Catalog, text: str, embedding_rows: bool = False) -> Efficiency:
@@ -252,9 +253,10 @@ def efficiency_of(catalog: Catalog, text: str, embedding_rows: bool = False) -> 
             raise FilmError(f"EFFICIENCY={text}: {key}={value!r} is not a number; {usage}") from None
         if key == "overhead" and not 0 <= number <= MAX_OVERHEAD_SECONDS:
             raise FilmError(f"EFFICIENCY={text}: overhead={value} must be from 0 to {MAX_OVERHEAD_SECONDS:g} seconds")
-        if key != "overhead" and not (math.isfinite(number) and 0 < number <= 1):
-            raise FilmError(f"EFFICIENCY={text}: {key}={value} must be a share of the ceiling above 0 and at most 1 "
-                            f"(0.6 or 60%): a deployment does not beat its datasheet")
+        if key != "overhead" and not (math.isfinite(number) and MIN_SHARE <= number <= 1):
+            raise FilmError(f"EFFICIENCY={text}: {key}={value} must be a share of the ceiling from {MIN_SHARE:g} to 1 "
+                            f"(0.6 or 60%): a deployment does not beat its datasheet, and below {MIN_SHARE:.0%} of it "
+                            f"no number the film speaks is worth saying")
         given[key] = number
     missing = [key for key in ("compute", "memory") if key not in given]
     if missing:
@@ -279,6 +281,11 @@ def fitted_efficiency(catalog: Catalog, dataset_id: str, embedding_rows: bool) -
             why = next((note for note in fit.notes if word in note), "its timings cannot determine it")
             raise FilmError(f"EFFICIENCY={dataset_id}: {dataset.path} does not give the share {EFFICIENCY_KEYS[key]}: "
                             f"{why}. Measure more (film measure), or give the shares: EFFICIENCY=compute=…,memory=…")
+        elif share.value < MIN_SHARE:
+            raise FilmError(f"EFFICIENCY={dataset_id}: its fit reaches only {fmt.percent(share.value, short=True)} "
+                            f"{EFFICIENCY_KEYS[key]} of {deployment.gpu.name}, under the {MIN_SHARE:.0%} a film's "
+                            f"numbers are worth speaking at: the endpoint was overloaded, or {dataset.path}'s "
+                            f"compared_gpu is not what served it; give EFFICIENCY=compute=…,memory=…")
         elif share.value > 1:
             raise FilmError(f"EFFICIENCY={dataset_id}: its fit reaches {share.value:.0%} {EFFICIENCY_KEYS[key]} of "
                             f"{deployment.gpu.name}: faster than the datasheet, so the GPU it is compared with "

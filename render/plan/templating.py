@@ -26,14 +26,27 @@ from render.errors import FilmError, close_matches
 from render.plan.types import BUILT_IN_CUES
 from render.plan.tracking import untracked
 
+MAX_SPOKEN = 1e18  # beyond any number a film speaks (a 405B model's prefill of 131,072 tokens is about 1e17 operations)
+
+
 def strict(formatter):
-    """A filter that reports a misspelt name as such, not as the formatter's TypeError on a blank."""
+    """A filter that reports a misspelt name as such, not as the formatter's TypeError on a blank, and that speaks
+    only numbers in range: finite, below MAX_SPOKEN, and not a quantity that would be said as nothing ("about 0 a
+    second" for a rate the inputs made vanishingly small)."""
 
     @functools.wraps(formatter)
     def filtered(value, *args, **kwargs):
         if isinstance(value, jinja2.Undefined):
             value._fail_with_undefined_error()
-        return formatter(value, *args, **kwargs)
+        text = formatter(value, *args, **kwargs)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value) or abs(value) > MAX_SPOKEN:
+                raise ValueError(f"|{formatter.__name__} was given {value:.4g}, out of the range a film speaks; the "
+                                 f"inputs that make it are out of range")
+            if value and re.search(r"\b0\b", text) and not re.search(r"[1-9]", text):
+                raise ValueError(f"|{formatter.__name__} would say {value:.4g} as {text!r}; the inputs that make it "
+                                 f"are out of range, or the template should say it another way")
+        return text
 
     return filtered
 

@@ -40,6 +40,9 @@ from render.specs.catalog import Catalog, MeasuredDataset
 from render.specs.types import Deployment
 
 RELATIVE_FLOOR = 0.01  # no figure is trusted to better than 1%: runs differ by that much
+# A share of a ceiling the fit may report: above ten times the datasheet no deployment is what is assumed, and a share
+# whose uncertainty is larger than itself says nothing (flat TTFTs gave "300,527% ± 23,304,099,824%").
+MOST_PLAUSIBLE_SHARE = 10.0
 ONE_SIGMA = 0.841345  # the normal distribution's CDF at one sigma
 
 
@@ -272,6 +275,13 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
     else:
         notes.append("no decode rate was measured: the achieved bandwidth is unknown")
 
+    compute = telling(compute, "prefill's arithmetic", "TTFT hardly grows with the prompt here, so prefill's "
+                      "arithmetic cannot be told apart from the overhead: measure longer prompts (thousands of tokens)",
+                      gpu_named, notes)
+    memory = telling(memory, "decode's bandwidth", "the decode rates do not pin it down: measure more of them (several "
+                     "prompt lengths, a few runs each)", gpu_named, notes)
+    if memory is None:
+        slope = None
     for name, estimate in (("prefill's arithmetic", compute), ("decode's bandwidth", memory)):
         if estimate is not None and estimate.value > 1:
             notes.append(f"{name} comes out at {estimate.value:.0%} of the {gpu_named}'s ceiling, more than it can "
@@ -296,6 +306,21 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
                      "uncertainties come from the figures' written precision alone")
     return Calibration(dataset.id, deployment, overhead, compute, memory, slope, tuple(points), tuple(notes),
                        prefill_fit, decode_fit)
+
+
+def telling(estimate: Estimate | None, name: str, remedy: str, gpu_named: str, notes: list[str]) -> Estimate | None:
+    """A fitted share, or None (with a note saying why) where it says nothing: far beyond the datasheet, or less
+    certain than its own size."""
+    if estimate is None:
+        return None
+    if estimate.value > MOST_PLAUSIBLE_SHARE:
+        notes.append(f"{name} comes out at more than {MOST_PLAUSIBLE_SHARE:g} times the {gpu_named}'s ceiling, which "
+                     f"no deployment of it reaches: {remedy}")
+        return None
+    if estimate.uncertainty > estimate.value:
+        notes.append(f"{name} is undetermined (its uncertainty is larger than the share itself): {remedy}")
+        return None
+    return estimate
 
 
 def kv_slope(deployment: Deployment, steps: list[tuple[int, int, float]], memory: Estimate | None) -> KvSlope | None:

@@ -6,6 +6,10 @@
                      `problem` (null once mended), `update` (one begins, or ends: what it drew, why, how long)
     GET /media/…     the stills and clips (only files of the studio's own media folder)
 
+Only requests addressed to the studio itself are answered: Host must be its own loopback address and port (and
+Origin, where a browser sends one, its own page), so a page elsewhere cannot read it through a DNS name rebound to
+127.0.0.1. A media name is checked before it touches the file system, and a client that leaves early is not news.
+
 The files are watched by `watchfiles` on a thread of its own, which collects the saves made while an update
 runs (newer saves stop that update at its next step). Ctrl-C stops the drawing processes, the server and
 the watcher, and releases the studio's folder.
@@ -13,11 +17,14 @@ the watcher, and releases the studio's folder.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import mimetypes
 import queue
+import re
 import signal
+import sys
 import threading
 import time
 from http import HTTPStatus
@@ -25,8 +32,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from render.files import PROJECT_ROOT
+from render.errors import FilmError
+from render.files import PROJECT_ROOT, resolved
 from render.studio.session import Studio
+from render.text import clean_text
 
 log = logging.getLogger("film")
 logging.getLogger("watchfiles").setLevel(logging.WARNING)  # its "1 change detected" is not news here
@@ -59,18 +68,45 @@ class Broadcast:
                 self.listeners.remove(listener)
 
 
+# What the studio names its stills and clips (two-budgets--budgets-3.png, decode-2.mp4): anything else is a 404
+# before the file system sees it (a NUL, a 5,000-character name, a path).
+MEDIA_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
+
+
 class StudioServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # a browser opens a burst of connections (the page, its events, a still a cue)
 
     def __init__(self, port: int, studio: Studio, broadcast: Broadcast, page: str):
-        super().__init__(("127.0.0.1", port), Handler)
+        try:
+            super().__init__(("127.0.0.1", port), Handler)
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                raise FilmError(f"PORT={port}: 127.0.0.1:{port} is already in use (another studio, or another "
+                                f"server); give another PORT=, or leave PORT unset for a free one") from None
+            if error.errno == errno.EACCES:
+                raise FilmError(f"PORT={port}: this user may not listen on port {port} (ports below 1024 need "
+                                f"root); give a PORT= from 1024 to 65535, or leave it unset") from None
+            raise
         self.studio, self.broadcast, self.page = studio, broadcast, page
         self.closing = threading.Event()
+        port = self.server_address[1]
+        self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+        self.origins = {f"http://{host}" for host in self.hosts}
 
     @property
     def address(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/"
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that leaves early (a closed tab, a half-sent request) is not an error; anything else is one
+        line, not a traceback on the studio's terminal."""
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, TimeoutError)):
+            return
+        log.warning("studio: a request from %s:%s failed: %s: %s", *client_address[:2], type(error).__name__,
+                    clean_text(str(error), 200))
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -80,6 +116,8 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        if not self.addressed_to_us():
+            return
         path = urlparse(self.path).path
         if path == "/":
             self.send(self.server.page.encode(), "text/html; charset=utf-8")
@@ -92,6 +130,14 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_error(HTTPStatus.NOT_FOUND)
 
+    def addressed_to_us(self) -> bool:
+        """Host is the studio's own address (and Origin, where sent, its own page), or the request is refused."""
+        host, origin = self.headers.get("Host"), self.headers.get("Origin")
+        if host in self.server.hosts and (origin is None or origin in self.server.origins):
+            return True
+        self.send_error(HTTPStatus.FORBIDDEN, f"this studio answers only {self.server.address}")
+        return False
+
     def send(self, body: bytes, kind: str) -> None:
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", kind)
@@ -101,12 +147,18 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def media(self, name: str) -> None:
-        folder = (self.server.studio.folder / "media").resolve()
-        path = (folder / name).resolve()
-        if path.parent != folder or not path.is_file() or name.startswith("."):
+        if not MEDIA_NAME.fullmatch(name):  # checked before the name touches the file system
             self.send_error(HTTPStatus.NOT_FOUND)
             return
-        self.send(path.read_bytes(), mimetypes.guess_type(path.name)[0] or "application/octet-stream")
+        path = self.server.studio.folder / "media" / name
+        try:
+            if path.is_symlink() or not path.is_file():
+                raise FileNotFoundError(name)
+            body = path.read_bytes()
+        except OSError:  # (gone since: a newer drawing replaced it)
+            self.send_error(HTTPStatus.NOT_FOUND)
+            return
+        self.send(body, mimetypes.guess_type(path.name)[0] or "application/octet-stream")
 
     def events(self) -> None:
         self.send_response(HTTPStatus.OK)
@@ -136,16 +188,22 @@ class Handler(BaseHTTPRequestHandler):
 
 def watched(storyboard: Path) -> list[Path]:
     """The storyboard's folder (an editor may save by writing a new file in its place), data/ and scenes/."""
-    return [Path(storyboard).resolve().parent, PROJECT_ROOT / "data", PROJECT_ROOT / "scenes"]
+    return [resolved(storyboard).parent, PROJECT_ROOT / "data", PROJECT_ROOT / "scenes"]
 
 
 def wanted_change(path: str, storyboard: Path) -> bool:
     """A save that can change a beat: the storyboard itself, or a file under data/ or scenes/ (not an editor's
     swap file, a hidden file or Python's bytecode)."""
-    path = Path(path).resolve()
-    if path.parent == Path(storyboard).resolve().parent and path != Path(storyboard).resolve():
+    path = resolved(path)
+    if path.parent == resolved(storyboard).parent and path != resolved(storyboard):
         return False
     return not (path.name.startswith(".") or path.name.endswith(IGNORED_SUFFIXES) or "__pycache__" in path.parts)
+
+
+def project_name(path: str) -> str:
+    """A saved file as the page names it: relative to the project where it is inside it."""
+    where = resolved(path)
+    return str(where.relative_to(PROJECT_ROOT)) if where.is_relative_to(PROJECT_ROOT) else path
 
 
 def run_studio(studio: Studio, storyboard: Path, port: int, page: str, broadcast: Broadcast,
@@ -161,14 +219,20 @@ def run_studio(studio: Studio, storyboard: Path, port: int, page: str, broadcast
     saves: queue.Queue = queue.Queue()
 
     def watch() -> None:
-        for changes in watchfiles.watch(*watched(storyboard), stop_event=stop, debounce=200, step=50,
-                                        rust_timeout=500, yield_on_timeout=False):
-            edited = sorted({str(Path(path).resolve().relative_to(PROJECT_ROOT)) if Path(path).resolve()
-                             .is_relative_to(PROJECT_ROOT) else path for _, path in changes if wanted_change(path,
-                                 storyboard)})
-            if edited:
-                saves.put((edited, time.monotonic()))
-                studio.interrupted.set()  # newer edits: the update under way stops at its next step
+        """Put each batch of saves on `saves`; whatever goes wrong, watch on (a watcher that died left the page up
+        and deaf to every later save)."""
+        while not stop.is_set():
+            try:
+                for changes in watchfiles.watch(*watched(storyboard), stop_event=stop, debounce=200, step=50,
+                                                rust_timeout=500, yield_on_timeout=False):
+                    edited = sorted({project_name(path) for _, path in changes if wanted_change(path, storyboard)})
+                    if edited:
+                        saves.put((edited, time.monotonic()))
+                        studio.interrupted.set()  # newer edits: the update under way stops at its next step
+            except Exception as error:  # noqa: BLE001 - reported, and the watching starts again
+                log.warning("studio: watching the files failed (%s: %s); watching again", type(error).__name__,
+                            clean_text(str(error), 200))
+                stop.wait(0.5)
 
     watcher = threading.Thread(target=watch, name="studio-watcher", daemon=True)
     watcher.start()
@@ -177,7 +241,7 @@ def run_studio(studio: Studio, storyboard: Path, port: int, page: str, broadcast
         while True:
             studio.interrupted.clear()
             started = time.monotonic()
-            studio.update(edited, saved_at)
+            studio.update(edited, saved_at)  # (whatever a save holds is a problem on the page, not the end)
             update = studio.last_update
             if update.get("problem"):
                 say(f"studio: {update['problem']['message']}")

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from render import formatting as fmt, media
 from render.errors import FilmError
-from render.files import PROJECT_ROOT, atomic_path
+from render.files import PROJECT_ROOT, atomic_path, resolved
 from render.plan.registry import scene_entry
 from render.plan.tracking import value_at
 from render.plan.types import Plan
@@ -87,9 +87,13 @@ def problem_from_error(error: BaseException, beat: str = "") -> Problem:
     """A problem naming the file and line it comes from: the deepest frame in the project's scenes (or, failing
     that, in the project), else what the error's message names."""
     frames = traceback.extract_tb(error.__traceback__)
-    ours = [frame for frame in frames if Path(frame.filename).resolve().is_relative_to(PROJECT_ROOT / "scenes")] \
-        or [frame for frame in frames if Path(frame.filename).resolve().is_relative_to(PROJECT_ROOT)]
+    ours = [frame for frame in frames if resolved(frame.filename).is_relative_to(PROJECT_ROOT / "scenes")] \
+        or [frame for frame in frames if resolved(frame.filename).is_relative_to(PROJECT_ROOT)]
     message = str(error) if isinstance(error, FilmError) else f"{type(error).__name__}: {error}"
+    if isinstance(error, SyntaxError) and error.filename:  # (raised by an import: the frames are importlib's)
+        where = Path(error.filename)
+        name = os.path.relpath(where, PROJECT_ROOT) if where.is_absolute() else str(where)
+        return Problem(f"SyntaxError: {error.msg}", name, error.lineno, beat)
     if ours and not isinstance(error, FilmError):
         where = ours[-1]
         return Problem(message, os.path.relpath(where.filename, PROJECT_ROOT), where.lineno, beat)
@@ -240,17 +244,22 @@ class Studio:
                 "update": self.last_update}
 
     def update(self, edited: list[str], saved_at: float) -> None:
-        """Bring the page up to date with the files (see the module's note)."""
+        """Bring the page up to date with the files (see the module's note). Nothing a save holds ends the studio:
+        whatever goes wrong (a syntax error, a template error, a link loop, an unreadable file) is a problem on the
+        page, with its file and line, the last good pictures kept and marked stale until a good save."""
+        try:
+            self._update(edited, saved_at)
+        except Exception as error:  # noqa: BLE001 - shown on the page; the studio goes on
+            self.stop_drawing()
+            self.fail(problem_from_error(error))
+
+    def _update(self, edited: list[str], saved_at: float) -> None:
         self.publish("update", {"busy": True, "edited": edited})
         phases = {}
-        try:
-            plan = self.make_plan()
-            phases["resolve"] = round(time.monotonic() - saved_at, 2)
-            narration = self.narrate(plan)
-            phases["voice"] = round(time.monotonic() - saved_at, 2)
-        except FilmError as error:
-            self.fail(problem_from_error(error))
-            return
+        plan = self.make_plan()
+        phases["resolve"] = round(time.monotonic() - saved_at, 2)
+        narration = self.narrate(plan)
+        phases["voice"] = round(time.monotonic() - saved_at, 2)
         timed = narration.plan
         if self.problem is not None:
             self.problem = None
@@ -277,11 +286,7 @@ class Studio:
         for gone in set(self.views) - {beat.id for beat in shown}:
             del self.views[gone]
         if changed:
-            try:
-                self.draw(timed, narration, changed, saved_at)
-            except FilmError as error:  # the track could not be made, say: shown, and the studio goes on
-                self.fail(problem_from_error(error))
-                return
+            self.draw(timed, narration, changed, saved_at)
         self.last_update = {"edited": edited, "drawn": changed, "seconds": round(time.monotonic() - saved_at, 2),
                             "why": {beat_id: self.views[beat_id].why for beat_id in changed if beat_id in self.views},
                             "interrupted": self.interrupted.is_set(), "phases": phases}

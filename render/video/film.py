@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -69,13 +70,13 @@ def output_lock(folder: Path):
         if error.errno not in (errno.EACCES, errno.EAGAIN):
             raise
         handle.seek(0)
-        holder = handle.read().strip() or "another process"
+        holder = clean_text(handle.read(500)) or "another process"
         handle.close()
-        raise FilmError(f"another `make film` is writing {folder} ({holder}); wait for it to finish, "
+        raise FilmError(f"another run is writing {folder} ({holder}); wait for it to finish or stop it, "
                         f"or render another choice meanwhile") from None
     handle.seek(0)
     handle.truncate()
-    handle.write(f"pid {os.getpid()}")
+    handle.write(f"pid {os.getpid()}: {running_command()}")
     handle.flush()
     remove_stale_temporaries(folder)
     try:
@@ -83,6 +84,13 @@ def output_lock(folder: Path):
     finally:
         fcntl.lockf(handle, fcntl.LOCK_UN)
         handle.close()
+
+
+def running_command() -> str:
+    """This process's command as a user would know it (`film studio --quality low`), for a lock's holder."""
+    program = Path(sys.argv[0]).name if sys.argv else "python"
+    name = "film" if program in ("film", "cli.py", "__main__.py") else program
+    return clean_text(" ".join([name, *sys.argv[1:]]), 200)
 
 
 # What only the run holding a folder's lock writes there (the film and its poster): a temporary one left
