@@ -17,6 +17,7 @@ from render.cli import main as film_main
 from render.plan.resolve import explorer_for, resolve_plan
 from render.publish.page import make_page, mathml, page_formulas
 
+from conftest import ROOT
 from test_review import ACCESSIBILITY, chromium, run_film, wait_for
 
 # The default film, and two others: a mixture of experts on several GPUs, and a dense model on another GPU.
@@ -389,3 +390,67 @@ def test_the_review_and_the_page_share_one_frame_and_one_table(pages, cli_tiny_f
 
     assert line_of(html, "spec.peak_flops") == line_of(review, "spec.peak_flops")
     assert line_of(html, "numbers.prefill.ops") == line_of(review, "numbers.prefill.ops")
+
+
+INJECTED = "</script><script>window.PWNED = 1; document.title = 'PWNED'</script><!--"
+
+
+def test_no_name_runs_script_in_the_page(browser, pages, tmp_path):
+    """`</script>` and `<!--` in a GPU's name, a model's name, a measured dataset's provider and route, and the
+    summary (a dataset's id is a file name: it cannot hold them). The page's JSON escapes them (issue 42): in the real
+    Chromium no injected script runs, the page's own runs, and every control still works."""
+    from render.errors import FilmError
+    from render.specs.catalog import DATASET_NAME
+
+    assert not DATASET_NAME.fullmatch(f"x{INJECTED}")
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "data", data)
+    edits = {"gpus.yaml": [("    name: H100 SXM\n", f"    name: H100 SXM{INJECTED[:50]}\n"),
+                           ("    name: A100 80GB SXM\n", f"    name: \"A100{INJECTED[:60]}\"\n")],
+             "models.yaml": [("    name: Llama 3.1 8B\n", f"    name: \"Llama{INJECTED[:40]}\"\n")],
+             "measured/openrouter-coreweave-llama-3.1-8b-bf16.yaml": [
+                 ("provider: CoreWeave\n", f"provider: \"CoreWeave{INJECTED[:60]}\"\n"),
+                 ("route: OpenRouter,", f"route: {INJECTED} OpenRouter,")]}
+    for name, replacements in edits.items():
+        text = (data / name).read_text()
+        for old, new in replacements:
+            assert old in text, (name, old)
+            text = text.replace(old, new, 1)
+        (data / name).write_text(text)
+    storyboard = tmp_path / "storyboard.yaml"
+    text = (ROOT / "script" / "storyboard.yaml").read_text()
+    storyboard.write_text(text.replace("  summary: >-\n", f"  summary: >-\n    {INJECTED}\n", 1))
+    try:
+        plan = resolve_plan(storyboard_path=storyboard, data_dir=data)
+    except FilmError as error:
+        pytest.fail(f"the names are refused where they enter, not escaped where they leave: {error}")
+    assert "</script>" in plan.choice.gpu.name and "</script>" in plan.summary
+    folder = tmp_path / "film"
+    folder.mkdir()
+    default, _ = pages["default"]
+    for file in ("film.mp4", "film.vtt", "poster.png"):
+        shutil.copyfile(default.parent.parent / file, folder / file)
+    page = make_page(plan, explorer_for(plan, data), folder / "film.mp4", say=lambda line: None)
+    html = page.read_text()
+    data_block = html[html.index('<script id="page-data"'):]
+    data_block = data_block[:data_block.index("</script>") + len("</script>")]
+    assert "PWNED" in data_block and "<" not in data_block[data_block.index(">") + 1:-len("</script>")]
+    browser.get(page.as_uri())
+    title = browser.execute_script("return window.PWNED === undefined && document.title;")
+    assert title.startswith(f"{plan.title}: H100 SXM</script>"), title  # the title as written, not 'PWNED'
+    assert "</script>" in shown(browser, "gpuName")  # the name shown as the text it is
+    check_numbers(browser, resolve_plan())  # the page's script ran: its numbers are the roofline's
+    for slider in ("prompt", "batch", "context", "answer"):
+        before = stop_of(browser, slider)
+        press(browser, slider, "END")
+        assert stop_of(browser, slider) != before, slider
+        check_numbers(browser, resolve_plan())
+    for pill in browser.find_elements("css selector", "#gpu-pills .pill"):
+        if pill.is_enabled():
+            pill.click()
+            assert browser.execute_script("return document.querySelector('#gpu-pills [aria-checked=true]')"
+                                          ".dataset.gpu;") == pill.get_attribute("data-gpu")
+    title = browser.execute_script("return window.PWNED === undefined && document.title;")
+    assert title.startswith(f"{plan.title}: H100 SXM</script>"), title  # the title as written, not 'PWNED'
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert errors == []

@@ -16,7 +16,6 @@ or any static host and makes no network request. The folder is built aside and s
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 from pathlib import Path
@@ -237,6 +236,6 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
         gpu_names={gpu: next(v.gpu for v in explorer.deployments.values() if v.key.startswith(gpu + "/"))
                    for gpu in explorer.gpus},
         dtype_names={v.key.split("/")[2]: v.dtype for v in explorer.deployments.values()},
-        data=json.dumps(compact(explorer), separators=(",", ":")), captions_url=captions_url(captions),
+        data=web.script_json(compact(explorer)), captions_url=captions_url(captions),
         fit=fit_view(plan.measured.fit, plan.measured.gpu.short_name, plan.measured.ceiling_tokens_per_second),
         dataset=plan.measured.dataset)

@@ -9,6 +9,7 @@ Both extend base.html, use the macros in parts.html and explain their numbers fr
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 
 import jinja2
@@ -28,6 +29,18 @@ def render(template: str, **context) -> str:
     env.globals.update(palette={name.lower(): getattr(style, name) for name in PALETTE},
                        font=style.FONT_PREFERENCE[0], clock=lambda seconds: fmt.timestamp(round(seconds)))
     return env.get_template(template).render(**context)
+
+
+# What JSON inside a <script> element must not hold as written: "</script>" ends the element, "<!--" changes how the
+# HTML parser reads it, & starts a character reference, and U+2028/U+2029 end a line in older JavaScript.
+SCRIPT_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                                "\u2029": "\\u2029"})
+
+
+def script_json(value) -> str:
+    """`value` as JSON to embed in a page's <script> element: no name (a GPU called `</script><script>…`) can close the
+    element and run as script; JSON.parse reads the escapes back as the same characters."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).translate(SCRIPT_ESCAPES)
 
 
 def beat_views(plan: Plan) -> list[dict]:
