@@ -336,3 +336,145 @@ def test_a_scheduler_that_does_not_answer_is_named():
                    "--scheduler", f"tcp://127.0.0.1:{free_port()}")
     assert ran.returncode == 1 and "Traceback" not in ran.stderr
     assert "no Dask scheduler answered within 10 s" in ran.stderr and "dask scheduler" in ran.stderr
+
+
+# -- issue 42, item 11: a scheduler that answers and then goes silent, closes, or goes away mid-run ---------------
+
+
+@pytest.fixture
+def lone_scheduler(tmp_path):
+    """A real `dask scheduler` of its own (no workers), stopped after the test."""
+    address = f"tcp://127.0.0.1:{free_port()}"
+    process = subprocess.Popen([str(DASK), "scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":", 1)[1],
+                                "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               cwd=tmp_path, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", int(address.rsplit(":", 1)[1])), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield address, process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+class FirstOnly:
+    """A proxy in front of a real scheduler: the first connection (film's probe of Dask's handshake) is passed
+    through; every later one (the client's own) is held silent, or closed at once."""
+
+    def __init__(self, upstream: str, later: str):
+        self.upstream = ("127.0.0.1", int(upstream.rsplit(":", 1)[1]))
+        self.later, self.held, self.first = later, [], True
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)
+        self.address = f"tcp://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except socket.timeout:
+                continue
+            if self.first:
+                self.first = False
+                upstream = socket.create_connection(self.upstream)
+                for source, sink in ((connection, upstream), (upstream, connection)):
+                    threading.Thread(target=self.pump, args=(source, sink), daemon=True).start()
+            elif self.later == "silent":
+                self.held.append(connection)
+            else:
+                connection.close()
+
+    @staticmethod
+    def pump(source, sink) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                end.close()
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join(5)
+        for connection in self.held:
+            connection.close()
+        self.listener.close()
+
+
+@pytest.mark.parametrize("later, says", [
+    ("silent", "the Dask scheduler there answered Dask's handshake, then said nothing for 10 s while the client "
+               "connected"),
+    ("closed", "the Dask scheduler there answered, then the connection was lost while the client connected"),
+])
+def test_a_scheduler_that_answers_the_probe_and_then_goes_silent_or_closes_is_named(lone_scheduler, later, says):
+    proxy = FirstOnly(lone_scheduler[0], later)
+    try:
+        started = time.monotonic()
+        ran = run_film("films", "--variants", "h100-sxm/llama-3.1-8b/bf16", "--quality", "tiny", "--scheduler",
+                       proxy.address)
+        seconds = time.monotonic() - started
+    finally:
+        proxy.close()
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
+    assert f"error: SCHEDULER={proxy.address}: {says}" in ran.stderr, ran.stderr
+    assert "no Dask scheduler answered" not in ran.stderr and seconds < 60  # the 10 s bound, and starting up
+
+
+def test_a_scheduler_that_goes_away_mid_run_is_named_not_the_disk(lone_scheduler, tmp_path, seed_speech):
+    address, scheduler = lone_scheduler
+    cluster = Cluster(address, tmp_path, tmp_path / "build", tmp_path / "attempts.txt")
+    cluster.start_worker("worker")
+    seed_speech(tmp_path / "build" / "cache")
+    try:
+        with cluster.client() as client:
+            client.wait_for_workers(1, timeout=90)
+            films = subprocess.Popen([sys.executable, "-m", "render.cli", "films", "--variants",
+                                      "h100-sxm/llama-3.1-8b/bf16", "--quality", "tiny", "--scheduler", address,
+                                      "--build", str(tmp_path / "build")], cwd=ROOT, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 180
+            while not any(client.processing().values()) and time.monotonic() < deadline and films.poll() is None:
+                time.sleep(0.2)
+            assert any(client.processing().values()), "no beat was ever sent to the worker"
+            os.killpg(scheduler.pid, signal.SIGKILL)
+        _, stderr = films.communicate(timeout=120)
+    finally:
+        cluster.stop("worker", signal.SIGKILL)
+    assert films.returncode == 1 and "Traceback" not in stderr, stderr
+    assert f"error: SCHEDULER={address}: the Dask scheduler there answered, then the connection was lost mid-run" \
+        in stderr, stderr
+    assert "disk" not in stderr and "Failed to reconnect" not in stderr, stderr
+
+
+def test_a_local_cluster_leaves_port_8787_alone(tmp_path):
+    """Another cluster's dashboard on 8787 made Dask warn "Port 8787 is already in use" into `make films`."""
+    import warnings
+
+    from render.cluster.films import dask_client
+
+    taken = socket.socket()
+    taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        taken.bind(("127.0.0.1", 8787))
+        taken.listen()
+    except OSError:
+        pass  # someone else has it already: as good
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            with dask_client(None, 1) as (client, where):
+                assert client.submit(sum, [1, 2]).result(timeout=60) == 3
+        assert not [str(warning.message) for warning in seen if "8787" in str(warning.message)]
+    finally:
+        taken.close()

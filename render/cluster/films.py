@@ -17,7 +17,9 @@ import signal
 import sys
 import threading
 import time
+from concurrent.futures import CancelledError
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -26,6 +28,7 @@ from render import media
 from render.errors import FilmError
 from render.files import BUILD_DIR, write_atomic
 from render.plan.types import Plan
+from render.text import clean_text
 from render.video import beats
 from render.video.cues import check_cues
 from render.video.film import FilmResult
@@ -35,6 +38,7 @@ from render.cluster import tasks
 from render.cluster.tasks import PROGRESS_TOPIC, RenderedPart, installation, render_part_task
 
 log = logging.getLogger("film")
+T = TypeVar("T")
 
 CONNECT_SECONDS = 10    # for a scheduler to answer
 WORKERS_SECONDS = 60    # for a scheduler with no workers yet to get one
@@ -89,7 +93,17 @@ class DaskRunner:
                 wait(futures, timeout=timeout, return_when="FIRST_COMPLETED")
             except TimeoutError:
                 pass
+            except CancelledError:  # (Dask's FuturesCancelledError) every part at once: the scheduler is gone
+                self.check_connected()
+        self.check_connected()
         return [self._handed_back(key) for key, (_, future, _) in list(self.futures.items()) if future.done()]
+
+    def check_connected(self) -> None:
+        """The client still has its scheduler: a lost one cancels every part, which is no beat's fault."""
+        if self.client.status not in ("running", "connecting") or self.client.scheduler_comm is None:
+            raise ConnectionError("the client lost its connection to the scheduler")
+        if self.client.status == "connecting":
+            raise ConnectionError("the client lost its connection to the scheduler and is trying to reconnect")
 
     def _handed_back(self, key: str) -> Drawn:
         part, future, submitted = self.futures.pop(key)
@@ -119,7 +133,7 @@ class DaskRunner:
         if running:
             try:
                 wait(running, timeout=STOP_GRACE_SECONDS, return_when="ALL_COMPLETED")
-            except TimeoutError:
+            except (TimeoutError, CancelledError):  # (cancelled: the scheduler is gone; nothing more will come)
                 pass
         done = [key for key, (_, future, _) in self.futures.items() if future.done() and future.status == "finished"]
         kept = [self._handed_back(key) for key in done]
@@ -154,26 +168,33 @@ def dask_client(scheduler: str | None, workers: int | None) -> Iterator[tuple[ob
     from distributed import Client, LocalCluster
 
     # Dask's own news (workers joining, comms closing) is not the user's; what matters is reported here.
-    logging.getLogger("distributed").setLevel(logging.ERROR)
+    for name in ["distributed", *[name for name in logging.root.manager.loggerDict if name.startswith("distributed.")]]:
+        logging.getLogger(name).setLevel(logging.CRITICAL)  # (Dask's config gives some of them levels of their own)
     if scheduler:
         if not SCHEDULER_ADDRESS.fullmatch(scheduler):
             raise FilmError(f"SCHEDULER={scheduler}: give the Dask scheduler's address as tcp://HOST:PORT "
                             f"(dask scheduler prints it; its port is 8786 unless told otherwise)")
         probe_scheduler(scheduler)
-        try:
-            client = Client(scheduler, timeout=f"{CONNECT_SECONDS}s")
-        except (OSError, TimeoutError) as error:
-            raise FilmError(f"SCHEDULER={scheduler}: no Dask scheduler answered within {CONNECT_SECONDS} s "
-                            f"({type(error).__name__}); start one there with `dask scheduler`, or leave SCHEDULER "
-                            f"unset to render on a cluster on this machine") from None
+        # The handshake answered; the client's own connection is bounded as a whole too (a scheduler that answers
+        # the probe and then goes silent hung `make films` for good).
+        client = connected(scheduler, "the client connected",
+                           lambda: Client(scheduler, timeout=f"{CONNECT_SECONDS}s"))
         with client:
             try:
                 client.wait_for_workers(1, timeout=WORKERS_SECONDS)
             except TimeoutError:
                 raise FilmError(f"the Dask scheduler at {scheduler} has had no workers for {WORKERS_SECONDS} s; "
                                 f"start one on each machine with `dask worker {scheduler} --nthreads 1`") from None
-            count = len(client.scheduler_info()["workers"])
-            yield client, f"the Dask cluster at {scheduler} ({count} workers)"
+            except OSError as error:
+                raise lost(scheduler, "while waiting for workers", error) from None
+            count = len(connected(scheduler, "the client asked for its workers",
+                                  lambda: client.scheduler_info()["workers"]))
+            try:
+                yield client, f"the Dask cluster at {scheduler} ({count} workers)"
+            except OSError as error:  # Dask's CommClosedError: the scheduler went away mid-run
+                if not is_comm_error(error):
+                    raise
+                raise lost(scheduler, "mid-run", error) from None
         return
     count = workers or os.cpu_count() or 1
     if not 1 <= count <= 256:
@@ -185,8 +206,11 @@ def dask_client(scheduler: str | None, workers: int | None) -> Iterator[tuple[ob
     # The workers' own logs are not the user's either: the matrix names a part that failed, and on Ctrl-C a
     # worker's LaTeX (in the terminal's process group) dies with a part nobody wants any more.
     with workers_ignoring_ctrl_c(), dask.config.set(RENDER_WORKER_CONFIG):  # only while they start
+        # No dashboard, and the scheduler's HTTP server on a free port: with dashboard_address=None it still took
+        # 8787, and warned "Port 8787 is already in use" into the user's terminal when another cluster had it.
         cluster = LocalCluster(n_workers=count, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.CRITICAL)
+                               silence_logs=logging.CRITICAL,
+                               scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"})
     with cluster, Client(cluster) as client:
         try:
             yield client, f"a local Dask cluster of {count} worker{'s' if count > 1 else ''}"
@@ -244,6 +268,46 @@ def probe_scheduler(scheduler: str) -> None:
         raise FilmError(f"SCHEDULER={scheduler}: what answered there is not a Dask scheduler (its reply broke Dask's "
                         f"handshake: {type(error).__name__}); check the address and port (8786 unless told "
                         f"otherwise)") from None
+
+
+def connected(scheduler: str, step: str, call: Callable[[], T]) -> T:
+    """`call()` (a step of connecting the client) within CONNECT_SECONDS, on a thread of its own so that a scheduler
+    that goes silent cannot hold it longer; the message says what was seen."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as error:  # noqa: BLE001 - raised below, in the caller's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, name="dask-connect", daemon=True)
+    thread.start()
+    thread.join(CONNECT_SECONDS)
+    if thread.is_alive():
+        raise FilmError(f"SCHEDULER={scheduler}: the Dask scheduler there answered Dask's handshake, then said "
+                        f"nothing for {CONNECT_SECONDS} s while {step}; check that it is not overloaded or stopped, or "
+                        f"restart it with `dask scheduler`")
+    error = outcome.get("error")
+    if isinstance(error, (OSError, TimeoutError)):
+        raise lost(scheduler, f"while {step}", error)
+    if error is not None:
+        raise error
+    return outcome["value"]
+
+
+def lost(scheduler: str, when: str, error: BaseException) -> FilmError:
+    """The scheduler answered, then closed or dropped the connection `when`."""
+    kept = "; the beats finished before it are in the cache, for the next run" if when == "mid-run" else ""
+    return FilmError(f"SCHEDULER={scheduler}: the Dask scheduler there answered, then the connection was lost {when} "
+                     f"({type(error).__name__}: {clean_text(str(error), 200) or 'closed'}); check that it is still "
+                     f"running (restart it with `dask scheduler`){kept}")
+
+
+def is_comm_error(error: BaseException) -> bool:
+    from distributed.comm.core import CommClosedError
+
+    return isinstance(error, (CommClosedError, ConnectionError, TimeoutError))
 
 
 @contextmanager
