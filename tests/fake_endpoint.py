@@ -13,12 +13,14 @@ TEMPLATE_TOKENS = 7  # a chat template's own tokens, which prompt calibration ha
 
 class FakeEndpoint:
     def __init__(self, first_delay=0.2, token_delay=0.01, tokens=20, usage=True, mode="ok", rate_limited=0,
-                 retry_after="0.1", answer_usage=True, reasoning=0, context=None):
+                 retry_after="0.1", answer_usage=True, reasoning=0, context=None, spell=None):
         """usage: the stream carries usage; answer_usage: a non-streamed answer does; reasoning: how many
-        reasoning deltas come before the content; context: the most prompt tokens it accepts."""
+        reasoning deltas come before the content; context: the most prompt tokens it accepts; spell: how an echoing
+        mode writes the key back (a function of the key)."""
         self.first_delay, self.token_delay, self.tokens = first_delay, token_delay, tokens
         self.usage, self.mode, self.rate_limited, self.retry_after = usage, mode, rate_limited, retry_after
         self.answer_usage, self.reasoning, self.context = answer_usage, reasoning, context
+        self.spell = spell or (lambda key: key)
         self.seen: list[tuple[str, bool]] = []  # every request's prompt, in order, and whether it streamed
         self.authorizations: list[str | None] = []
         self.requests = 0
@@ -48,7 +50,8 @@ class FakeEndpoint:
                 if endpoint.mode == "hang":
                     time.sleep(3)
                     return
-                authorization = self.headers.get("Authorization") or ""
+                scheme, _, key = (self.headers.get("Authorization") or "").partition(" ")
+                authorization = f"{scheme} {endpoint.spell(key)}" if key else scheme
                 content = request["messages"][0]["content"]
                 endpoint.seen.append((content, bool(request.get("stream"))))
                 prompt_tokens = len(content.split()) + TEMPLATE_TOKENS
@@ -77,6 +80,12 @@ class FakeEndpoint:
                     if endpoint.answer_usage:
                         answer["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": 1}
                     self.wfile.write(json.dumps(answer).encode())
+                    return
+                if endpoint.mode == "escape-400":  # a hostile server: terminal escape sequences in its error text
+                    self.send_response(400)
+                    self.end_headers()
+                    self.wfile.write(json.dumps({"error": {"message": "bad \x1b]0;TITLE\x07\x1b[2J\x1b[31mrequest\x07"
+                                                          }}).encode())
                     return
                 if endpoint.mode == "echo-401":  # a careless server: the credentials back in its error body
                     self.send_response(401)

@@ -5,6 +5,7 @@ leave every range. Each case ends in one message naming the file and place, with
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -255,3 +256,153 @@ def test_comparisons_still_read_as_python_chains_them():
     text = fill("{{ 1 < 2 < 3 }} {{ 3 > 2 > 2 }} {{ 'a' in 'cat' }} {{ 'z' not in 'cat' }} {{ 2 == 2.0 != 3 }} "
                 "{% if 'b' in ['a', 'b'] %}yes{% endif %}", {}, "here", "a test")
     assert text == "True False True True True yes"
+
+
+# -- 13. redaction compares what a reader would see ---------------------------------------------------------------
+
+
+SECRET = "sk-SE5ecret-0123456789abcdef"
+SPELLINGS = {
+    "decimal entities with leading zeros": lambda key: "".join(f"&#0{ord(char)};" for char in key),
+    "hex entities, upper-case X": lambda key: "".join(f"&#X{ord(char):X};" for char in key),
+    "entities without semicolons": lambda key: "".join(f"&#{ord(char)}" for char in key),
+    "an escaped entity": lambda key: "".join(f"&amp;#{ord(char)};" for char in key),
+    "JSON escapes, upper-case": lambda key: "".join(f"\\u{ord(char):04X}" for char in key),
+    "percent, twice over": lambda key: "".join(f"%25{ord(char):02x}" for char in key),
+    "zero-width spaces between": lambda key: "\u200b".join(key),
+    "soft hyphens between": lambda key: "\u00ad".join(key),
+    "word joiners and a BOM": lambda key: "\u2060".join(key[:10]) + "\ufeff" + key[10:],
+    "split by a line break": lambda key: key[:12] + "\r\n" + key[12:],
+    "named entities": lambda key: key.replace("-", "&hyphen;").replace("-", "&#45;").replace("s", "&#x73"),
+}
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_redaction_finds_the_key_however_it_is_spelt(spelling):
+    from render.measure.client import Redactor, readable
+
+    spelt = SPELLINGS[spelling](SECRET)
+    redact = Redactor(SECRET)
+    if spelling == "named entities":  # &hyphen; is U+2010, not the key's "-": that reads as another text
+        assert readable(spelt)[0] != SECRET and redact(f"key {spelt} here") == f"key {spelt} here"
+        return
+    assert readable(spelt)[0] == SECRET
+    assert redact(f"invalid key: {spelt}, try again") == "invalid key: ***, try again"
+    assert redact(f"x{spelt}y") == f"x{spelt}y"  # inside a longer word: not the key (as before)
+
+
+def test_redaction_leaves_ordinary_text_and_escapes_alone():
+    from render.measure.client import Redactor
+
+    redact = Redactor(SECRET)
+    text = "HTTP 400 &amp; &#60;b&#62; 50% off \\u00e9t\\u00e9 sk-other-0123456789abcdef \u200bzero width"
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize("spelling", ["decimal entities with leading zeros", "hex entities, upper-case X",
+                                      "zero-width spaces between", "split by a line break"])
+def test_a_server_echoing_the_key_in_any_spelling_leaks_none_of_it(tmp_path, spelling):
+    import yaml
+
+    from fake_endpoint import FakeEndpoint
+
+    out = tmp_path / "rig.yaml"
+    with FakeEndpoint(mode="echo-model", first_delay=0.02, token_delay=0.002, tokens=8,
+                      spell=SPELLINGS[spelling]) as server:
+        result = subprocess.run([sys.executable, "-m", "render.cli", "measure", "--base-url", server.url, "--model",
+                                 "m", "--prompt-tokens", "34,200", "--runs", "1", "--max-tokens", "8", "--api-key-env",
+                                 "RIG_KEY", "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                                env={**os.environ, "RIG_KEY": SECRET}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    written = yaml.safe_load(out.read_text())
+    assert written["model_reported"] == "served/model for Bearer ***", written["model_reported"]
+    everything = out.read_text() + result.stdout + result.stderr
+    for piece in (SECRET[3:9], SECRET[-8:], "&#0115", "&#X73"):
+        assert piece not in everything, piece
+
+
+def test_a_server_echoing_the_key_in_an_error_leaks_none_of_it():
+    from fake_endpoint import FakeEndpoint
+
+    for spelling in ("decimal entities with leading zeros", "soft hyphens between"):
+        with FakeEndpoint(mode="echo-401", spell=SPELLINGS[spelling]) as server:
+            result = subprocess.run([sys.executable, "-m", "render.cli", "measure", "--base-url", server.url,
+                                     "--model", "m", "--prompt-tokens", "34,200", "--runs", "1", "--api-key-env",
+                                     "RIG_KEY", "--out", "/nonexistent/never.yaml"], cwd=ROOT, capture_output=True,
+                                    text=True, env={**os.environ, "RIG_KEY": SECRET}, timeout=120)
+        assert result.returncode == 1 and "invalid credentials: Bearer ***" in result.stderr, result.stderr
+        assert SECRET[3:9] not in result.stderr and "&#0" not in result.stderr and "\u00ad" not in result.stderr
+
+
+# -- 14. nothing a server says moves the terminal -----------------------------------------------------------------
+
+
+def test_escape_sequences_in_a_servers_error_never_reach_the_terminal():
+    from fake_endpoint import FakeEndpoint
+
+    with FakeEndpoint(mode="escape-400") as server:
+        result = subprocess.run([sys.executable, "-m", "render.cli", "measure", "--base-url", server.url, "--model",
+                                 "m", "--prompt-tokens", "34,200", "--runs", "1", "--out", "/nonexistent/never.yaml"],
+                                cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "HTTP 400" in result.stderr and "bad" in result.stderr and "request" in result.stderr, result.stderr
+    said = result.stdout + result.stderr
+    assert not [char for char in said if ord(char) < 32 and char not in "\n\t" or 0x7f <= ord(char) <= 0x9f], \
+        repr(said)
+
+
+def test_terminal_text_keeps_lines_and_drops_everything_a_terminal_obeys():
+    from render.text import terminal_text
+
+    assert terminal_text("one\n\x1b]0;TITLE\x07two\x1b[2J\tthree\x1b[31m\r\x00\u202e") == "one\ntwo\tthree"
+
+
+# -- 15. numbers with a floor -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("given", ["compute=5e-324,memory=0.5", "compute=1e-300,memory=1e-300",
+                                   "compute=0.6,memory=0.009"])
+def test_efficiency_below_one_percent_is_refused_with_one_message(given):
+    message, seconds = refused("plan", "--efficiency", given)
+    assert f"EFFICIENCY={given}:" in message and "must be a share of the ceiling from 0.01 to 1" in message
+    assert seconds < 30
+
+
+def test_a_fit_below_the_floor_is_refused_with_its_reason(project):
+    dataset = project / "data" / "measured" / "openrouter-coreweave-llama-3.1-8b-bf16.yaml"
+    slow = dataset.with_name("slow.yaml")
+    slow.write_text(dataset.read_text().replace("id: openrouter-coreweave-llama-3.1-8b-bf16", "id: slow")
+                    .replace("decode_tokens_per_second: 156 ", "decode_tokens_per_second: 0.011 ")
+                    .replace("decode_tokens_per_second: 136 ", "decode_tokens_per_second: 0.01 "))
+    message, _ = refused("plan", "--efficiency", "slow", cwd=project)
+    assert message.startswith("error: EFFICIENCY=slow: its fit reaches only 0.00") and \
+        "of bandwidth of H100 SXM, under the 1% a film's numbers are worth speaking at" in message, message
+
+
+def test_a_number_the_narration_cannot_say_is_refused_before_it_is_spoken():
+    for source, says in (("{{ 1e300|count }}", "out of the range a film speaks"),
+                         ("{{ 0.004|tokens_per_second }}", "would say 0.004 as '0 tokens a second'"),
+                         ("{{ 0.3|count }} users", "would say 0.3 as '0'")):
+        with pytest.raises(FilmError, match=re.escape(says)):
+            fill(source, {}, "script/storyboard.yaml:40", "beat 'decode' narration")
+    assert fill("{{ 0|count }} {{ 1|quantity('operation') }} {{ 0.0000003|milliseconds }}", {}, "here", "a test") \
+        == "0 one operation 0.0003 milliseconds"
+
+
+@pytest.mark.parametrize("ttfts, says", [
+    ((599.99, 600, 600), "prefill's arithmetic comes out at more than 10 times"),
+    ((300, 300.0001, 300.0002), "prefill's arithmetic comes out at more than 10 times"),
+    ((599, 599.5, 600), "prefill's arithmetic is undetermined (its uncertainty is larger than the share itself)"),
+])
+def test_calibrate_never_prints_an_absurd_percentage(project, ttfts, says):
+    dataset = project / "data" / "measured" / "openrouter-coreweave-llama-3.1-8b-bf16.yaml"
+    text = dataset.read_text().replace("id: openrouter-coreweave-llama-3.1-8b-bf16", "id: flat")
+    for old, new in zip(("ttft_seconds: 0.3\n", "ttft_seconds: 0.3\n", "ttft_seconds: 0.74\n"), ttfts):
+        text = text.replace(old, f"ttft_seconds: {new}\n", 1)
+    dataset.with_name("flat.yaml").write_text(text)
+    result, _ = film("calibrate", "--measured", "flat", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert says in result.stdout, result.stdout
+    percentages = [float(found.replace(",", "")) for found in re.findall(r"([\d,.]+)%", result.stdout)]
+    assert percentages and max(percentages) <= 1000, result.stdout
+    assert "prefill arithmetic" not in result.stdout  # no share printed for what the timings cannot tell
