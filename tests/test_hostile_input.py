@@ -486,19 +486,22 @@ def test_ctrl_c_stops_within_two_seconds_and_the_rerun_reuses_every_finished_bea
         os.killpg(run.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
         interrupted = time.monotonic()
         code = run.wait(timeout=30)
-        seconds = time.monotonic() - interrupted
+        exited = time.monotonic() - interrupted
+        while group_alive(run.pid) and time.monotonic() - interrupted < 30:
+            time.sleep(0.02)
+        seconds = time.monotonic() - interrupted  # from the signal to the last process of the run gone
         output = "".join(lines) + run.stdout.read()
     finally:
         if group_alive(run.pid):
             os.killpg(run.pid, signal.SIGKILL)
     assert code == 130 and "Traceback" not in output, output
-    assert seconds < 2.5, f"Ctrl-C took {seconds:.1f} s"
+    print(f"Ctrl-C: {exited:.2f} s from the signal to the exit, {seconds:.2f} s to the last child's")
+    # Parts that could not finish are stopped at once and only nearly finished ones get the grace (0.8 s): about
+    # 0.4 s here with five CPU-bound processes beside it. The bound is the README's promise, with room for a
+    # machine far busier than that.
+    assert seconds < 2.5, f"Ctrl-C took {seconds:.1f} s to the last child's exit"
     kept = re.search(r"interrupted: \d+ beats? rendered in this run (is|are) kept in the cache \(([^)]*)\)", output)
     assert kept and set(finished) <= set(kept.group(2).split(", ")), output
-    for _ in range(20):
-        if not group_alive(run.pid):
-            break
-        time.sleep(0.1)
     assert not group_alive(run.pid), "a process of the interrupted run is still alive"
     assert not list((voiced_build / "cache" / "beats").glob(".rendering-*"))
 

