@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import os
 import pickle
+import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,3 +192,87 @@ def run_film(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """The film CLI in a separate process, as a user runs it."""
     return subprocess.run([sys.executable, "-m", "render.cli", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
+
+
+class LoopbackServer:
+    """A server on 127.0.0.1 (a free port) for tests of what a careless or hostile peer can do: each connection is
+    handed to `answer(connection)` in turn; those it puts in `held` stay open until the server is closed."""
+
+    def __init__(self):
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)
+        self.port = self.listener.getsockname()[1]
+        self.stopped = threading.Event()
+        self.held: list = []
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def address(self) -> str:
+        return f"tcp://127.0.0.1:{self.port}"
+
+    def serve(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except socket.timeout:
+                continue
+            self.answer(connection)
+
+    def answer(self, connection) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopped.set()
+        self.thread.join(5)
+        for connection in self.held:
+            connection.close()
+        self.listener.close()
+
+
+PROJECT_PARTS = ("render", "scenes", "script", "data", "pyproject.toml")
+
+
+def copy_project(folder: Path, cache: Path | None = None) -> Path:
+    """A copy of the project's code and files in `folder` (not its build), for edits a user might save; with `cache`,
+    a build folder whose cache is a copy of that one (speech, typesetting, beats)."""
+    for part in PROJECT_PARTS:
+        source = ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, folder / part, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
+        else:
+            shutil.copy2(source, folder / part)
+    if cache is not None:
+        shutil.copytree(cache, folder / "build" / "cache", symlinks=True)
+    return folder
+
+
+def start_studio(project: Path, *options: str) -> tuple[subprocess.Popen, str, list[str]]:
+    """`film studio --quality tiny` on a copy of the project, as from a terminal (its own process group, Ctrl-C at its
+    default): the process, the address it printed, and its output lines as they come."""
+    process = subprocess.Popen([sys.executable, "-m", "render.cli", "studio", "--quality", "tiny", "--build",
+                                str(project / "build"), *options], cwd=project,
+                               env={**os.environ, "PYTHONPATH": str(project)}, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    lines: list[str] = []
+    address, deadline = None, time.monotonic() + 60
+    while address is None and time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        found = re.search(r"studio: (http://127\.0\.0\.1:\d+/)", line)
+        address = found and found.group(1)
+    if address is None:
+        process.kill()
+        pytest.fail("the studio printed no address:\n" + "".join(lines))
+    threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
+    return process, address, lines

@@ -35,7 +35,7 @@ from render.video.cache import BeatCache, base_key, beat_slice
 from render.video.runner import Part
 from render.voice.narration import make_narration
 
-from conftest import FIXTURES, ROOT, run_film
+from conftest import FIXTURES, ROOT, LoopbackServer, run_film
 
 DASK = Path(sys.executable).parent / "dask"
 OTHER_GPU = "a100-sxm-80gb"
@@ -363,35 +363,25 @@ def lone_scheduler(tmp_path):
         process.wait()
 
 
-class FirstOnly:
+class FirstOnly(LoopbackServer):
     """A proxy in front of a real scheduler: the first connection (film's probe of Dask's handshake) is passed
     through; every later one (the client's own) is held silent, or closed at once."""
 
     def __init__(self, upstream: str, later: str):
+        super().__init__()
         self.upstream = ("127.0.0.1", int(upstream.rsplit(":", 1)[1]))
-        self.later, self.held, self.first = later, [], True
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.2)
-        self.address = f"tcp://127.0.0.1:{self.listener.getsockname()[1]}"
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self.serve, daemon=True)
-        self.thread.start()
+        self.later, self.first = later, True
 
-    def serve(self) -> None:
-        while not self.stopped.is_set():
-            try:
-                connection, _ = self.listener.accept()
-            except socket.timeout:
-                continue
-            if self.first:
-                self.first = False
-                upstream = socket.create_connection(self.upstream)
-                for source, sink in ((connection, upstream), (upstream, connection)):
-                    threading.Thread(target=self.pump, args=(source, sink), daemon=True).start()
-            elif self.later == "silent":
-                self.held.append(connection)
-            else:
-                connection.close()
+    def answer(self, connection) -> None:
+        if self.first:
+            self.first = False
+            upstream = socket.create_connection(self.upstream)
+            for source, sink in ((connection, upstream), (upstream, connection)):
+                threading.Thread(target=self.pump, args=(source, sink), daemon=True).start()
+        elif self.later == "silent":
+            self.held.append(connection)
+        else:
+            connection.close()
 
     @staticmethod
     def pump(source, sink) -> None:
@@ -404,13 +394,6 @@ class FirstOnly:
             for end in (source, sink):
                 end.close()
 
-    def close(self) -> None:
-        self.stopped.set()
-        self.thread.join(5)
-        for connection in self.held:
-            connection.close()
-        self.listener.close()
-
 
 @pytest.mark.parametrize("later, says", [
     ("silent", "the Dask scheduler there answered Dask's handshake, then said nothing for 10 s while the client "
@@ -418,14 +401,11 @@ class FirstOnly:
     ("closed", "the Dask scheduler there answered, then the connection was lost while the client connected"),
 ])
 def test_a_scheduler_that_answers_the_probe_and_then_goes_silent_or_closes_is_named(lone_scheduler, later, says):
-    proxy = FirstOnly(lone_scheduler[0], later)
-    try:
+    with FirstOnly(lone_scheduler[0], later) as proxy:
         started = time.monotonic()
         ran = run_film("films", "--variants", "h100-sxm/llama-3.1-8b/bf16", "--quality", "tiny", "--scheduler",
                        proxy.address)
         seconds = time.monotonic() - started
-    finally:
-        proxy.close()
     assert ran.returncode == 1 and "Traceback" not in ran.stderr, ran.stderr
     assert f"error: SCHEDULER={proxy.address}: {says}" in ran.stderr, ran.stderr
     assert "no Dask scheduler answered" not in ran.stderr and seconds < 60  # the 10 s bound, and starting up

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -20,7 +19,7 @@ from render.errors import FilmError
 from render.plan.resolve import resolve_plan
 from render.plan.templating import fill, one_budget
 
-from conftest import ROOT
+from conftest import ROOT, copy_project
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 
@@ -44,14 +43,7 @@ def refused(*args: str, cwd: Path = ROOT, timeout: float = 60) -> tuple[str, flo
 @pytest.fixture
 def project(tmp_path) -> Path:
     """A copy of the project's code and files (not its build), for edits a user might save."""
-    copy = tmp_path / "project"
-    for part in ("render", "scenes", "script", "data", "pyproject.toml"):
-        source = ROOT / part
-        if source.is_dir():
-            shutil.copytree(source, copy / part, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
-        else:
-            shutil.copy2(source, copy / part)
-    return copy
+    return copy_project(tmp_path / "project")
 
 
 # -- 1. a scene saved with a syntax error -----------------------------------------------------------------------

@@ -20,7 +20,7 @@ from render.files import output_dir
 from render.plan.resolve import resolve_plan
 from render.plan.templating import fill
 
-from conftest import FIXTURES, ROOT, retitled_storyboard
+from conftest import FIXTURES, ROOT, LoopbackServer, retitled_storyboard
 
 CONFIGS = FIXTURES / "hf"
 
@@ -179,48 +179,27 @@ def test_the_budget_leaves_ordinary_templates_alone():
 # -- 2, 6, 11, 12, 13. film measure against hostile servers (loopback only) ------------------------
 
 
-class ScriptedServer:
+class ScriptedServer(LoopbackServer):
     """A loopback server that answers every connection with `script`: (bytes, seconds to wait after them)
     pairs, a byte at a time when `trickle` is set, to test what a careless or hostile server can do. With
     `hold`, it reads nothing first and keeps each connection open after its script, so the client waits."""
 
     def __init__(self, script: list[tuple[bytes, float]], trickle: float = 0.0, hold: bool = False):
-        import socket
-        import threading
+        super().__init__()
+        self.script, self.trickle, self.hold = script, trickle, hold
 
-        self.script, self.trickle, self.hold, self.stopped = script, trickle, hold, threading.Event()
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.2)
-        self.held: list = []
-        self.thread = threading.Thread(target=self.serve, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.listener.getsockname()[1]}/v1"
-
-    @property
-    def address(self) -> str:
-        return f"tcp://127.0.0.1:{self.listener.getsockname()[1]}"
-
-    def serve(self) -> None:
-        import socket
-
-        while not self.stopped.is_set():
-            try:
-                connection, _ = self.listener.accept()
-            except socket.timeout:
-                continue
-            connection.settimeout(0.5)
-            try:
-                if not self.hold:
-                    connection.recv(65536)  # the request
-                self.play(connection)
-            except OSError:
-                pass
-            if self.hold:
-                self.held.append(connection)
-            else:
-                connection.close()
+    def answer(self, connection) -> None:
+        connection.settimeout(0.5)
+        try:
+            if not self.hold:
+                connection.recv(65536)  # the request
+            self.play(connection)
+        except OSError:
+            pass
+        if self.hold:
+            self.held.append(connection)
+        else:
+            connection.close()
 
     def play(self, connection) -> None:
         for data, pause in self.script:
@@ -230,17 +209,6 @@ class ScriptedServer:
                 connection.sendall(piece)
                 time.sleep(self.trickle)
             time.sleep(pause)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stopped.set()
-        self.thread.join(5)
-        for connection in self.held:
-            connection.close()
-        self.listener.close()
 
 
 STREAM_HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -15,28 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, copy_project, start_studio
 from test_review import chromium
 
 # Bounds set from measurement on two cores (the suite's other process busy beside it): a narration edit's
 # still took 6-9 s and its clip 10-16 s at the tests' tiny size, a scene edit's two beats about as long.
 STILL_BOUND, CLIP_BOUND = 30.0, 60.0
-PROJECT_PARTS = ("render", "scenes", "script", "data", "pyproject.toml")
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, default_tiny_film) -> Path:
     """A copy of the project, its build cache the session's tiny film's (speech, typesetting, beats: the
     studio's first look draws stills only)."""
-    copy = tmp_path_factory.mktemp("project")
-    for part in PROJECT_PARTS:
-        source = ROOT / part
-        if source.is_dir():
-            shutil.copytree(source, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, copy / part)
-    shutil.copytree(default_tiny_film.build / "cache", copy / "build" / "cache", symlinks=True)
-    return copy
+    return copy_project(tmp_path_factory.mktemp("project"), default_tiny_film.build / "cache")
 
 
 def studio_children(pid: int) -> set[int]:
@@ -58,25 +48,7 @@ def studio_children(pid: int) -> set[int]:
 
 @pytest.fixture(scope="module")
 def studio(project):
-    process = subprocess.Popen([sys.executable, "-m", "render.cli", "studio", "--quality", "tiny", "--build",
-                                str(project / "build")], cwd=project, env={**os.environ, "PYTHONPATH": str(project)},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # as from a terminal
-    lines: list[str] = []
-    address = None
-    deadline = time.monotonic() + 60
-    while address is None and time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        found = re.search(r"studio: (http://127\.0\.0\.1:\d+/)", line)
-        address = found and found.group(1)
-    if address is None:
-        process.kill()
-        pytest.fail("the studio printed no address:\n" + "".join(lines))
-    import threading
-    threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
+    process, address, lines = start_studio(project)
     yield process, address, lines
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGKILL)

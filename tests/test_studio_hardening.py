@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -21,50 +20,19 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import copy_project, start_studio
 
-PROJECT_PARTS = ("render", "scenes", "script", "data", "pyproject.toml")
 UPDATE_BOUND = 60.0  # seconds for a save to reach the page: a resolve and a voice check, or a problem (~0.3 s here)
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, default_tiny_film) -> Path:
-    copy = tmp_path_factory.mktemp("project")
-    for part in PROJECT_PARTS:
-        source = ROOT / part
-        if source.is_dir():
-            shutil.copytree(source, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, copy / part)
-    shutil.copytree(default_tiny_film.build / "cache", copy / "build" / "cache", symlinks=True)
-    return copy
-
-
-def start_studio(project: Path, *options: str) -> tuple[subprocess.Popen, str, list[str]]:
-    process = subprocess.Popen([sys.executable, "-m", "render.cli", "studio", "--quality", "tiny", "--beat",
-                                "two-waits", "--build", str(project / "build"), *options], cwd=project,
-                               env={**os.environ, "PYTHONPATH": str(project)}, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    lines: list[str] = []
-    address, deadline = None, time.monotonic() + 60
-    while address is None and time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        found = re.search(r"studio: (http://127\.0\.0\.1:\d+/)", line)
-        address = found and found.group(1)
-    if address is None:
-        process.kill()
-        pytest.fail("the studio printed no address:\n" + "".join(lines))
-    threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True).start()
-    return process, address, lines
+    return copy_project(tmp_path_factory.mktemp("project"), default_tiny_film.build / "cache")
 
 
 @pytest.fixture(scope="module")
 def studio(project):
-    process, address, lines = start_studio(project)
+    process, address, lines = start_studio(project, "--beat", "two-waits")
     yield process, address, lines
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGINT)
@@ -248,6 +216,6 @@ def test_a_taken_port_and_a_held_folder_are_named(studio, project):
                            timeout=60, env={**os.environ, "PYTHONPATH": str(project)})
     assert third.returncode == 1 and "Traceback" not in third.stderr, third.stderr
     holder = studio[0].pid
-    assert re.search(rf"another run is writing \S+studio \(pid {holder}: film studio --quality tiny --beat two-waits",
-                     third.stderr), third.stderr
+    assert re.search(rf"another run is writing \S+studio \(pid {holder}: film studio --quality tiny --build \S+ "
+                     rf"--beat two-waits\)", third.stderr), third.stderr
     assert "make film" not in third.stderr
