@@ -371,9 +371,9 @@ def fill(source: str, context: Mapping[str, object], where: str, what: str) -> s
             f"{where}: {what} names {name!r}, which the plan does not have{did_you_mean}\n"
             f"Values a template can use: {', '.join(sorted(context))}"
         )
-    token = BUDGET.set(Budget()) if BUDGET.get() is None else None
     try:
-        text = template.render(**context)
+        with one_budget():  # (the storyboard's, when it is being filled; else this template's own)
+            text = template.render(**context)
     except jinja2.UndefinedError as error:
         raise FilmError(f"{where}: {what}: {error.message}; the plan's names are in `make plan`") from None
     except TooLong:
@@ -389,9 +389,6 @@ def fill(source: str, context: Mapping[str, object], where: str, what: str) -> s
     except Exception as error:  # noqa: BLE001 - whatever else a template makes Jinja's generated code raise
         raise FilmError(f"{where}: {what}: cannot be filled ({type(error).__name__}: {error}); keep narration "
                         f"templates to the plan's values, filters and if/else") from None
-    finally:
-        if token is not None:
-            BUDGET.reset(token)
     if len(text) > MAX_OUTPUT:
         raise FilmError(f"{where}: {what}: fills to {len(text):,} characters; a beat's narration or caption is a "
                         f"sentence or two (at most {MAX_OUTPUT:,})")

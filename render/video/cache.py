@@ -16,7 +16,6 @@ was stored, or it is rendered again.
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib.metadata
 import json
@@ -31,17 +30,11 @@ from render.plan.registry import scene_entry
 from render.plan.tracking import value_at
 from render.plan.types import Plan
 from render.video.beats import ENCODER, HELD_CRF, Quality
-from render.video.sources import source_bytes, source_tree
+from render.video.sources import scene_imports, source_bytes
 
 log = logging.getLogger("film")
 
 CACHE_FORMAT = 4
-
-
-def scene_imports(path: Path) -> list[str]:
-    """The scene modules a file imports (parsed again only when the file changes: a film looks up 27 keys)."""
-    return [node.module for node in ast.walk(source_tree(path))
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("scenes.")]
 
 
 def scene_sources(module: str) -> list[Path]:

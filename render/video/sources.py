@@ -17,7 +17,7 @@ from render.specs.yamlio import display_path
 
 MAX_SOURCE_BYTES = 1 << 20  # the longest scene module is about 20 kB
 
-_PARSED: dict[Path, tuple[bytes, ast.Module]] = {}
+_PARSED: dict[Path, tuple[bytes, ast.Module, list[str]]] = {}  # path -> (digest of its bytes, tree, scene imports)
 
 
 def source_bytes(path: Path) -> bytes:
@@ -33,12 +33,21 @@ def source_bytes(path: Path) -> bytes:
 
 def source_tree(path: Path) -> ast.Module:
     """A scene module parsed, again only when its bytes change."""
-    path = Path(path)
+    return parsed(Path(path))[1]
+
+
+def scene_imports(path: Path) -> list[str]:
+    """The scene modules a file imports (`from scenes.helpers import …`), found again only when its bytes change: a
+    film looks up 27 beat keys, each reading its scene's imports."""
+    return list(parsed(Path(path))[2])
+
+
+def parsed(path: Path) -> tuple[bytes, ast.Module, list[str]]:
     data = source_bytes(path)
     digest = hashlib.sha256(data).digest()
     known = _PARSED.get(path)
     if known is not None and known[0] == digest:
-        return known[1]
+        return known
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", SyntaxWarning)  # ("invalid escape sequence": Python's to report, on import)
@@ -50,5 +59,7 @@ def source_tree(path: Path) -> ast.Module:
     except (ValueError, RecursionError, MemoryError) as error:  # a NUL byte; nesting beyond the parser's limits
         raise FilmError(f"{display_path(path)}: cannot be parsed as Python ({type(error).__name__}: {error})") \
             from None
-    _PARSED[path] = (digest, tree)
-    return tree
+    imports = [node.module for node in ast.walk(tree)
+               if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("scenes.")]
+    _PARSED[path] = known = (digest, tree, imports)
+    return known
