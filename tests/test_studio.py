@@ -140,7 +140,7 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
     # two beats, batching, which draws the measured sweep with it, and two budgets, which opens on the cache beat's
     # bars).
     from render.plan.registry import SCENES
-    from render.video.cache import scene_sources
+    from render.video.sources import scene_sources
 
     using = sorted(entry.beat for entry in SCENES
                    if ROOT / "scenes" / "measured_timings.py" in scene_sources(entry.module))

@@ -33,8 +33,8 @@ from render.plan.tracking import value_at
 from render.plan.types import Plan
 from render.publish.review import still_times
 from render.video import beats
-from render.video.cache import BeatCache, beat_slice, scene_sources, values_key
-from render.video.sources import source_bytes
+from render.video.cache import BeatCache, beat_slice, values_key
+from render.video.sources import scene_sources, source_bytes
 
 @dataclass
 class Problem:

@@ -24,33 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from render import media
-from render.files import PROJECT_ROOT, move, write_atomic
+from render.files import move, write_atomic
 from render.plan import codec
 from render.plan.registry import scene_entry
 from render.plan.tracking import value_at
 from render.plan.types import Plan
 from render.video.beats import ENCODER, HELD_CRF, Quality
-from render.video.sources import scene_imports, source_bytes
+from render.video.sources import scene_sources, source_bytes
 
 log = logging.getLogger("film")
 
 CACHE_FORMAT = 4
-
-
-def scene_sources(module: str) -> list[Path]:
-    """The files a beat's pictures depend on: its scene module, the scene modules it imports,
-    the formatter and the renderer."""
-    seen: set[str] = set()
-    pending = [module, "scenes.base"]
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        pending += scene_imports(PROJECT_ROOT / (name.replace(".", "/") + ".py"))
-    shared = ["render/formatting.py", "render/plan/tracking.py", "render/video/beats.py"]
-    return sorted([PROJECT_ROOT / (name.replace(".", "/") + ".py") for name in seen]
-                  + [PROJECT_ROOT / path for path in shared])
 
 
 def beat_slice(plan: Plan, beat_id: str) -> dict:

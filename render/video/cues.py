@@ -14,8 +14,7 @@ from render.errors import FilmError
 from render.files import PROJECT_ROOT
 from render.plan.registry import SCENES, SceneEntry
 from render.plan.types import BUILT_IN_CUES, Plan
-from render.video.cache import scene_sources
-from render.video.sources import source_tree
+from render.video.sources import scene_sources, source_tree
 
 CUE_METHODS = {"at", "hold_until", "cue", "seconds_until", "repeat_until"}
 

@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 
 from render.errors import FilmError
-from render.files import read_capped
+from render.files import PROJECT_ROOT, read_capped
 from render.specs.yamlio import display_path
 
 MAX_SOURCE_BYTES = 1 << 20  # the longest scene module is about 20 kB
@@ -63,3 +63,19 @@ def parsed(path: Path) -> tuple[bytes, ast.Module, list[str]]:
                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("scenes.")]
     _PARSED[path] = known = (digest, tree, imports)
     return known
+
+
+def scene_sources(module: str) -> list[Path]:
+    """The files a beat's pictures depend on: its scene module, the scene modules it imports,
+    the formatter and the renderer."""
+    seen: set[str] = set()
+    pending = [module, "scenes.base"]
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        pending += scene_imports(PROJECT_ROOT / (name.replace(".", "/") + ".py"))
+    shared = ["render/formatting.py", "render/plan/tracking.py", "render/video/beats.py"]
+    return sorted([PROJECT_ROOT / (name.replace(".", "/") + ".py") for name in seen]
+                  + [PROJECT_ROOT / path for path in shared])
