@@ -454,3 +454,12 @@ def test_no_name_runs_script_in_the_page(browser, pages, tmp_path):
     assert title.startswith(f"{plan.title}: H100 SXM</script>"), title  # the title as written, not 'PWNED'
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert errors == []
+    # A long name wraps on a phone, as words do (a number stays whole): no sideways scroll.
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": 375, "height": 812, "deviceScaleFactor": 1, "mobile": True})
+    try:
+        browser.get(page.as_uri())
+        assert browser.execute_script("return document.documentElement.scrollWidth;") <= 375
+    finally:
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
