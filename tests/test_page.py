@@ -454,12 +454,14 @@ def test_no_name_runs_script_in_the_page(browser, pages, tmp_path):
     assert title.startswith(f"{plan.title}: H100 SXM</script>"), title  # the title as written, not 'PWNED'
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert errors == []
-    # A long name wraps on a phone, as words do (a number stays whole): no sideways scroll.
+    # A long name wraps on a phone's width, as words do (a number stays whole): it ran 145 px past the edge.
     browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                            {"width": 375, "height": 812, "deviceScaleFactor": 1, "mobile": True})
+                            {"width": 375, "height": 812, "deviceScaleFactor": 1, "mobile": False})
     try:
         browser.get(page.as_uri())
-        assert browser.execute_script("return document.documentElement.scrollWidth;") <= 375
+        right = browser.execute_script("return document.querySelector('[data-show=gpuName]')"
+                                       ".getBoundingClientRect().right;")
+        assert right <= browser.execute_script("return document.documentElement.clientWidth;"), right
     finally:
         browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                 {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
