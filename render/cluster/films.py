@@ -156,7 +156,11 @@ def make_films(plans: list[Plan], quality_name: str = "high", build_dir: Path = 
     for plan in unique:
         check_cues(plan)
     with dask_client(scheduler, workers) as (client, where):
-        check_workers(client, where)
+        if scheduler:  # (a scheduler that goes silent now would hold the check for good)
+            connected(scheduler, "its workers were asked which code they run", lambda: check_workers(client, where),
+                      WORKERS_SECONDS)
+        else:
+            check_workers(client, where)
         say(f"films: {len(unique)} at {q.name} ({q.width}x{q.height}, {q.fps} fps) on {where}")
         return run_matrix(unique, q, Path(build_dir), DaskRunner(client, where), say, on_film, started=started)
 
@@ -271,9 +275,9 @@ def probe_scheduler(scheduler: str) -> None:
                         f"otherwise)") from None
 
 
-def connected(scheduler: str, step: str, call: Callable[[], T]) -> T:
-    """`call()` (a step of connecting the client) within CONNECT_SECONDS, on a thread of its own so that a scheduler
-    that goes silent cannot hold it longer; the message says what was seen."""
+def connected(scheduler: str, step: str, call: Callable[[], T], seconds: float = CONNECT_SECONDS) -> T:
+    """`call()` (a step of connecting the client) within `seconds`, on a thread of its own so that a scheduler that
+    goes silent cannot hold it longer; the message says what was seen."""
     outcome: dict = {}
 
     def run() -> None:
@@ -284,10 +288,10 @@ def connected(scheduler: str, step: str, call: Callable[[], T]) -> T:
 
     thread = threading.Thread(target=run, name="dask-connect", daemon=True)
     thread.start()
-    thread.join(CONNECT_SECONDS)
+    thread.join(seconds)
     if thread.is_alive():
         raise FilmError(f"SCHEDULER={scheduler}: the Dask scheduler there answered Dask's handshake, then said "
-                        f"nothing for {CONNECT_SECONDS} s while {step}; check that it is not overloaded or stopped, or "
+                        f"nothing for {seconds:g} s while {step}; check that it is not overloaded or stopped, or "
                         f"restart it with `dask scheduler`")
     error = outcome.get("error")
     if isinstance(error, (OSError, TimeoutError)):
