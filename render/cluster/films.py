@@ -275,9 +275,10 @@ def probe_scheduler(scheduler: str) -> None:
                         f"otherwise)") from None
 
 
-def connected(scheduler: str, step: str, call: Callable[[], T], seconds: float = CONNECT_SECONDS) -> T:
-    """`call()` (a step of connecting the client) within `seconds`, on a thread of its own so that a scheduler that
-    goes silent cannot hold it longer; the message says what was seen."""
+def connected(scheduler: str, step: str, call: Callable[[], T], seconds: float | None = None) -> T:
+    """`call()` (a step of connecting the client) within `seconds` (CONNECT_SECONDS), on a thread of its own so that
+    a scheduler that goes silent cannot hold it longer; the message says what was seen."""
+    seconds = seconds or CONNECT_SECONDS
     outcome: dict = {}
 
     def run() -> None:
