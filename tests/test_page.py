@@ -100,8 +100,12 @@ def test_the_folder_is_self_contained_and_small(pages):
     assert (page.parent / "film.mp4").is_file() and (page.parent / "poster.png").is_file()
     stills = sorted((page.parent / "stills").glob("*.jpg"))
     assert len(stills) == len(plan.beats)
-    own = sum(path.stat().st_size for path in page.parent.rglob("*") if path.is_file() and path.name != "film.mp4")
-    assert own < 1_000_000, f"the page weighs {own:,} bytes without the film"
+    files = [path for path in page.parent.rglob("*") if path.is_file() and path.name not in ("film.mp4", "film.vtt")]
+    own = sum(path.stat().st_size for path in files if path.suffix in (".html", ".js", ".css", ".json"))
+    pictures = sum(path.stat().st_size for path in files if path.suffix in (".jpg", ".png", ".webp", ".svg"))
+    assert own <= 600_000, f"the page's HTML, scripts, styles and data weigh {own:,} bytes"  # issue 43's budgets
+    assert pictures <= 2_500_000, f"its pictures weigh {pictures:,} bytes"
+    assert {path.suffix for path in files} <= {".html", ".js", ".css", ".json", ".jpg", ".png", ".webp", ".svg"}
 
 
 @pytest.fixture(scope="module")
@@ -245,19 +249,32 @@ def test_the_page_reads_step_by_step_by_keyboard_and_seeks_the_film(browser, pag
     assert browser.execute_script(visible) == ["2"]
     assert wait_for(browser,
         "return document.getElementById('film').currentTime;") == pytest.approx(plan.beats[1].start, abs=0.1)
-    assert browser.execute_script("return !!document.querySelector('.step[data-step=\"2\"] #prompt');")  # its control
-    # Beside it, what it moves: moved there, the step's numbers and the page's agree.
+    # Its control is a copy, a view of the same state: The maths keeps its own (issue 43).
+    assert browser.execute_script("return !!document.querySelector('.step[data-step=\"2\"] #prompt-step2');")
+    assert browser.execute_script("return !!document.querySelector('#controls #prompt');")
+    # Beside it, what it moves: the step's numbers and the page's agree.
     step_ttft = "return document.querySelector('.step[data-step=\"2\"] [data-show=\"prefill.ttft\"]').textContent;"
     page_ttft = "return document.querySelector('#block-prefill [data-show=\"prefill.ttft\"]').textContent;"
     assert browser.execute_script(step_ttft) == fmt.duration(plan.numbers.prefill.seconds, short=True)
-    press(browser, "prompt", "END")
+    press(browser, "prompt-step2", "END")  # the step's slider moves the page's
     assert browser.execute_script(step_ttft) == browser.execute_script(page_ttft) != fmt.duration(
         plan.numbers.prefill.seconds, short=True)
-    press(browser, "prompt", "HOME")
+    assert stop_of(browser, "prompt") == 131_072
+    press(browser, "prompt-step2", "HOME")
+    assert browser.execute_script(visible) == ["2"]  # a slider's keys never move the step
     browser.find_element("id", "step-next").send_keys(Keys.ARROW_RIGHT)
     assert browser.execute_script(visible) == ["3"]
+    # Arrow keys on a GPU pill inside a step change the GPU and keep the step and the focus (issue 43).
+    pill = browser.find_element("css selector", ".step[data-step=\"3\"] .pill[data-gpu]")
+    pill.click()
+    browser.switch_to.active_element.send_keys(Keys.ARROW_RIGHT)
+    assert browser.execute_script(visible) == ["3"]
+    assert browser.execute_script("return document.activeElement.closest('.step').dataset.step;") == "3"
+    chosen = browser.execute_script("return document.querySelector('#gpu-pills [aria-checked=true]').dataset.gpu;")
+    assert chosen != pill.get_attribute("data-gpu")
+    browser.execute_script("document.querySelector('#gpu-pills .pill').click();")  # back to the film's own GPU
     browser.find_element("id", "step-close").click()
-    assert browser.execute_script("return !!document.querySelector('#controls #prompt');")  # controls back home
+    assert browser.execute_script("return document.querySelectorAll('#controls [data-control]').length;") == 5
 
 
 def test_the_page_is_accessible_offline_and_looks_right_at_two_widths(browser, pages):
@@ -465,3 +482,84 @@ def test_no_name_runs_script_in_the_page(browser, pages, tmp_path):
     finally:
         browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                 {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+
+
+def set_stop(driver, name: str, value: int) -> None:
+    """Move a slider to the stop of `value`, as a reader's input event does."""
+    driver.execute_script("var d = JSON.parse(document.getElementById('page-data').textContent);"
+                          "var s = document.getElementById(arguments[0]); s.value = d.stops[arguments[0]]"
+                          ".indexOf(arguments[1]); s.dispatchEvent(new Event('input', {bubbles: true}));", name, value)
+    assert stop_of(driver, name) == value
+
+
+def said(driver, name: str) -> str:
+    return driver.execute_script(f"return document.querySelector('[data-say=\"{name}\"]').textContent;")
+
+
+def test_every_formula_says_its_own_number_and_every_sentence_reads(browser, pages):
+    """Issue 43: the cache block's number is C·k ÷ W, the formula beside it, at every cached length (the batch's share
+    has its own sentence, said only for a batch); a prompt is "a 2,000-token prompt"; decode "never reaches the
+    ridge" where no batch does; the latency's terms add up to its total, in one unit."""
+    page, plan = pages["default"]
+    browser.get(page.as_uri())
+    from render.specs import roofline as rl
+
+    model, dtype = plan.choice.model, plan.choice.dtype
+    for context in (0, 256, 16_384, 131_072):
+        set_stop(browser, "context", context)
+        ratio = context * rl.kv_bytes_per_token(model, dtype) / rl.weight_bytes(model, dtype)
+        assert shown(browser, "cacheToWeights") == fmt.percent(ratio, short=True), context
+    set_stop(browser, "context", 16_384)
+    assert shown(browser, "cacheToWeights") == "13%"  # the source's "≈ 13%" at its 16,361-token prompt
+    batch_sentence = "return document.querySelector('[data-show-if=\"batch.many\"]').hidden;"
+    set_stop(browser, "batch", 1)
+    assert browser.execute_script(batch_sentence)
+    set_stop(browser, "batch", 64)
+    assert not browser.execute_script(batch_sentence)
+    # Never, said as never.
+    text = browser.find_element("id", "block-decode").text
+    for context in browser.execute_script("return JSON.parse(document.getElementById('page-data').textContent)"
+                                          ".stops.context;"):
+        set_stop(browser, "context", context)
+        text = browser.find_element("id", "block-decode").text
+        assert "batch of never" not in text
+        never = browser.execute_script("return !document.querySelector('[data-show-if=\"ridge.never\"]').hidden;")
+        assert never == (shown(browser, "ridgeBatch") == "never")
+        if never:
+            assert "decode never reaches the ridge" in text
+    # A prompt as an adjective, with its article.
+    for tokens, words in ((2_000, "A 2,000-token prompt is"), (8_192, "An 8,192-token prompt is"),
+                          (16, "A 16-token prompt is")):
+        set_stop(browser, "prompt", tokens)
+        assert words in browser.find_element("id", "block-prefill").text
+    # The latency's terms add up to the total shown, in the total's unit, at every stop.
+    stops = browser.execute_script("return JSON.parse(document.getElementById('page-data').textContent).stops;")
+    for tokens in stops["prompt"][::3]:
+        set_stop(browser, "prompt", tokens)
+        for answer in stops["answer"]:
+            set_stop(browser, "answer", answer)
+            terms, total = said(browser, "answer.terms"), shown(browser, "answer.latency")
+            unit = total.split()[-1]
+            numbers = [float(part.replace(",", "")) for part in re.findall(r"[\d.,]+(?= " + unit + ")", terms)]
+            assert all(part.endswith(unit) for part in re.findall(r"[\d.,]+ \w+", terms)), (terms, total)
+            value = numbers[0] + (answer - 1) * numbers[1] if answer > 1 else numbers[0]
+            from render.plan.explorer import wait
+            assert wait(value / (1e3 if unit == "ms" else 1)) == total, (tokens, answer, terms, total)
+
+
+def test_a_setting_that_does_not_fit_in_memory_is_shown_as_such(browser, pages):
+    """64 users × 131,072 cached tokens on one H100 (1.1 TB of cache on an 80 GiB card) read as usual (issue 43)."""
+    page, plan = pages["default"]
+    browser.get(page.as_uri())
+    set_stop(browser, "batch", 64)
+    set_stop(browser, "context", 131_072)
+    warning = browser.find_element("css selector", "p.unfit[data-show-if='decode.unfit']")
+    assert warning.is_displayed()
+    assert re.fullmatch(r"The batch does not fit: the weights and 64 users × 131,072 cached tokens need [\d,.]+ GB on "
+                        r"each GPU, [\d.]+× the 80 GiB one holds\.", warning.text), warning.text
+    assert browser.execute_script("return document.getElementById('decode-point').getAttribute('fill-opacity');") \
+        == "0"  # drawn hollow
+    assert "does not fit" in browser.execute_script("return document.getElementById('decode-tag').textContent;")
+    set_stop(browser, "context", 256)
+    assert not warning.is_displayed()
+    assert browser.execute_script("return document.getElementById('decode-point').getAttribute('fill-opacity');") == "1"

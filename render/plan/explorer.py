@@ -8,8 +8,10 @@ at the film's own settings every number equals the plan's.
                       operations, time to first token, attention's share, its point on the roofline
     batch slider      1 to 512 users (powers of two, and the film's batch): a decode step's time,
                       tokens per second, bytes per step (W + B·C·k), its point on the roofline
-    context slider    cached tokens each user rereads (0 to 131,072): the cache's share of a step's bytes
-    answer slider     an answer of n tokens: TTFT + (n - 1)·TPOT, and the share of it spent decoding
+    context slider    cached tokens each user rereads (0 to 131,072): one user's cache against the weights (C·k ÷ W),
+                      and the cache's share of a step's bytes
+    answer slider     an answer of n tokens: TTFT + (n - 1)·TPOT, its terms written to the digits that add up to the
+                      total, and the share of it spent decoding
     pills             every catalog GPU the model fits on (the film's first, then its roofline pills),
                       as many of it as it needs; every data type it fits in
 """
@@ -64,6 +66,7 @@ class PrefillStop:
     ops_per_byte: str
     bound: str            # "compute" or "memory"
     fits: bool
+    unfit: str            # what does not fit and by how much: "<needed per GPU>|<times what one holds>", "" if it fits
     point: tuple[float, float]
 
 
@@ -80,6 +83,7 @@ class DecodeStop:
     ops_per_byte: str
     bound: str
     fits: bool
+    unfit: str
     point: tuple[float, float]
 
 
@@ -88,6 +92,7 @@ class AnswerStop:
     tokens: int
     latency: str          # TTFT + (n - 1)·TPOT
     decoding_share: str   # of that, the (n - 1)·TPOT
+    terms: str            # "34|4.87|ms": TTFT and TPOT in the total's unit, to the digits that add up to `latency`
 
 
 @dataclass(frozen=True)
@@ -104,11 +109,13 @@ class DeploymentView:
     ridge: str
     weights: str
     kv_per_token: str
+    memory: str           # one GPU's: "80 GiB"
     roof: tuple[tuple[float, float], ...]   # the chart's roof: slope to the ridge, then flat
     ridge_point: tuple[float, float]
     prefill: tuple[PrefillStop, ...]        # per prompt stop
     decode: tuple[tuple[DecodeStop, ...], ...]  # per batch stop, per context stop
     ridge_batch: tuple[str, ...]            # per context stop: "371" or "never"
+    cache_to_weights: tuple[str, ...]            # per context stop: one user's cache against the weights, C·k ÷ W
     answers: tuple[tuple[AnswerStop, ...], ...]  # per prompt stop, per answer stop (batch 1, the prompt cached)
 
 
@@ -163,6 +170,39 @@ def wait(seconds: float) -> str:
     return fmt.milliseconds(seconds, short=True) if seconds < 10 else fmt.duration(seconds, short=True)
 
 
+def latency_terms(ttft: float, tpot: float, tokens: int) -> str:
+    """TTFT and TPOT as the page writes them in TTFT + (n − 1)·TPOT beside its total (`wait`), as "TTFT|TPOT|unit":
+    both in the total's unit, each to two significant figures, with more where the sum, written as the total is,
+    would not be the total as shown ('34 ms + 199 × 4.87 ms' beside '1,003 ms', where '4.9 ms' would add up to
+    1,009). The multiplied term gets the extra digits first: its rounding is multiplied too."""
+    latency = rl.latency(ttft, tpot, tokens)
+    total = wait(latency)
+    unit, scale = ("ms", 1e3) if latency < 10 else ("s", 1.0)
+    first_digits, step_digits = significant_digits(ttft * scale), significant_digits(tpot * scale)
+    choices = [(first_digits + extra - more, step_digits + more) for extra in range(8) for more in range(extra, -1, -1)]
+    for first_at, step_at in choices:
+        if tokens == 1 or wait((round(ttft * scale, first_at) + (tokens - 1) * round(tpot * scale, step_at)) / scale) \
+                == total:
+            break
+    return f"{round(ttft * scale, first_at):,.{first_at}f}|{round(tpot * scale, step_at):,.{step_at}f}|{unit}"
+
+
+def significant_digits(value: float, figures: int = 2) -> int:
+    """The decimals that show `value` to `figures` significant figures (4.87 -> 1 for two; 0.0049 -> 4)."""
+    if value <= 0:
+        return 0
+    return max(0, figures - 1 - math.floor(math.log10(value)))
+
+
+def unfit(deployment: Deployment, kv_tokens: float) -> str:
+    """What the weights and `kv_tokens` of cache need on each GPU, and that against what one holds, as
+    "1,168 GB|14×"; '' when they fit (the page says the sentence around it)."""
+    if rl.fits(deployment, kv_tokens):
+        return ""
+    needed, held = rl.memory_needed_per_gpu(deployment, kv_tokens), deployment.gpu.memory_bytes
+    return f"{fmt.gigabytes(needed, short=True)}|{fmt.times(needed / held, short=True)}"
+
+
 def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> DeploymentView:
     gpu, model, dtype, gpus = deployment.gpu, deployment.model, deployment.dtype, deployment.gpus
     peak, bandwidth = rl.peak_flops(gpu, dtype), gpu.bandwidth
@@ -181,7 +221,7 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
             fmt.duration(tpot, short=True),
             fmt.percent(rl.prefill_attention_fraction(model, tokens), short=True),
             fmt.ops_per_byte(intensity, short=True), timing.bound, rl.fits(deployment, tokens),
-            chart_point(intensity, attainable(intensity))))
+            unfit(deployment, tokens), chart_point(intensity, attainable(intensity))))
     decode = []
     for size in batches:
         row = []
@@ -196,7 +236,7 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
                 fmt.gigabytes(timing.step.bytes, short=True), fmt.gigabytes(weights, short=True),
                 fmt.gigabytes(cache, short=True), fmt.percent(cache / timing.step.bytes, short=True),
                 fmt.ops_per_byte(intensity, short=True), timing.bound, rl.fits(deployment, size * cached),
-                chart_point(intensity, attainable(intensity))))
+                unfit(deployment, size * cached), chart_point(intensity, attainable(intensity))))
         decode.append(tuple(row))
     at_ridge = tuple(fmt.count(found) if (found := rl.batch_size_at_ridge(deployment, cached)) else "never"
                      for cached in contexts)
@@ -206,7 +246,8 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
         tpot = rl.time_on(deployment, rl.decode_step(deployment, 1, tokens)).seconds
         answer_rows.append(tuple(
             AnswerStop(n, wait(rl.latency(ttft, tpot, n)),
-                       fmt.percent((n - 1) * tpot / rl.latency(ttft, tpot, n), short=True)) for n in answers))
+                       fmt.percent((n - 1) * tpot / rl.latency(ttft, tpot, n), short=True),
+                       latency_terms(ttft, tpot, n)) for n in answers))
     low, high = INTENSITY_RANGE
     roof = (chart_point(low, attainable(low)), chart_point(ridge, peak), chart_point(high, peak))
     return DeploymentView(
@@ -216,5 +257,8 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
         peak=fmt.teraflops(peak, short=True), bandwidth=fmt.bandwidth(bandwidth, short=True),
         ridge=fmt.integer(ridge, short=True), weights=fmt.gigabytes(rl.weight_bytes(model, dtype), short=True),
         kv_per_token=fmt.bytes_per_token(rl.kv_bytes_per_token(model, dtype), short=True),
+        memory=f"{gpu.memory_gib:g} GiB",
         roof=roof, ridge_point=chart_point(ridge, peak), prefill=tuple(prefill), decode=tuple(decode),
-        ridge_batch=at_ridge, answers=tuple(answer_rows))
+        ridge_batch=at_ridge, answers=tuple(answer_rows),
+        cache_to_weights=tuple(fmt.percent(cached * rl.kv_bytes_per_token(model, dtype) / rl.weight_bytes(model, dtype),
+                                      short=True) for cached in contexts))

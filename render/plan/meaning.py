@@ -586,6 +586,10 @@ EXPLANATIONS: dict[str, Explanation] = {
         "all the bytes each GPU reads in that step", "W_read(B) ÷ T + B·C·k_T", ("spec.weight_bytes",), (MODEL, DTYPE),
         "bytes",
     ),
+    "page.cache_to_weights": Explanation(
+        "one user's cache against the weights a step reads it with", "C·k ÷ W",
+        ("spec.kv_bytes_per_token", "spec.weight_bytes"), (MODEL, DTYPE), "share",
+    ),
     "page.decode.cache_share": Explanation(
         "the cache's share of a step's bytes", "B·C·k_T ÷ (W_read(B) ÷ T + B·C·k_T)", ("spec.kv_bytes_per_token",),
         (MODEL, DTYPE), "share",

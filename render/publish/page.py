@@ -113,7 +113,7 @@ def compact(explorer: Explorer) -> dict:
     """The explorer as the page's script reads it: each stop a list of values in a fixed field order (named
     once), so the page stays small."""
     def rows(items) -> list:
-        return [[getattr(item, name) for name in fields_of(item)] for item in items]
+        return [[getattr(item, name) for name in sent_fields(item)] for item in items]
 
     any_view = next(iter(explorer.deployments.values()))
     views = {}
@@ -121,9 +121,11 @@ def compact(explorer: Explorer) -> dict:
         views[key] = {
             "gpu": view.gpu, "dtype": view.dtype, "label": view.label, "gpuName": view.gpu_name, "peak": view.peak,
             "bandwidth": view.bandwidth,
-            "ridge": view.ridge, "weights": view.weights, "kv": view.kv_per_token, "roof": view.roof,
+            "ridge": view.ridge, "weights": view.weights, "kv": view.kv_per_token, "memory": view.memory,
+            "roof": view.roof,
             "ridgePoint": view.ridge_point, "prefill": rows(view.prefill),
             "decode": [rows(row) for row in view.decode], "ridgeBatch": list(view.ridge_batch),
+            "cacheToWeights": list(view.cache_to_weights),
             "answers": [rows(row) for row in view.answers],
         }
     return {
@@ -131,8 +133,8 @@ def compact(explorer: Explorer) -> dict:
         "stops": {"prompt": explorer.prompt_stops, "batch": explorer.batch_stops, "context": explorer.context_stops,
                   "answer": explorer.answer_stops},
         "start": explorer.start,
-        "fields": {"prefill": fields_of(any_view.prefill[0]), "decode": fields_of(any_view.decode[0][0]),
-                   "answer": fields_of(any_view.answers[0][0])},
+        "fields": {"prefill": sent_fields(any_view.prefill[0]), "decode": sent_fields(any_view.decode[0][0]),
+                   "answer": sent_fields(any_view.answers[0][0])},
         "deployments": views,
     }
 
@@ -193,6 +195,7 @@ PAGE_NUMBERS = {
     "decode.bytes_per_step": "page.decode.bytes_per_step", "decode.step": "numbers.batch.step_seconds",
     "decode.tokens_per_second": "numbers.batch.tokens_per_second", "decode.ops_per_byte": "numbers.batch.ops_per_byte",
     "decode.cache_share": "page.decode.cache_share", "ridgeBatch": "page.ridge_batch",
+    "cacheToWeights": "page.cache_to_weights",
     "answer.latency": "page.answer.latency", "answer.decoding_share": "page.answer.decoding_share",
 }
 
@@ -205,7 +208,8 @@ def shown_at_start(explorer: Explorer) -> dict[str, str]:
     decode = view.decode[start["batch"]][start["context"]]
     answer = view.answers[start["prompt"]][start["answer"]]
     values = {"peak": view.peak, "bandwidth": view.bandwidth, "ridge": view.ridge, "weights": view.weights,
-              "kv": view.kv_per_token, "ridgeBatch": view.ridge_batch[start["context"]]}
+              "kv": view.kv_per_token, "ridgeBatch": view.ridge_batch[start["context"]],
+              "cacheToWeights": view.cache_to_weights[start["context"]]}
     for group, stop in (("prefill", prefill), ("decode", decode), ("answer", answer)):
         values.update({f"{group}.{name}": getattr(stop, name) for name in fields_of(stop)})
     return values
@@ -213,6 +217,15 @@ def shown_at_start(explorer: Explorer) -> dict[str, str]:
 
 def fields_of(item) -> list[str]:
     return [field.name for field in dataclasses.fields(item)]
+
+
+# What the page need not be sent of a stop: the control's own value (it has the stops) and whether it fits (`unfit`
+# is empty when it does), about 75 kB of the data.
+NOT_SENT = {"tokens", "batch", "context", "fits"}
+
+
+def sent_fields(item) -> list[str]:
+    return [name for name in fields_of(item) if name not in NOT_SENT]
 
 
 def number_rows(plan: Plan, explorer: Explorer) -> list[NumberRow]:
