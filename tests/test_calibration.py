@@ -251,8 +251,9 @@ def test_an_efficiency_film_speaks_expected_numbers_beside_its_ceilings():
     assert "(at best 34 milliseconds and 209)" in plan.summary
     # Its own film: it never overwrites the default one, and the notes say what it assumes.
     assert plan.choice.name == f"h100-sxm-llama-3.1-8b-bf16-expected-{SEED}" and not plan.choice.is_default
-    assert any(note.startswith(f"Expected numbers (EFFICIENCY={SEED}): the fit of data/measured/") and
-               "73% of peak arithmetic and 74% of bandwidth, and 0.28 s" in note for note in plan.notes)
+    assert any(note.text.startswith("Expected numbers: the fit of CoreWeave's measured timings reaches ") and
+               "73% of peak arithmetic and 74% of bandwidth, and 0.28 s" in note.text
+               and note.setting.startswith(f"EFFICIENCY={SEED} (data/measured/") for note in plan.notes)
     # The video description says what the expected numbers assume, in the end card's words.
     from render.publish.kit import description_text
     assert ("; the expected ones at 73% of peak arithmetic and 74% of bandwidth, fitted from "
@@ -273,9 +274,10 @@ def test_efficiency_given_by_hand_and_carried_to_another_gpu():
     assert plan.expected.decode.tokens_per_second == pytest.approx(0.8 * plan.numbers.decode.tokens_per_second)
     # The comparison GPU at the same shares: the ratios the wasted-money beat speaks do not move.
     assert plan.expected.compare.decode_speedup == pytest.approx(plan.numbers.compare.decode_speedup)
-    assert any("as given" in note for note in plan.notes)
+    assert any("as given" in note.text and note.setting == "EFFICIENCY=compute=0.6,memory=0.8,overhead=0.2"
+               for note in plan.notes)
     fitted_elsewhere = resolve_plan(gpu="b200", efficiency=SEED)
-    assert any("measured against an H100 and are assumed to carry over to B200" in note
+    assert any("measured against an H100 and are assumed to carry over to B200" in note.text
                for note in fitted_elsewhere.notes)
 
 

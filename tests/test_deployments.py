@@ -155,7 +155,7 @@ def test_the_plan_reports_the_deployment():
     assert numbers.batch.experts_read == pytest.approx(256 * (1 - (1 - 8 / 256) ** 64))
     assert numbers.decode.step_seconds == pytest.approx(
         numbers.decode.bytes_per_gpu / 4.8e12 + numbers.decode.communication_seconds)
-    assert any("assumed" in note and "8 × H200 SXM" in note for note in plan.notes)
+    assert any("assumed" in str(note) and "8 × H200 SXM" in str(note) for note in plan.notes)
 
 
 # -- narration for every deployment ----------------------------------------------------------------

@@ -563,3 +563,18 @@ def test_a_setting_that_does_not_fit_in_memory_is_shown_as_such(browser, pages):
     set_stop(browser, "context", 256)
     assert not warning.is_displayed()
     assert browser.execute_script("return document.getElementById('decode-point').getAttribute('fill-opacity');") == "1"
+
+
+def test_the_public_page_says_no_build_term(pages):
+    """No file path, make variable or storyboard setting on the film's page (issue 43): its notes are said in their
+    public words and its sources are the documents cited; the review page keeps the settings."""
+    for name in ("default", "mixtral-x2", "a100-qwen"):
+        page, plan = pages[name]
+        html = page.read_text()
+        text = re.sub(r"<script.*?</script>|<code>.*?</code>|<details>.*?</details>", " ", html, flags=re.S)
+        text = re.sub(r"<[^>]+>", " ", text)
+        found = re.findall(r"\b[A-Z_]{3,}=|[\w./-]+\.ya?ml\b|\bscript/|\bdata/|\bparameters\.\w+|\bmake [a-z]+", text)
+        assert not found, (name, sorted(set(found)))
+        assert all(note.text in html.replace("&#39;", "'") for note in plan.notes), name
+    review_notes = [str(note) for note in pages["default"][1].notes]
+    assert any("Set by the storyboard's parameters.embedding_reads: table." in note for note in review_notes)

@@ -247,7 +247,7 @@ def test_the_batching_remark_is_derived_from_the_numbers():
 def test_fp8_on_a_gpu_without_fp8_is_noted():
     plan = resolve_plan(gpu="a100-sxm-80gb", dtype="fp8")
     assert plan.choice.arithmetic == "bf16"
-    assert any("no FP8 tensor cores" in note for note in plan.notes)
+    assert any("no FP8 tensor cores" in str(note) for note in plan.notes)
     assert "an A100's 312 teraflops" in plan.beat("prefill").narration
 
 

@@ -19,7 +19,7 @@ from render.plan import numbers as compute
 from render.plan.storyboard import Storyboard, load_storyboard
 from render.plan.templating import extract_cues, fill, one_budget
 from render.plan.tracking import Tracked
-from render.plan.types import Beat, Choice, Efficiency, FilmRequest, NarrationSettings, Plan, parse_voice
+from render.plan.types import Beat, Choice, Efficiency, FilmRequest, NarrationSettings, Note, Plan, parse_voice
 from render.specs import roofline as rl
 from render.specs.catalog import Catalog, load_catalog
 from render.specs.pronunciations import load_pronunciations
@@ -117,46 +117,52 @@ def fill_storyboard(storyboard, groups: dict[str, tuple[object, str]]) -> tuple[
     return beats, summary
 
 
-def plan_notes(choice: Choice, spec, catalog: Catalog, dataset, measured_gpu: Gpu) -> list[str]:
+def plan_notes(choice: Choice, spec, catalog: Catalog, dataset, measured_gpu: Gpu) -> list[Note]:
     """What the film assumes beyond the datasheets, said on both pages: weight-only FP8, the all-reduces, how the
-    embedding table and a narrow format are counted, a film of expected numbers, an assumed GPU."""
+    embedding table and a narrow format are counted, a film of expected numbers, an assumed GPU. Each in words any
+    reader follows, with the setting that decides it beside (the public page leaves that out)."""
     notes = []
     if choice.arithmetic != choice.dtype.arithmetic:
-        notes.append(f"{choice.gpu.name} has no FP8 tensor cores: {choice.dtype.name} weights are "
-                     f"multiplied in BF16 (weight-only), at its BF16 peak.")
+        notes.append(Note(f"{choice.gpu.name} has no FP8 tensor cores: {choice.dtype.name} weights are multiplied in "
+                          f"BF16 (weight-only), at its BF16 peak."))
     if choice.gpus > 1:
         latency = "an assumed" if spec.allreduce_latency_is_assumption else "a"
-        notes.append(f"Tensor parallelism over {choice.gpus} × {choice.gpu.name}: {choice.gpu.interconnect_source} "
-                     f"Each all-reduce costs {latency} {spec.allreduce_latency_seconds * 1e6:g} µs plus its transfer; "
-                     f"arithmetic, memory traffic and all-reduces are not assumed to overlap.")
+        notes.append(Note(f"Tensor parallelism over {choice.gpus} × {choice.gpu.name}: "
+                          f"{choice.gpu.interconnect_source} Each all-reduce costs {latency} "
+                          f"{spec.allreduce_latency_seconds * 1e6:g} µs plus its transfer; arithmetic, memory traffic "
+                          f"and all-reduces are not assumed to overlap."))
     if choice.dtype.bytes_per_weight < rl.SIXTEEN_BIT_BYTES:
         model, dtype = choice.model, choice.dtype
         if dtype.embeddings_in_format:
-            notes.append(f"{dtype.name} here stores every weight in {dtype.name}, the embedding table and the output "
-                         f"head included (data/dtypes.yaml); a checkpoint that keeps those at 16 bits holds "
-                         f"{fmt.gigabytes(rl.weight_bytes(model, dtype, False), short=True)} of weights, not "
-                         f"{fmt.gigabytes(rl.weight_bytes(model, dtype), short=True)}.")
+            notes.append(Note(f"{dtype.name} here stores every weight in {dtype.name}, the embedding table and the "
+                              f"output head included; a checkpoint that keeps those at 16 bits holds "
+                              f"{fmt.gigabytes(rl.weight_bytes(model, dtype, False), short=True)} of weights, not "
+                              f"{fmt.gigabytes(rl.weight_bytes(model, dtype), short=True)}.",
+                              f"data/dtypes.yaml ({dtype.id}: embeddings_in_format)"))
         else:
-            notes.append(f"{dtype.name} here keeps the embedding table and the output head at 16 bits "
-                         f"(data/dtypes.yaml): {fmt.gigabytes(rl.weight_bytes(model, dtype), short=True)} of weights, "
-                         f"not {fmt.gigabytes(rl.weight_bytes(model, dtype, True), short=True)}.")
+            notes.append(Note(f"{dtype.name} here keeps the embedding table and the output head at 16 bits: "
+                              f"{fmt.gigabytes(rl.weight_bytes(model, dtype), short=True)} of weights, not "
+                              f"{fmt.gigabytes(rl.weight_bytes(model, dtype, True), short=True)}.",
+                              f"data/dtypes.yaml ({dtype.id}: embeddings_in_format)"))
     if not choice.model.tied_embeddings:
         table, weights = rl.input_embedding_bytes(choice.model, choice.dtype), rl.weight_bytes(choice.model,
                                                                                                choice.dtype)
         if choice.embedding_rows:
-            notes.append(f"A decode step here gathers only its tokens' rows of the input embedding table (the "
-                         f"storyboard's parameters.embedding_reads: rows): {fmt.gigabytes(table, short=True)} of the "
-                         f"weights ({fmt.percent(table / weights, short=True)}) is not read each step.")
+            notes.append(Note(f"A decode step here gathers only its tokens' rows of the input embedding table: "
+                              f"{fmt.gigabytes(table, short=True)} of the weights "
+                              f"({fmt.percent(table / weights, short=True)}) is not read each step.",
+                              "the storyboard's parameters.embedding_reads: rows"))
         else:
-            notes.append(f"A decode step is counted as reading every weight, the whole input embedding table "
-                         f"included (the source's convention: the storyboard's parameters.embedding_reads: table); a "
-                         f"real step gathers only its tokens' rows of it, {fmt.gigabytes(table, short=True)} "
-                         f"({fmt.percent(table / weights, short=True)} of the weights) less.")
+            notes.append(Note(f"A decode step is counted as reading every weight, the whole input embedding table "
+                              f"included (the source's convention); a real step gathers only its tokens' rows of it, "
+                              f"{fmt.gigabytes(table, short=True)} ({fmt.percent(table / weights, short=True)} of the "
+                              f"weights) less.", "the storyboard's parameters.embedding_reads: table"))
     if choice.efficiency:
         notes.append(efficiency_note(choice, catalog))
     if dataset.compared_gpu_is_assumption:
-        notes.append(f"The measured timings ({dataset.id}) are compared with {with_article(measured_gpu)}: "
-                     f"an assumption, since the provider does not publish its hardware.")
+        notes.append(Note(f"The measured timings ({dataset.provider}'s) are compared with "
+                          f"{with_article(measured_gpu)}: an assumption, since the provider does not publish its "
+                          f"hardware.", f"{dataset.path}: compared_gpu"))
     return notes
 
 
@@ -295,22 +301,24 @@ def fitted_efficiency(catalog: Catalog, dataset_id: str, embedding_rows: bool) -
     return Efficiency(fit.compute_efficiency.value, fit.memory_efficiency.value, overhead, dataset_id)
 
 
-def efficiency_note(choice: Choice, catalog: Catalog) -> str:
+def efficiency_note(choice: Choice, catalog: Catalog) -> Note:
     """What the expected numbers assume, for the pages and `film plan`."""
     efficiency = choice.efficiency
     shares = efficiency.shares
     overhead = (f", and {fmt.duration(efficiency.overhead_seconds, short=True)} of every first token's wait outside "
                 f"prefill" if efficiency.overhead_seconds else "")
     if not efficiency.fitted_from:
-        return (f"Expected numbers (EFFICIENCY=) assume {choice.times(choice.gpu.name)} reaches {shares}{overhead}, as "
-                f"given; the ceilings are the datasheet's.")
+        return Note(f"Expected numbers assume {choice.times(choice.gpu.name)} reaches {shares}{overhead}, as given; "
+                    f"the ceilings are the datasheet's.",
+                    f"EFFICIENCY=compute={efficiency.compute:g},memory={efficiency.memory:g}"
+                    + (f",overhead={efficiency.overhead_seconds:g}" if efficiency.overhead_seconds else ""))
     dataset = catalog.measured(efficiency.fitted_from)
     measured_on = catalog.gpu(dataset.compared_gpu)
     carried = ("" if measured_on.id == choice.gpu.id and choice.gpus == 1 else
                f" The shares were measured against {with_article(measured_on)} and are assumed to carry over to "
                f"{choice.times(choice.gpu.name)}.")
-    return (f"Expected numbers (EFFICIENCY={efficiency.fitted_from}): the fit of {dataset.path} reaches "
-            f"{shares}{overhead}.{carried}")
+    return Note(f"Expected numbers: the fit of {dataset.provider}'s measured timings reaches {shares}{overhead}."
+                f"{carried}", f"EFFICIENCY={efficiency.fitted_from} ({dataset.path})")
 
 
 # The most GPUs a film's deployment may span: tensor parallelism stays inside one server.

@@ -558,6 +558,19 @@ class Beat:
 
 
 @dataclass(frozen=True)
+class Note:
+    """Something the film assumes beyond the datasheets: a sentence any reader can follow (`text`, all the film's
+    public page says) and, where a setting decides it, that setting (a data file's field, a storyboard parameter,
+    EFFICIENCY=), which the review page and `film plan` add."""
+
+    text: str
+    setting: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.text} Set by {self.setting}." if self.setting else self.text
+
+
+@dataclass(frozen=True)
 class Plan:
     title: str
     duration: float
@@ -571,7 +584,7 @@ class Plan:
     narration: NarrationSettings
     pronunciations: tuple[tuple[str, str], ...]
     beats: tuple[Beat, ...]
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[Note, ...] = field(default_factory=tuple)
     summary: str = ""  # the film in a sentence, its numbers filled in (the storyboard's film.summary)
     # EFFICIENCY=: the spec sheet at the achieved ceilings, and every number of `numbers` at them (None: the ceilings
     # only)

@@ -23,9 +23,19 @@ class Source:
 URL = re.compile(r"https?://[^\s,;]+")
 
 
-def sources_of(plan: Plan) -> dict[str, Source]:
-    """Where each kind of input comes from, as data/ and the storyboard cite it."""
+def sources_of(plan: Plan, public: bool = False) -> dict[str, Source]:
+    """Where each kind of input comes from, as data/ and the storyboard cite it; `public`: as the film's page says it,
+    without the project's files and settings (the storyboard, EFFICIENCY=, a dataset's path)."""
     choice, dataset = plan.choice, plan.measured.dataset
+    if public:
+        cited = {GPU: (f"{choice.gpu.name} datasheet", choice.gpu.source),
+                 COMPARE: (f"{choice.compare_gpu.name} datasheet", choice.compare_gpu.source),
+                 INTERCONNECT: (f"{choice.gpu.name} interconnect", choice.gpu.interconnect_source),
+                 MODEL: (f"{choice.model.name} config", choice.model.source),
+                 DTYPE: (f"{choice.dtype.name} format", choice.dtype.source),
+                 MEASURED: (f"measured: {dataset.provider}", dataset.source
+                            + (f" (measured {dataset.measured_on})" if dataset.measured_on else ""))}
+        return {kind: source_of(kind, label, text) for kind, (label, text) in cited.items()}
     cited = {
         GPU: (f"{choice.gpu.name} datasheet", choice.gpu.source),
         COMPARE: (f"{choice.compare_gpu.name} datasheet", choice.compare_gpu.source),
@@ -38,12 +48,13 @@ def sources_of(plan: Plan) -> dict[str, Source]:
         EFFICIENCY: ("EFFICIENCY=", f"expected numbers at {choice.efficiency.described}" if choice.efficiency
                      else "not given: every number is a ceiling"),
     }
-    found = {}
-    for kind, (label, text) in cited.items():
-        text = " ".join(text.split())
-        link = URL.search(text)
-        found[kind] = Source(kind, label, text, link.group(0).rstrip(".,;)") if link else "")
-    return found
+    return {kind: source_of(kind, label, text) for kind, (label, text) in cited.items()}
+
+
+def source_of(kind: str, label: str, text: str) -> Source:
+    text = " ".join(text.split())
+    link = URL.search(text)
+    return Source(kind, label, text, link.group(0).rstrip(".,;)") if link else "")
 
 
 @dataclass
@@ -60,15 +71,16 @@ class NumberRow:
     beats: list[str]
 
 
-def number_row(plan: Plan, path: str, value, written_as: str = "", beats: list[str] | None = None) -> NumberRow:
+def number_row(plan: Plan, path: str, value, written_as: str = "", beats: list[str] | None = None,
+               public: bool = False) -> NumberRow:
     """The row of `path`, whose value is `value` (a plan number, or one the page's controls reach, already
-    written as `written_as`)."""
+    written as `written_as`); `public`: citing only the sources the film's page lists (sources_of's public ones)."""
     explanation = EXPLANATIONS.get(path) or Explanation("", "", (), ())
-    sources = sources_of(plan)
+    sources = sources_of(plan, public)
     return NumberRow(
         path, explanation.meaning, written_as or written(value, unit_of(path)), exact(value), explanation.formula,
         [(name, written(value_at(plan, name), unit_of(name))) for name in explanation.inputs],
-        [sources[kind] for kind in explanation.sources], beats or [])
+        [sources[kind] for kind in explanation.sources if kind in sources], beats or [])
 
 
 READABLE = {

@@ -230,7 +230,8 @@ def sent_fields(item) -> list[str]:
 
 def number_rows(plan: Plan, explorer: Explorer) -> list[NumberRow]:
     values = shown_at_start(explorer)
-    return [number_row(plan, path, values[name], written_as=values[name]) for name, path in PAGE_NUMBERS.items()]
+    return [number_row(plan, path, values[name], written_as=values[name], public=True)
+            for name, path in PAGE_NUMBERS.items()]
 
 
 def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions: str, has_poster: bool) -> str:
@@ -243,7 +244,8 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
              for number, beat in enumerate(beats, 1)]
     return web.render(
         TEMPLATE, title=plan.title, label=plan.choice.long_label, summary=plan.summary, duration=plan.duration,
-        beats=beats, steps=steps, transcript=beats, glossary=GLOSSARY, sources=sources_of(plan).values(),
+        beats=beats, steps=steps, transcript=beats, glossary=GLOSSARY,
+        sources=sources_of(plan, public=True).values(),
         notes=plan.notes, formulas=page_formulas(plan), explorer=explorer, axes=chart_axes(), has_poster=has_poster,
         rows=number_rows(plan, explorer),
         gpu_names={gpu: next(v.gpu for v in explorer.deployments.values() if v.key.startswith(gpu + "/"))
