@@ -88,7 +88,7 @@ def description_text(plan: Plan) -> str:
              + (f"; the expected ones at {plan.choice.efficiency.described}." if plan.choice.efficiency else "."), "",
              "Sources", *[f"- {line}" for line in sources(plan)]]
     if plan.notes:
-        parts += ["", "Notes", *[f"- {note}" for note in plan.notes]]
+        parts += ["", "Notes", *[f"- {note.text}" for note in plan.notes]]  # (the settings are the project's)
     # Each part one line, whatever a name or a source holds: nothing can add a chapter line.
     return "\n".join(map(description_line, parts)) + "\n"
 
