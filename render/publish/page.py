@@ -139,12 +139,19 @@ def compact(explorer: Explorer) -> dict:
     }
 
 
+def tick_label(decade: float) -> str:
+    """An axis decade as the film's charts write it: 0.1, 1, 10, 100, 1k, 10k, 100k, 1M."""
+    if decade >= 1e6:
+        return f"{decade / 1e6:g}M"
+    return f"{decade / 1e3:g}k" if decade >= 1e3 else fmt.plain(decade)
+
+
 def chart_axes() -> dict:
     """The chart's decade ticks, placed by the same function as its points."""
     low, high = INTENSITY_RANGE
     x_ticks, decade = [], low
     while decade <= high * 1.001:
-        x_ticks.append({"at": chart_point(decade, FLOPS_RANGE[0])[0], "label": fmt.plain(decade)})
+        x_ticks.append({"at": chart_point(decade, FLOPS_RANGE[0])[0], "label": tick_label(decade)})
         decade *= 10
     y_ticks, decade = [], FLOPS_RANGE[0]
     while decade <= FLOPS_RANGE[1] * 1.001:
