@@ -188,9 +188,12 @@ def extract_frame(video: Path, frame_index: int, out_path: Path) -> Path:
     return out_path
 
 
-def frame_at(video: Path, seconds: float, out_path: Path, width: int | None = None) -> Path:
-    """The frame shown `seconds` into a video, as a PNG or JPEG (scaled to `width`), written atomically."""
-    scale = {"vf": f"scale={width}:-2", "q:v": 4} if width else {}
+def frame_at(video: Path, seconds: float, out_path: Path, width: int | None = None, jpeg_quality: int = 4) -> Path:
+    """The frame shown `seconds` into a video, as a PNG or JPEG (scaled to `width`; a JPEG at ffmpeg's `q:v`, 2 best
+    to 31), written atomically."""
+    scale = {"vf": f"scale={width}:-2"} if width else {}
+    if Path(out_path).suffix.lower() in (".jpg", ".jpeg"):
+        scale["q:v"] = jpeg_quality
     with atomic_path(out_path) as temporary:
         run(ffmpeg.input(str(video), ss=f"{seconds:.3f}").output(str(temporary), vframes=1, **scale),
             f"extracting the frame at {seconds:.2f} s of {video.name}")

@@ -615,3 +615,26 @@ def test_the_charts_labels_never_clash_and_its_axes_hold_every_stop(browser, pag
         browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
         browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                 {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
+
+
+def test_stills_are_the_films_own_frames_and_open_full_size(browser, pages):
+    """Issue 43: a step's still is cut at the film's own resolution (it was 640 px, shown about 1,000 px wide), has
+    its width and height set, and is a link to itself (a phone can enlarge it); the transcript's phrases are links
+    that wrap as words do, one paragraph a beat."""
+    from render.media import probe
+
+    page, plan = pages["default"]
+    video = next(stream for stream in probe(page.parent / "film.mp4")["streams"] if stream["codec_type"] == "video")
+    for still in sorted((page.parent / "stills").glob("*.jpg")):
+        with Image.open(still) as image:
+            assert image.size == (video["width"], video["height"]), still
+    browser.get(page.as_uri())
+    images = browser.execute_script("return Array.from(document.querySelectorAll('.step img.still')).map(i => "
+                                    "[i.getAttribute('width'), i.getAttribute('height'), i.closest('a').getAttribute("
+                                    "'href') === i.getAttribute('src')]);")
+    assert len(images) == len(plan.beats)
+    assert all(image == [str(video["width"]), str(video["height"]), True] for image in images), images
+    paragraphs = browser.find_elements("css selector", ".transcript p")
+    assert len(paragraphs) == len(plan.beats)
+    assert all(p.find_elements("css selector", "a.clause") for p in paragraphs)
+    assert browser.execute_script("return getComputedStyle(document.querySelector('a.clause')).display;") == "inline"

@@ -138,7 +138,7 @@ def test_the_page_plays_the_film_with_captions_chapters_and_transcript(browser, 
     assert wait_for(browser, "var c = document.querySelectorAll('button.chapter')[3];"
                              "return c.getAttribute('aria-current') === 'true';")
     clause = plan.beats[5].timing.clauses[1]
-    button = next(b for b in browser.find_elements("css selector", "button.clause") if b.text == clause.text)
+    button = next(b for b in browser.find_elements("css selector", "a.clause") if b.text == clause.text)
     browser.execute_script("arguments[0].scrollIntoView();", button)
     button.click()
     assert wait_for(browser, "return document.getElementById('film').currentTime;") == pytest.approx(clause.start,

@@ -34,7 +34,7 @@ from render.publish.web import beat_views, captions_url
 from scenes import style
 
 TEMPLATE = "page.html"
-STILL_WIDTH = 640
+STILL_QUALITY = 5  # ffmpeg's JPEG q:v: nine 1080p stills and the poster within the page's 2.5 MB of pictures
 
 # The words you will hear, in the project's own words (the numbers are the film's, on the page beside them).
 GLOSSARY = (
@@ -182,9 +182,15 @@ def make_page(plan: Plan, explorer: Explorer, film: Path, say: Callable[[str], N
             cues = sorted((beat.timing.cues if beat.timing else {}).values())
             at = min(max([cue for cue in cues if cue < beat.end - 0.6], default=beat.start) + 0.5, beat.end - 0.4)
             name = f"stills/{beat.id}.jpg"
-            media.frame_at(film, at, work / name, width=STILL_WIDTH)
+            media.frame_at(film, at, work / name, jpeg_quality=STILL_QUALITY)  # the film's own resolution
             stills[beat.id] = name
-        write_atomic(work / "index.html", render_page(plan, explorer, stills, captions, poster.is_file()))
+        still_size = (0, 0)
+        if stills:
+            from PIL import Image
+
+            with Image.open(work / next(iter(stills.values()))) as first:
+                still_size = first.size
+        write_atomic(work / "index.html", render_page(plan, explorer, stills, captions, poster.is_file(), still_size))
         replace_folder(work, final)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -241,7 +247,8 @@ def number_rows(plan: Plan, explorer: Explorer) -> list[NumberRow]:
             for name, path in PAGE_NUMBERS.items()]
 
 
-def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions: str, has_poster: bool) -> str:
+def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions: str, has_poster: bool,
+                still_size: tuple[int, int] = (1920, 1080)) -> str:
     beats = beat_views(plan)
     steps = [{"number": number, "id": beat["id"], "title": beat["title"], "start": beat["start"],
               "narration": beat["narration"], "still": stills.get(beat["id"], ""),
@@ -250,7 +257,8 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
               "readout": [line for control in STEP_CONTROLS.get(beat["id"], ()) for line in CONTROL_READOUTS[control]]}
              for number, beat in enumerate(beats, 1)]
     return web.render(
-        TEMPLATE, title=plan.title, label=plan.choice.long_label, summary=plan.summary, duration=plan.duration,
+        TEMPLATE, still_size=still_size, title=plan.title, label=plan.choice.long_label, summary=plan.summary,
+        duration=plan.duration,
         beats=beats, steps=steps, transcript=beats, glossary=GLOSSARY,
         sources=sources_of(plan, public=True).values(),
         notes=plan.notes, formulas=page_formulas(plan), explorer=explorer, axes=chart_axes(), has_poster=has_poster,

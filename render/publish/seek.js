@@ -4,8 +4,11 @@
   var video = document.getElementById("film");
   if (!video) { return; }
   var chapters = Array.prototype.slice.call(document.querySelectorAll("button.chapter"));
-  document.querySelectorAll("button.seek, button.clause").forEach(function (button) {
-    button.addEventListener("click", function () { video.currentTime = Number(button.dataset.start); });
+  document.querySelectorAll("button.seek, a.clause").forEach(function (control) {
+    control.addEventListener("click", function (event) {
+      event.preventDefault();  // (a phrase is a link to the film, for Enter and for the reader's eye: it seeks)
+      video.currentTime = Number(control.dataset.start);
+    });
   });
   function mark() {
     var now = video.currentTime, current = null;
