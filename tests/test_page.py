@@ -638,3 +638,32 @@ def test_stills_are_the_films_own_frames_and_open_full_size(browser, pages):
     assert len(paragraphs) == len(plan.beats)
     assert all(p.find_elements("css selector", "a.clause") for p in paragraphs)
     assert browser.execute_script("return getComputedStyle(document.querySelector('a.clause')).display;") == "inline"
+
+
+def test_the_formulas_are_set_in_the_shipped_sans_maths_face(browser, pages):
+    """Issue 43: every glyph of every formula is drawn from Noto Sans Math (shipped inside the page, cut to what its
+    formulas use, with the MATH table MathML is laid out by) or, for words, the labels' Inter: never a serif
+    fallback (Chromium's own maths face is one). Asked of the browser itself: the fonts it used for each node."""
+    import base64
+    import io
+
+    from fontTools.ttLib import TTFont
+
+    for name in ("default", "mixtral-x2"):
+        page, _ = pages[name]
+        embedded = re.search(r'font-family: "Noto Sans Math"; src: url\(data:font/woff2;base64,([^)]+)\)',
+                             page.read_text())
+        font = TTFont(io.BytesIO(base64.b64decode(embedded.group(1))))
+        assert "MATH" in font and len(font.getGlyphOrder()) < 1_000  # cut to the page's formulas (3,033 whole)
+        browser.get(page.as_uri())
+        browser.execute_script("return document.fonts.ready;")
+        browser.execute_cdp_cmd("DOM.enable", {})
+        browser.execute_cdp_cmd("CSS.enable", {})
+        root = browser.execute_cdp_cmd("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+        nodes = browser.execute_cdp_cmd("DOM.querySelectorAll", {"nodeId": root, "selector":
+                                        "main math mi, main math mo, main math mn, main math mtext"})["nodeIds"]
+        used: dict[str, int] = {}
+        for node in nodes:
+            for face in browser.execute_cdp_cmd("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]:
+                used[face["familyName"]] = used.get(face["familyName"], 0) + face["glyphCount"]
+        assert len(nodes) > 40 and set(used) == {"Noto Sans Math", "Inter"}, (name, used)

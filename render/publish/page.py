@@ -30,6 +30,7 @@ from render.plan.explorer import (CHART_HEIGHT, CHART_LEFT, CHART_MARGIN, CHART_
 from render.plan.types import Plan
 from render.publish import web
 from render.publish.explain import NumberRow, fit_view, number_row, sources_of
+from render.publish.mathfont import MATH_FONT, characters_of, math_font_css
 from render.publish.web import beat_views, captions_url
 from scenes import style
 
@@ -111,9 +112,15 @@ def page_formulas(plan: Plan) -> dict[str, dict]:
 
 def compact(explorer: Explorer) -> dict:
     """The explorer as the page's script reads it: each stop a list of values in a fixed field order (named
-    once), so the page stays small."""
+    once), each text written once in `strings` and sent as its index there ("memory", "5.4 ms" recur thousands of
+    times), so the page stays small."""
+    strings: dict[str, int] = {}
+
+    def interned(value):
+        return strings.setdefault(value, len(strings)) if isinstance(value, str) else value
+
     def rows(items) -> list:
-        return [[getattr(item, name) for name in sent_fields(item)] for item in items]
+        return [[interned(getattr(item, name)) for name in sent_fields(item)] for item in items]
 
     any_view = next(iter(explorer.deployments.values()))
     views = {}
@@ -136,6 +143,7 @@ def compact(explorer: Explorer) -> dict:
         "fields": {"prefill": sent_fields(any_view.prefill[0]), "decode": sent_fields(any_view.decode[0][0]),
                    "answer": sent_fields(any_view.answers[0][0])},
         "deployments": views,
+        "strings": list(strings),
     }
 
 
@@ -250,6 +258,8 @@ def number_rows(plan: Plan, explorer: Explorer) -> list[NumberRow]:
 def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions: str, has_poster: bool,
                 still_size: tuple[int, int] = (1920, 1080)) -> str:
     beats = beat_views(plan)
+    formulas_shown = page_formulas(plan)
+    formula_characters = "".join(characters_of(block["mathml"]) for block in formulas_shown.values())
     steps = [{"number": number, "id": beat["id"], "title": beat["title"], "start": beat["start"],
               "narration": beat["narration"], "still": stills.get(beat["id"], ""),
               "formula": STEP_FORMULAS.get(beat["id"], "latency"), "controls": " ".join(STEP_CONTROLS.get(beat["id"],
@@ -257,11 +267,12 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
               "readout": [line for control in STEP_CONTROLS.get(beat["id"], ()) for line in CONTROL_READOUTS[control]]}
              for number, beat in enumerate(beats, 1)]
     return web.render(
-        TEMPLATE, still_size=still_size, title=plan.title, label=plan.choice.long_label, summary=plan.summary,
+        TEMPLATE, still_size=still_size, math_font=math_font_css(formula_characters), math_face=MATH_FONT,
+        title=plan.title, label=plan.choice.long_label, summary=plan.summary,
         duration=plan.duration,
         beats=beats, steps=steps, transcript=beats, glossary=GLOSSARY,
         sources=sources_of(plan, public=True).values(),
-        notes=plan.notes, formulas=page_formulas(plan), explorer=explorer, axes=chart_axes(), has_poster=has_poster,
+        notes=plan.notes, formulas=formulas_shown, explorer=explorer, axes=chart_axes(), has_poster=has_poster,
         rows=number_rows(plan, explorer),
         gpu_names={gpu: next(v.gpu for v in explorer.deployments.values() if v.key.startswith(gpu + "/"))
                    for gpu in explorer.gpus},
