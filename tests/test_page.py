@@ -667,3 +667,31 @@ def test_the_formulas_are_set_in_the_shipped_sans_maths_face(browser, pages):
             for face in browser.execute_cdp_cmd("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]:
                 used[face["familyName"]] = used.get(face["familyName"], 0) + face["glyphCount"]
         assert len(nodes) > 40 and set(used) == {"Noto Sans Math", "Inter"}, (name, used)
+
+
+@pytest.mark.parametrize("name", ["default", "a100-qwen"])
+def test_the_page_passes_an_accessibility_audit_at_both_widths(browser, pages, name):
+    """Issue 43: Deque's axe-core (4.9, bundled by selenium-axe-python: nothing downloaded) finds no violation on the
+    page at 1280 and 375 px, reading it whole and step by step (a step's copies of the controls included)."""
+    from selenium_axe_python import Axe
+
+    page, _ = pages[name]
+    try:
+        for width, height, mobile in ((1280, 800, False), (375, 812, True)):
+            browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                    {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
+            browser.get(page.as_uri())
+            for view in ("whole", "step by step"):
+                if view == "step by step":
+                    browser.find_element("id", "read-steps").click()
+                    browser.find_element("id", "step-next").click()
+                axe = Axe(browser)
+                axe.inject()
+                results = axe.run()
+                violations = [(rule["id"], rule["help"], [node["target"] for node in rule["nodes"]][:3])
+                              for rule in results["violations"]]
+                assert violations == [], (width, view, violations)
+                assert len(results["passes"]) > 30  # (it ran its rules)
+    finally:
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
