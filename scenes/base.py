@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from manim import FadeIn, FadeOut, Scene, config
+from manim import FadeIn, FadeOut, Scene, Wait, config
 from manim.utils.exceptions import EndSceneEarlyException
 from manim.utils.iterables import list_update
 
@@ -59,6 +59,21 @@ class BeatView:
                    previous, following, plan.beats[position - 1].title if position > 0 else None)
 
 
+def shown_counters(mobjects) -> list[tuple[str, str, str, str]]:
+    """Each counter on screen (scenes/helpers.py's Counter, found through its value, which names it: a play splits
+    the groups its objects were added in) as Counter.counter_state says it."""
+    found, seen = [], set()
+    for mobject in mobjects:
+        for part in mobject.get_family():
+            counter = part.__dict__.get("counter")
+            if counter is not None and id(counter) not in seen:
+                seen.add(id(counter))
+                state = counter.counter_state()
+                if state is not None:
+                    found.append(state)
+    return found
+
+
 class BeatScene(Scene):
     """A beat: builds its picture in narration order and lasts exactly its slot.
 
@@ -96,6 +111,13 @@ class BeatScene(Scene):
         played frame by frame, drawing from its first frame; the render stops after the play holding its last."""
         self.stills_wanted = sorted(set(stills))
         self.stills: dict[int, np.ndarray] = {}
+        # When each cue's picture has settled: the frame from which everything played for it (from the cue until
+        # the next, ambient motion and holds aside) has ended. Stills are taken there (render/video/beats.py).
+        self.moments: dict[str, int] = {}
+        self.playing_for: str | None = None   # the cue whose animations are being played
+        self.ambient_playing = False          # the ambient motion (or a looped payoff) is what plays now
+        self.counter_states: dict[int, list[tuple[str, str, str, str]]] = {}  # still frame -> each shown counter's
+                                                                               # state (Counter.counter_state)
         self.frames_in_play = 0
         self.part = part
         self.frame_in_play = 0  # frames of the current play handed to the renderer so far
@@ -184,6 +206,9 @@ class BeatScene(Scene):
             return
         frames = min(budget, max(1, round(run_time * config.frame_rate)))
         asked = 1 if frames == 1 else frames - 0.5  # Manim refuses less than one frame
+        if self.playing_for and not (self.closing or self.ambient_playing
+                                     or all(isinstance(animation, Wait) for animation in animations)):
+            self.moments[self.playing_for] = self.frames_done + frames
         self.frames_in_play = frames
         self.frame_in_play = 0
         if self.checks_layout:
@@ -243,6 +268,7 @@ class BeatScene(Scene):
         moving = self.moving_mobjects or list_update(self.mobjects, self.foreground_mobjects)
         camera.capture_mobjects(moving, include_submobjects=True)
         self.stills[frame] = camera.pixel_array.copy()
+        self.counter_states[frame] = shown_counters(self.mobjects)
 
     def check_safe_area(self) -> None:
         """Note anything visible outside the safe area, for the render's result."""
@@ -291,18 +317,24 @@ class BeatScene(Scene):
     def repeat_until(self, name: str, animations: Callable[[], Iterable], run_time: float, leaving: float) -> None:
         """Play the animations `animations()` makes, again and again, while more than `leaving` seconds remain
         before cue `name` (a payoff that keeps going until the beat's end; Motion Canvas's loopUntil)."""
-        while self.seconds_until(name) > leaving:
-            self.play(*animations(), run_time=run_time)
+        self.ambient_playing = True  # (a loop that keeps going: the picture it moves has settled)
+        try:
+            while self.seconds_until(name) > leaving:
+                self.play(*animations(), run_time=run_time)
+        finally:
+            self.ambient_playing = False
 
     def hold_for_payoff(self, payoff: float, offset: float = 0.1) -> None:
         """Wait for the speech to end (plus `offset`) before a payoff of `payoff` seconds, but no
         later than leaves it time to finish: a long narration (a big deployment's extra clause)
         must not cut the payoff short, since the next beat starts from its finished picture."""
         self.wait_for(min(self.cue("speech-end") + offset, self.cue("end") - payoff - 0.05) - self.now)
+        self.playing_for = "speech-end"
 
     def hold_until(self, name: str, offset: float = 0.0) -> None:
         """Keep the picture as it is until cue `name` (plus `offset` seconds), if that is still ahead."""
         self.wait_for(self.cue(name) + offset - self.now)
+        self.playing_for = name
 
     def frame_budget(self) -> int:
         """The frame the beat's own animations must end by: its last when it hands its whole picture over, or
@@ -315,7 +347,11 @@ class BeatScene(Scene):
         """Let `seconds` pass (in whole frames): still when short, filled with the ambient motion when long."""
         while self.ambient is not None and seconds >= MAX_STILL:
             before = self.frames_done
-            self.play(self.ambient(), run_time=AMBIENT_SECONDS)
+            self.ambient_playing = True
+            try:
+                self.play(self.ambient(), run_time=AMBIENT_SECONDS)
+            finally:
+                self.ambient_playing = False
             if self.frames_done == before:
                 return
             seconds -= (self.frames_done - before) / config.frame_rate
@@ -332,6 +368,7 @@ class BeatScene(Scene):
         """
         start = max(self.now, self.cue(name) + offset - lead)
         self.wait_for(start - self.now)
+        self.playing_for = name
         if until is not None:
             run_time = self.cue(until) - lead - self.now
         run_time = max(self.frame, min(run_time, self.cue("end") - self.now))

@@ -331,6 +331,9 @@ class Counter(VGroup):
                  color: str = TEXT, size: float = NUMBER_SIZE, **kwargs):
         super().__init__(**kwargs)
         self.tracker = ValueTracker(start)
+        self.target = start  # the value it counts to (what it shows once its count has landed)
+        self.counted_from = start  # the value its latest count began from
+        self.caption_words = caption
         self.shown = ValueTracker(0.0)
         self.formatter = formatter
         self.caption = get_text(caption, SMALL_SIZE, MUTED).set_opacity(0)
@@ -340,6 +343,7 @@ class Counter(VGroup):
         # counting beat's time): the frame's value becomes a copy of it, placed and faded as the frame needs.
         self.laid_out: dict[str, Text] = {}
         self.value = self._value_text().copy()
+        self.value.counter = self
         self.shows: tuple = ()  # what the value was last made to show, and the arrays it was drawn from
         self.value.add_updater(self._follow)
         self.add(self.caption, self.value)
@@ -360,6 +364,7 @@ class Counter(VGroup):
             return
         value.become(self._value_text())
         value.original_text = wanted[0]  # become() takes the shapes only; the words go with them
+        value.counter = self  # (a play splits the group the value was added in: its counter is found through it)
         self.shows = (wanted, [(part.points, part.fill_rgbas, part.stroke_rgbas)
                                for part in value.family_members_with_points()])
 
@@ -367,7 +372,15 @@ class Counter(VGroup):
         return AnimationGroup(self.caption.animate.set_opacity(1), self.shown.animate.set_value(1))
 
     def count_to(self, value: float) -> Animation:
-        return self.tracker.animate.set_value(value)
+        return CountTo(self, value)
+
+    def counter_state(self) -> tuple[str, str, str, str] | None:
+        """(its caption, the words it shows, the words of its target, the words it counted from) while it is shown;
+        None while hidden. Settled: it shows its target, or (its count not yet under way) what it counts from."""
+        if self.shown.get_value() < 0.99:
+            return None
+        return (self.caption_words, self.formatter(self.tracker.get_value()), self.formatter(self.target),
+                self.formatter(self.counted_from))
 
     def final_width(self, value: float) -> float:
         """How wide the value will be once it shows `value`."""
@@ -376,6 +389,7 @@ class Counter(VGroup):
     def showing(self, value: float) -> "Counter":
         """Its value set (without animating) to `value`: to lay it out at the width it will have."""
         self.tracker.set_value(value)
+        self.target = self.counted_from = value
         self.value.update()
         return self
 
@@ -384,6 +398,24 @@ class Counter(VGroup):
         self.shown.set_value(1)
         self.caption.set_opacity(1)
         return self.showing(value)
+
+
+class CountTo(Animation):
+    """A counter's count to `value`, eased as the scene's moves are. Its target is set as the count begins, not when
+    the animation is made (a scene makes it before waiting for its cue): a still taken before it shows the counter
+    settled on its last value, one taken during it a count in flight."""
+
+    def __init__(self, counter: Counter, value: float, **kwargs):
+        self.counter, self.value, self.start = counter, value, counter.tracker.get_value()
+        super().__init__(counter.tracker, **kwargs)
+
+    def begin(self) -> None:
+        self.start = self.counter.tracker.get_value()
+        self.counter.target, self.counter.counted_from = self.value, self.start
+        super().begin()
+
+    def interpolate_mobject(self, alpha: float) -> None:
+        self.counter.tracker.set_value(self.start + (self.value - self.start) * self.rate_func(alpha))
 
 
 class Labelled(VGroup):

@@ -31,6 +31,7 @@ from render.plan.types import Plan
 from render.publish import web
 from render.publish.explain import NumberRow, fit_view, number_row, sources_of
 from render.publish.mathfont import MATH_FONT, characters_of, math_font_css
+from render.video.settling import settled_of, settled_time
 from render.publish.web import beat_views, captions_url
 from scenes import style
 
@@ -147,6 +148,15 @@ def compact(explorer: Explorer) -> dict:
     }
 
 
+def beat_picture_time(beat, settled: dict[str, float]) -> float:
+    """When a beat's step shows it: its picture once the last thing it set moving has ended (as the render recorded),
+    else half a second after its last cue, before its closing fade."""
+    if settled:
+        return min(settled_time(beat, max(settled.values())), beat.end - 0.4)
+    cues = sorted((beat.timing.cues if beat.timing else {}).values())
+    return min(max([cue for cue in cues if cue < beat.end - 0.6], default=beat.start) + 0.5, beat.end - 0.4)
+
+
 def tick_label(decade: float) -> str:
     """An axis decade as the film's charts write it: 0.1, 1, 10, 100, 1k, 10k, 100k, 1M."""
     if decade >= 1e6:
@@ -184,11 +194,10 @@ def make_page(plan: Plan, explorer: Explorer, film: Path, say: Callable[[str], N
         poster = folder / "poster.png"
         if poster.is_file():
             link_or_copy(poster, work / "poster.png")
-        stills = {}
+        stills, settled = {}, settled_of(film)
         for index, beat in enumerate(plan.beats, 1):
             say(f"page: stills {index}/{len(plan.beats)}")
-            cues = sorted((beat.timing.cues if beat.timing else {}).values())
-            at = min(max([cue for cue in cues if cue < beat.end - 0.6], default=beat.start) + 0.5, beat.end - 0.4)
+            at = beat_picture_time(beat, settled.get(beat.id, {}))
             name = f"stills/{beat.id}.jpg"
             media.frame_at(film, at, work / name, jpeg_quality=STILL_QUALITY)  # the film's own resolution
             stills[beat.id] = name

@@ -28,6 +28,7 @@ from render.plan.types import Plan
 from render.publish import web
 from render.publish.explain import NumberRow, fit_view, number_row, sources_of
 from render.publish.web import beat_views, captions_url
+from render.video.settling import settled_of, settled_time
 from render.specs.yamlio import display_path
 
 TEMPLATE = "review.html"
@@ -78,17 +79,32 @@ def make_review(plan: Plan, film: Path, shown: dict[str, list[str]], build_dir: 
     return final / "index.html"
 
 
-def still_times(beat) -> list[tuple[str, float, float]]:
+def still_times(beat, settled: dict[str, float] | None = None) -> list[tuple[str, float, float]]:
     """(cue, its film time, the still's film time) of each cue of a beat, in order: the review page's stills and
-    the studio's are taken then."""
+    the studio's are taken then. Where the render recorded when the cue's picture settles (`settled`: seconds into
+    the beat), there: every count-up and swap it started has ended; else STILL_DELAY after the cue."""
     cues = sorted((beat.timing.cues if beat.timing else {}).items(), key=lambda item: item[1])
-    return [(cue, at, min(at + STILL_DELAY, beat.end - 0.1)) for cue, at in cues if cue != "end"]
+    times, landed = [], 0.0  # (seconds into the beat by which everything set moving so far has ended)
+    for cue, at in cues:
+        if cue == "end":
+            continue
+        if settled:
+            # A cue that starts nothing itself (one an animation runs until) shows the picture as it is then, once
+            # what earlier cues set moving has ended.
+            moment = settled.get(cue, max(at - beat.start, landed))
+            landed = max(landed, moment)
+            still = settled_time(beat, moment)
+        else:
+            still = at + STILL_DELAY
+        times.append((cue, at, min(still, beat.end - 0.1)))
+    return times
 
 
 def take_stills(plan: Plan, film: Path, work: Path, say: Callable[[str], None]) -> list[Still]:
     wanted = []
+    settled = settled_of(film)
     for beat in plan.beats:
-        for cue, _, at in still_times(beat):
+        for cue, _, at in still_times(beat, settled.get(beat.id)):
             name = f"stills/{beat.id}--{cue}.jpg"
             wanted.append(Still(beat.id, cue, at, name, f"{beat.title} at {fmt.timestamp(round(at, 1))}, "
                                                          f"when the voice reaches '{cue}'"))

@@ -306,14 +306,21 @@ class Studio:
         """The beat's view with this plan's words, cues and numbers (its pictures as they were)."""
         beat = plan.beat(beat_id)
         old = self.views.get(beat_id)
-        cues = [{"name": cue, "at": round(still - beat.start, 2), "clause": clause_at(beat, at)}
-                for cue, at, still in still_times(beat)]
-        view = BeatView(beat.id, beat.title, fmt.timestamp(round(beat.start)), beat.narration, cues)
+        view = BeatView(beat.id, beat.title, fmt.timestamp(round(beat.start)), beat.narration,
+                        self.cues_of(plan, beat_id))
         if old is not None:
             for name in ("stills", "clip", "status", "stale", "why", "timing", "findings", "problem"):
                 setattr(view, name, getattr(old, name))
         view.numbers = self.numbers_of(plan, beat_id)
         return view
+
+    def cues_of(self, plan: Plan, beat_id: str) -> list[dict]:
+        """Each cue, the moment its still is taken (once its picture has settled, where a render of the beat as it
+        is now recorded when: review.still_times) and the words then."""
+        beat = plan.beat(beat_id)
+        settled = self.cache.settled(plan, beat_id, self.quality)
+        return [{"name": cue, "at": round(still - beat.start, 2), "clause": clause_at(beat, at)}
+                for cue, at, still in still_times(beat, settled)]
 
     def reads_of(self, plan: Plan, beat_id: str) -> list[str] | None:
         """What the beat's scene read when last drawn: here, or (its code and words as they are) by any render."""
@@ -383,7 +390,22 @@ class Studio:
                 while unvoiced and narration.levelling.done:
                     beat_id, result = unvoiced.pop(0)
                     finished[beat_id].add("clip")
+                    # The clip's render recorded when each cue's picture settles: stills taken before that was known
+                    # (an edited beat) are taken again there, before the beat is ready.
+                    view = self.views[beat_id]
+                    before = {cue["name"]: cue["at"] for cue in view.cues}
                     self.finish(plan, narration, beat_id, "clip", result, [], finished[beat_id], saved_at, version)
+                    moved = [cue for cue in self.cues_of(plan, beat_id) if before.get(cue["name"]) != cue["at"]]
+                    if moved and "problem" not in result:
+                        view.cues = [next((m for m in moved if m["name"] == cue["name"]), cue) for cue in view.cues]
+                        names = [f"{beat_id}--{cue['name']}-{version}-settled.png" for cue in moved]
+                        drawings.submit((beat_id, "stills", moved), draw_stills, plan_json, beat_id,
+                                        [cue["at"] for cue in moved], names, self.quality.name,
+                                        str(self.folder / "media"), str(self.cache_folder))
+                        stills_left[beat_id] = stills_left.get(beat_id, 0) + 1
+                        finished[beat_id].discard("stills")
+                        view.status = "drawing stills"
+                        self.publish("beat", asdict(view))
         finally:
             self.stop_drawing()
 
@@ -409,7 +431,8 @@ class Studio:
         else:
             if "render" in result:
                 render = result["render"]
-                self.cache.store(plan, beat_id, self.quality, render.video, list(render.values_read))
+                self.cache.store(plan, beat_id, self.quality, render.video, list(render.values_read),
+                                 dict(render.settled))
                 view.findings = list(render.layout) + [f"outside the safe area: {item}" for item in render.safe_area]
             video = self.cache.lookup(plan, beat_id, self.quality)
             clip = self.folder / "media" / f"{beat_id}-{version}.mp4"

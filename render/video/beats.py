@@ -158,6 +158,7 @@ class BeatRender:
     seconds: float                # wall time of the render
     layout: tuple[str, ...] = ()  # text over text, or text under ~28 px at 1080p (should be nothing)
     frames_layered: int = 0       # frames drawn over their play's still objects (scenes/layers.py)
+    settled: tuple[tuple[str, float], ...] = ()  # (cue, seconds into the beat) once what it set moving has ended
 
 
 # A beat is rendered in this many parts of about equal length, each by its own process where there are
@@ -218,7 +219,7 @@ def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int 
         log.warning("%s: layout: %s", beat_id, problem)
     return BeatRender(beat_id, out_path, frames, tuple(sorted(scene.safe_area_violations)),
                       tuple(sorted(scene.reads)), time.perf_counter() - started, tuple(sorted(scene.layout_problems)),
-                      scene.frames_layered)
+                      scene.frames_layered, settled_moments(scene.moments, fps or q.fps))
 
 
 def join_parts(beat_id: str, renders: list[BeatRender], out_path: Path) -> BeatRender:
@@ -233,9 +234,17 @@ def join_parts(beat_id: str, renders: list[BeatRender], out_path: Path) -> BeatR
     def union(name: str) -> tuple:
         return tuple(sorted({item for render in renders for item in getattr(render, name)}))
 
+    settled: dict[str, float] = {}
+    for render in renders:  # (the last part ran every play of the beat, skipping those before it: it knows them all)
+        settled.update(render.settled)
     return BeatRender(beat_id, Path(out_path), sum(render.frames for render in renders), union("safe_area"),
                       union("values_read"), sum(render.seconds for render in renders), union("layout"),
-                      sum(render.frames_layered for render in renders))
+                      sum(render.frames_layered for render in renders), tuple(sorted(settled.items())))
+
+
+def settled_moments(frames: dict[str, int], fps: int) -> tuple[tuple[str, float], ...]:
+    """Each cue's settled frame as seconds into the beat (a whole number of frames)."""
+    return tuple(sorted((cue, frame / fps) for cue, frame in frames.items()))
 
 
 @functools.cache
@@ -318,9 +327,25 @@ def render_beat(plan: Plan, narration: Path, beat_id: str, quality_name: str, ou
     return dataclasses.replace(render, video=out_path)  # with what the render found (layout, safe area)
 
 
+@dataclass
+class FramesTaken:
+    """Frames of a beat as PNGs, what each frame's counters showed then (Counter.counter_state), and when each
+    cue's picture had settled, of the cues the scene reached before its last frame."""
+
+    paths: list[Path]
+    counters: list[list[tuple[str, str, str, str]]]
+    settled: dict[str, float]
+
+
 def render_frames(plan: Plan, beat_id: str, times: list[float], quality_name: str, out_dir: Path,
                  names: list[str] | None = None, cache: Path | None = None) -> list[Path]:
-    """Frames of one beat at `times` (seconds into the beat), as PNGs: the frames the film shows then.
+    """Frames of one beat at `times` (seconds into the beat), as PNGs: the frames the film shows then."""
+    return take_frames(plan, beat_id, times, quality_name, out_dir, names, cache).paths
+
+
+def take_frames(plan: Plan, beat_id: str, times: list[float], quality_name: str, out_dir: Path,
+                names: list[str] | None = None, cache: Path | None = None) -> FramesTaken:
+    """Frames of one beat at `times` (seconds into the beat), as PNGs, and the counters each shows.
 
     Nothing else is drawn or encoded: the scene runs in Manim's skipping mode to each frame, draws it
     and stops after the last (BeatScene's `stills`), so a still costs the beat's set-up, not its length.
@@ -359,7 +384,8 @@ def render_frames(plan: Plan, beat_id: str, times: list[float], quality_name: st
         with atomic_path(path) as temporary:
             Image.fromarray(scene.stills[frame]).convert("RGB").save(temporary, format="PNG")
         paths.append(path)
-    return paths
+    return FramesTaken(paths, [scene.counter_states.get(frame, []) for frame in wanted],
+                       dict(settled_moments(scene.moments, q.fps)))
 
 
 def render_still(plan: Plan, beat_id: str, at: float, quality_name: str, out_dir: Path,

@@ -157,9 +157,25 @@ class BeatCache(KeyedByReads):
             return None
         return entry.video
 
-    def store(self, plan: Plan, beat_id: str, q: Quality, rendered: Path | bytes, values_read: list[str]) -> Path:
+    def settled(self, plan: Plan, beat_id: str, q: Quality) -> dict[str, float]:
+        """When each cue's picture settles in the cached video (seconds into the beat), as its render recorded;
+        empty when unknown."""
+        values_read = self.known_reads(plan, beat_id, q)
+        if values_read is None:
+            return {}
+        try:
+            settled = json.loads(self.entry(plan, beat_id, q, values_read).meta.read_text())["settled"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
+        if not isinstance(settled, dict):
+            return {}
+        return {cue: float(at) for cue, at in settled.items()
+                if isinstance(cue, str) and isinstance(at, (int, float)) and not isinstance(at, bool)}
+
+    def store(self, plan: Plan, beat_id: str, q: Quality, rendered: Path | bytes, values_read: list[str],
+              settled: dict[str, float] | None = None) -> Path:
         """Put a fresh render into the cache (a file is moved in; a worker's bytes are written
-        atomically): the video, then what vouches for it, then the reads."""
+        atomically): the video, then what vouches for it (and when its cues' pictures settle), then the reads."""
         entry = self.entry(plan, beat_id, q, values_read)
         if isinstance(rendered, bytes):
             data = rendered
@@ -168,7 +184,8 @@ class BeatCache(KeyedByReads):
             data = rendered.read_bytes()
             move(rendered, entry.video)
         write_atomic(entry.meta, json.dumps({"size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-                                             "packets": media.packet_hashes(entry.video)}))
+                                             "packets": media.packet_hashes(entry.video),
+                                             "settled": dict(settled or {})}))
         self.keep_reads(plan, beat_id, q, values_read)
         return entry.video
 

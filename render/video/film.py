@@ -28,6 +28,7 @@ from render.plan.types import Plan
 from render.text import clean_text
 from render.video import beats
 from render.video.cache import CACHE_FORMAT, BeatCache, recorded_packets
+from render.video.settling import SETTLED_FILE, settled_time
 from render.voice.narration import NarrationResult, make_narration
 
 log = logging.getLogger("film")
@@ -138,11 +139,15 @@ def finish_film(narration: NarrationResult, made: BeatVideos, q: beats.Quality, 
     for source in (narration.srt, narration.vtt):
         if source.parent != folder:
             write_atomic(folder / source.name, source.read_bytes())
-    poster = make_poster(film, timed, folder / "poster.png")
-    # What each beat's pictures show, for the review page's numbers (the scenes' recorded reads).
+    # When each cue's picture settles in each beat (as its render recorded): the stills of the poster and the
+    # pages are taken there, never inside a count-up or a swap.
     cache = BeatCache(cache_dir(build_dir))
+    settled = {beat.id: cache.settled(timed, beat.id, q) for beat in timed.beats}
+    poster = make_poster(film, timed, folder / "poster.png", settled)
+    # What each beat's pictures show, for the review page's numbers (the scenes' recorded reads).
     shown = {beat.id: cache.values_read(timed, beat.id, q) for beat in timed.beats}
     write_atomic(folder / "shown.json", json.dumps(shown, indent=1) + "\n")
+    write_atomic(folder / SETTLED_FILE, json.dumps(settled, indent=1) + "\n")
     return FilmResult(timed, film, folder / "film.srt", folder / "film.vtt", poster,
                       float(media.probe(film)["format"]["duration"]), time.perf_counter() - started,
                       list(made.rendered), made.reused,
@@ -257,15 +262,21 @@ def packet_and_decode_problems(path: Path, plan: Plan, q: beats.Quality, videos:
     return problems
 
 
-def poster_moment(plan: Plan) -> tuple[str, float]:
+def poster_moment(plan: Plan, settled: dict[str, dict[str, float]] | None = None) -> tuple[str, float]:
     """The poster's beat and its time in the film: the roofline beat with everything on it, just before the GPU
-    pills."""
+    pills (once its last cue's picture has settled, where the film's render recorded that)."""
     beat = next((b for b in plan.beats if b.id == "roofline"), plan.beats[len(plan.beats) // 2])
+    moments = (settled or {}).get(beat.id, {})
+    told = [moments[cue] for cue in beat.timing.cues if cue in moments]
+    if told:
+        return beat.id, min(beat.end - 0.6, settled_time(beat, max(told)))
     # The last cue's words are written by a second after it, later when the moves before it ran late; the pills
     # start once the speech has ended.
     finished = max(max(beat.timing.cues.values(), default=beat.start) + 1.2, beat.timing.speech_end + 0.05)
     return beat.id, min(beat.end - 0.6, finished)
 
 
-def make_poster(film: Path, plan: Plan, out_path: Path) -> Path:
-    return media.frame_at(film, poster_moment(plan)[1], out_path)
+def make_poster(film: Path, plan: Plan, out_path: Path, settled: dict[str, dict[str, float]] | None = None) -> Path:
+    return media.frame_at(film, poster_moment(plan, settled)[1], out_path)
+
+

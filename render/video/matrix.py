@@ -321,7 +321,8 @@ class FilmMatrix:
             log.warning("%s: outside the safe area: %s", task.beat_id, problem)
         for problem in render.layout:
             log.warning("%s: layout: %s", task.beat_id, problem)
-        video = self.cache.store(task.job.timed, task.beat_id, self.q, render.video, list(render.values_read))
+        video = self.cache.store(task.job.timed, task.beat_id, self.q, render.video, list(render.values_read),
+                                 dict(render.settled))
         render.video.unlink(missing_ok=True)
         self.beats_rendered += 1
         for job in task.waiting:
