@@ -23,6 +23,7 @@ log = logging.getLogger("film")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = PROJECT_ROOT / "data"
 STORYBOARD_PATH = PROJECT_ROOT / "script" / "storyboard.yaml"
+PAGE_SCRIPT_PATH = PROJECT_ROOT / "script" / "page.yaml"  # the film's page in words
 BUILD_DIR = PROJECT_ROOT / "build"
 
 

@@ -46,6 +46,15 @@ def plain(value: float) -> str:
     return text
 
 
+def scientific(value: float, figures: int = 3) -> str:
+    """A number as a formula sets it, mantissa and power of ten: 8,030,261,248 -> '8.03|9' (8.03 × 10⁹)."""
+    exponent = math.floor(math.log10(abs(value))) if value else 0
+    mantissa = significant(value / 10**exponent, figures)
+    if abs(mantissa) >= 10:  # 9.996 rounds up to the next power
+        mantissa, exponent = significant(mantissa / 10, figures), exponent + 1
+    return f"{plain(mantissa)}|{exponent}"
+
+
 def count(value: float) -> str:
     """A whole number as written: 2000 -> '2,000'."""
     return f"{int(round(value)):,}"

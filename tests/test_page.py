@@ -405,8 +405,12 @@ def test_the_review_and_the_page_share_one_frame_and_one_table(pages, cli_tiny_f
         cells = re.findall(r"<td[^>]*>(.*?)</td>", found.group(0), re.S)
         return cells[1] + cells[2]  # what it means and its formula
 
-    assert line_of(html, "spec.peak_flops") == line_of(review, "spec.peak_flops")
-    assert line_of(html, "numbers.prefill.ops") == line_of(review, "numbers.prefill.ops")
+    def without_path(line: str) -> str:  # (the review page names the plan's path; the public page does not)
+        return re.sub(r"<br><code>[\w.]+</code>", "", line)
+
+    for path in ("spec.peak_flops", "numbers.prefill.ops"):
+        assert line_of(html, path) == without_path(line_of(review, path)) != line_of(review, path)
+        assert f"<code>{path}</code>" in review and f"<code>{path}</code>" not in html
 
 
 INJECTED = "</script><script>window.PWNED = 1; document.title = 'PWNED'</script><!--"
@@ -547,6 +551,103 @@ def test_every_formula_says_its_own_number_and_every_sentence_reads(browser, pag
             assert wait(value / (1e3 if unit == "ms" else 1)) == total, (tokens, answer, terms, total)
 
 
+# What the filled formulas show now (the visible variant of each), and a walk over every prompt stop and every batch
+# × cached-length stop reading them (it leaves every slider at its last stop).
+READ_FILLS = """
+function fills() {
+  var o = {many: !document.querySelector('[data-show-if="gpus.many"]').hidden};
+  document.querySelectorAll('[data-fill]').forEach(function (e) {
+    if (!e.closest('[hidden]')) { o[e.dataset.fill] = e.textContent; }
+  });
+  return o;
+}
+"""
+WALK_FILLS = READ_FILLS + """
+var d = JSON.parse(document.getElementById('page-data').textContent);
+function at(name, i) {
+  var s = document.getElementById(name); s.value = i; s.dispatchEvent(new Event('input', {bubbles: true}));
+}
+var out = {prompt: [], decode: []};
+d.stops.prompt.forEach(function (tokens, i) { at('prompt', i); out.prompt.push([tokens, fills()]); });
+d.stops.batch.forEach(function (batch, b) { d.stops.context.forEach(function (context, c) {
+  at('batch', b); at('context', c); out.decode.push([batch, context, fills()]); }); });
+return out;
+"""
+
+
+@pytest.mark.parametrize("name", ["default", "mixtral-x2"])
+def test_every_filled_formula_is_its_formula_at_every_stop(browser, pages, name):
+    """Issue 43: each block's formula with the controls' numbers in it (as the source page fills its formulas), read
+    in Chromium at every prompt stop, every batch × cached-length stop and every GPU and data-type pill: its inputs
+    are the controls' values and the deployment's, and its result is the formula evaluated on them, written as the
+    page writes it."""
+    from dataclasses import replace
+
+    from render.specs.catalog import load_catalog
+
+    page, plan = pages[name]
+    browser.get(page.as_uri())
+    read = browser.execute_script(WALK_FILLS)
+    stops = browser.execute_script("return JSON.parse(document.getElementById('page-data').textContent).stops;")
+    start = {control: stops[control][index] for control, index in browser.execute_script(
+        "return JSON.parse(document.getElementById('page-data').textContent).start;").items()}
+    deployment = plan.choice.deployment
+    for tokens, fills in read["prompt"]:
+        check_filled(fills, deployment, tokens, start["batch"], start["context"])
+    assert len(read["decode"]) > 50
+    for batch, context, fills in read["decode"]:
+        check_filled(fills, deployment, stops["prompt"][-1], batch, context)
+    # Every pill, at the last stops the walk left (the longest prompt, the largest batch and cache).
+    catalog, checked = load_catalog(), 0
+    for gpu in [pill.get_attribute("data-gpu") for pill in browser.find_elements("css selector", "#gpu-pills .pill")]:
+        browser.find_element("css selector", f"#gpu-pills [data-gpu='{gpu}']").click()
+        dtypes = browser.find_elements("css selector", "#dtype-pills .pill")
+        for dtype in [pill.get_attribute("data-dtype") for pill in dtypes]:
+            pill = browser.find_element("css selector", f"#dtype-pills [data-dtype='{dtype}']")
+            if not pill.is_enabled() or browser.find_element("css selector", f"#gpu-pills [data-gpu='{gpu}']") \
+                    .get_attribute("aria-checked") != "true":
+                continue
+            pill.click()
+            label = shown(browser, "gpuName")
+            count = int(label.split("×")[0]) if "×" in label else 1
+            chosen = replace(deployment, gpu=catalog.gpu(gpu), gpus=count,
+                             dtype=deployment.dtype if dtype == deployment.dtype.id else catalog.dtype(dtype))
+            fills = browser.execute_script(READ_FILLS + "return fills();")
+            check_filled(fills, chosen, stops["prompt"][-1], stops["batch"][-1], stops["context"][-1])
+            checked += 1
+    assert checked >= 10, checked
+
+
+def check_filled(fills: dict, deployment, tokens: int, batch: int, context: int) -> None:
+    """The filled formulas read from the page against the formulas, evaluated for `deployment` at those stops."""
+    from render.specs import roofline as rl
+
+    model, dtype, gpus, gpu = deployment.model, deployment.dtype, deployment.gpus, deployment.gpu
+    where = (gpu.id, gpus, dtype.id, tokens, batch, context)
+    used, layers, width = rl.active_parameters(model), model.layers, model.attention_width
+    kv, whole = rl.kv_bytes_per_token(model, dtype), rl.weight_bytes(model, dtype)
+    kv_share = rl.kv_bytes_per_token_per_gpu(model, dtype, gpus)
+    # ridge = peak / bandwidth
+    peak, bandwidth = rl.peak_flops(gpu, dtype), gpu.bandwidth
+    assert (fills["peak"], fills["bandwidth"], fills["ridge"]) == (fmt.teraflops(peak, short=True), fmt.bandwidth(
+        bandwidth, short=True), fmt.integer(peak / bandwidth, short=True)), where
+    # operations = 2PN + 2LdN²
+    assert (fills["P.m"], fills["P.e"]) == tuple(fmt.scientific(used).split("|"))
+    assert (fills["N"], fills["L"], fills["d"]) == (f"{tokens:,}", fmt.count(layers), fmt.count(width))
+    operations = 2 * used * tokens + 2 * layers * width * tokens ** 2
+    assert (fills["prefill.ops.m"], fills["prefill.ops.e"]) == tuple(fmt.scientific(operations, 2).split("|")), where
+    # bytes per step = W + B·C·k (one GPU's share, W/T + B·C·k_T, when the model is split)
+    assert fills["many"] == (gpus > 1), where
+    weights = rl.weight_bytes_read(model, dtype, batch, deployment.embedding_rows) / gpus
+    assert (fills["B"], fills["C"], fills["kT"]) == (f"{batch:,}", f"{context:,}",
+                                                     fmt.bytes_per_token(kv_share, short=True))
+    assert fills["decode.weights"] == fmt.gigabytes(weights, short=True), where
+    assert fills["decode.bytes_per_step"] == fmt.gigabytes(weights + batch * context * kv_share, short=True), where
+    # the cache against the weights, C·k ÷ W
+    assert (fills["kBytes"], f"{fills['W.m']}|{fills['W.e']}") == (fmt.count(kv), fmt.scientific(whole)), where
+    assert fills["cacheToWeights"] == fmt.percent(context * kv / whole, short=True), where
+
+
 def test_a_setting_that_does_not_fit_in_memory_is_shown_as_such(browser, pages):
     """64 users × 131,072 cached tokens on one H100 (1.1 TB of cache on an 80 GiB card) read as usual (issue 43)."""
     page, plan = pages["default"]
@@ -572,9 +673,12 @@ def test_the_public_page_says_no_build_term(pages):
     for name in ("default", "mixtral-x2", "a100-qwen"):
         page, plan = pages[name]
         html = page.read_text()
-        text = re.sub(r"<script.*?</script>|<code>.*?</code>|<details>.*?</details>", " ", html, flags=re.S)
+        text = re.sub(r"<script.*?</script>|<style.*?</style>", " ", html, flags=re.S)  # the table included
         text = re.sub(r"<[^>]+>", " ", text)
-        found = re.findall(r"\b[A-Z_]{3,}=|[\w./-]+\.ya?ml\b|\bscript/|\bdata/|\bparameters\.\w+|\bmake [a-z]+", text)
+        paths = re.findall(r"\b(?:numbers|spec|choice|measured|page|expected|achieved)\.[a-z_]+\b", text)
+        assert not paths, (name, sorted(set(paths)))  # the numbers table says its inputs in words
+        found = re.findall(r"\b[A-Z_]{3,}=|[\w./-]+\.ya?ml\b|\bscript/|\bdata/|\bparameters\.\w+|\bmake (?:film|films|"
+                           r"test|page|plan|studio|review|scene|still|sheet|narration|preview|bench|setup)\b", text)
         assert not found, (name, sorted(set(found)))
         assert all(note.text in html.replace("&#39;", "'") for note in plan.notes), name
     review_notes = [str(note) for note in pages["default"][1].notes]

@@ -61,6 +61,7 @@ def chart_point(intensity: float, flops: float) -> tuple[float, float]:
 class PrefillStop:
     tokens: int
     ops: str              # "33 trillion"
+    ops_scientific: str   # "3.3|13": 3.3 × 10¹³, as the filled formula ends
     ttft: str             # "34 ms"
     tpot: str             # a decode step at batch 1 with this prompt cached: "4.8 ms"
     attention_share: str  # "3%"
@@ -111,6 +112,15 @@ class DeploymentView:
     weights: str
     kv_per_token: str
     memory: str           # one GPU's: "80 GiB"
+    gpus: int             # T, the GPUs the model is split over
+    # The inputs the filled formulas show: P, L, d of 2PN + 2LdN²; k and W of C·k ÷ W in whole bytes; k_T, one GPU's
+    # share of k (B·C·k_T is what each GPU rereads)
+    parameters: str       # "8.03|9"
+    layers: str           # "32"
+    attention_width: str  # "4,096"
+    kv_bytes: str         # "131,072"
+    weight_bytes: str     # "1.61|10"
+    kv_per_gpu: str       # "128 KiB"
     roof: tuple[tuple[float, float], ...]   # the chart's roof: slope to the ridge, then flat
     ridge_point: tuple[float, float]
     prefill: tuple[PrefillStop, ...]        # per prompt stop
@@ -218,7 +228,8 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
         intensity = timing.step.ops_per_byte
         tpot = rl.time_on(deployment, rl.decode_step(deployment, 1, tokens)).seconds
         prefill.append(PrefillStop(
-            tokens, fmt.large(timing.step.operations, short=True), fmt.duration(timing.seconds, short=True),
+            tokens, fmt.large(timing.step.operations, short=True), fmt.scientific(timing.step.operations, 2),
+            fmt.duration(timing.seconds, short=True),
             fmt.duration(tpot, short=True),
             fmt.percent(rl.prefill_attention_fraction(model, tokens), short=True),
             fmt.ops_per_byte(intensity, short=True), timing.bound, rl.fits(deployment, tokens),
@@ -258,7 +269,11 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
         peak=fmt.teraflops(peak, short=True), bandwidth=fmt.bandwidth(bandwidth, short=True),
         ridge=fmt.integer(ridge, short=True), weights=fmt.gigabytes(rl.weight_bytes(model, dtype), short=True),
         kv_per_token=fmt.bytes_per_token(rl.kv_bytes_per_token(model, dtype), short=True),
-        memory=f"{gpu.memory_gib:g} GiB",
+        memory=f"{gpu.memory_gib:g} GiB", gpus=gpus,
+        parameters=fmt.scientific(rl.active_parameters(model)), layers=fmt.count(model.layers),
+        attention_width=fmt.count(model.attention_width), kv_bytes=fmt.count(rl.kv_bytes_per_token(model, dtype)),
+        weight_bytes=fmt.scientific(rl.weight_bytes(model, dtype)),
+        kv_per_gpu=fmt.bytes_per_token(rl.kv_bytes_per_token_per_gpu(model, dtype, gpus), short=True),
         roof=roof, ridge_point=chart_point(ridge, peak), prefill=tuple(prefill), decode=tuple(decode),
         ridge_batch=at_ridge, answers=tuple(answer_rows),
         cache_to_weights=tuple(fmt.percent(cached * rl.kv_bytes_per_token(model, dtype) / rl.weight_bytes(model, dtype),

@@ -12,10 +12,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from render.errors import DoesNotFit, FilmError
-from render.files import DATA_DIR, PROJECT_ROOT, STORYBOARD_PATH
+from render.files import DATA_DIR, PAGE_SCRIPT_PATH, PROJECT_ROOT, STORYBOARD_PATH
 from render import formatting as fmt
 from render.formatting import with_article
 from render.plan import numbers as compute
+from render.plan.prose import fill_prose, load_prose
 from render.plan.storyboard import Storyboard, load_storyboard
 from render.plan.templating import extract_cues, fill, one_budget
 from render.plan.tracking import Tracked
@@ -31,11 +32,13 @@ log = logging.getLogger("film")
 
 
 def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STORYBOARD_PATH,
-                 data_dir: Path = DATA_DIR, **asked) -> Plan:
-    """Resolve the storyboard for what a film is asked for (`request`, or its fields given by name:
-    resolve_plan(gpu="a100-sxm-80gb")); what is not asked for is the storyboard's default, on one GPU."""
+                 data_dir: Path = DATA_DIR, prose_path: Path = PAGE_SCRIPT_PATH, **asked) -> Plan:
+    """Resolve the storyboard (and the page's words, script/page.yaml) for what a film is asked for (`request`, or
+    its fields given by name: resolve_plan(gpu="a100-sxm-80gb")); what is not asked for is the storyboard's default,
+    on one GPU."""
     request = replace(request or FilmRequest(), **asked)
     storyboard = load_storyboard(storyboard_path)
+    prose_script = load_prose(prose_path)
     catalog = load_catalog(data_dir)
     params = storyboard.parameters
     choice = resolve_choice(catalog, storyboard, request)
@@ -79,6 +82,7 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
     beats = []
     with one_budget():  # the storyboard's templates share one budget of work (render/plan/templating.py)
         beats, summary = fill_storyboard(storyboard, groups)
+    prose = fill_prose(prose_script, {name: Tracked(value, path, set()) for name, (value, path) in groups.items()})
     narration = resolve_narration(storyboard, request.voice, request.recordings)
     for beat in beats:
         check_speakable(beat, narration)
@@ -94,7 +98,7 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
         choice=choice, spec=spec, numbers=numbers, measured=measured_numbers, pills=pills,
         parameters=params, narration=narration,
         pronunciations=load_pronunciations(data_dir / "pronunciations.yaml", named, gpu_names),
-        beats=tuple(beats), notes=tuple(notes), summary=summary, achieved=achieved, expected=expected,
+        beats=tuple(beats), notes=tuple(notes), summary=summary, achieved=achieved, expected=expected, prose=prose,
     )
 
 

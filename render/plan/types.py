@@ -571,6 +571,41 @@ class Note:
 
 
 @dataclass(frozen=True)
+class Link:
+    """Where a reader of the film's page goes next: a title, its address and, for a connected idea, a sentence on
+    why it matters here (filled from the plan)."""
+
+    title: str
+    url: str
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class Paper:
+    """A primary source beyond the datasheets, and what the page draws from it."""
+
+    authors: str
+    year: int
+    title: str
+    url: str
+    shows: str
+
+
+@dataclass(frozen=True)
+class Prose:
+    """The film's page in words (script/page.yaml), filled for this deployment: its article (a paragraph each: the
+    two jobs, the deployment, the roofline, batching, the measurements, the caveats), why it matters, what to read
+    first, connected ideas, related terms and the papers behind it."""
+
+    article: tuple[str, ...] = ()
+    why_it_matters: str = ""
+    read_first: tuple[Link, ...] = ()
+    connected: tuple[Link, ...] = ()
+    related: tuple[Link, ...] = ()
+    papers: tuple[Paper, ...] = ()
+
+
+@dataclass(frozen=True)
 class Plan:
     title: str
     duration: float
@@ -590,6 +625,7 @@ class Plan:
     # only)
     achieved: SpecSheet | None = None
     expected: Numbers | None = None
+    prose: Prose = field(default_factory=Prose)  # the film's page in words (script/page.yaml), filled
 
     def beat(self, beat_id: str) -> Beat:
         for beat in self.beats:
@@ -616,7 +652,8 @@ class Plan:
             return replace(beat, narration="", captions={}, cue_offsets={}, timing=None, reads=())
 
         around = self.beats[max(position - 1, 0):position + 2]
-        return replace(self, beats=tuple(beat if beat.id == beat_id else bare(beat) for beat in around), summary="")
+        return replace(self, beats=tuple(beat if beat.id == beat_id else bare(beat) for beat in around), summary="",
+                       prose=Prose())
 
     @property
     def subtitles(self) -> list[Subtitle]:

@@ -79,8 +79,25 @@ def number_row(plan: Plan, path: str, value, written_as: str = "", beats: list[s
     sources = sources_of(plan, public)
     return NumberRow(
         path, explanation.meaning, written_as or written(value, unit_of(path)), exact(value), explanation.formula,
-        [(name, written(value_at(plan, name), unit_of(name))) for name in explanation.inputs],
+        [(input_words(name) if public else name, written(value_at(plan, name), unit_of(name)))
+         for name in explanation.inputs],
         [sources[kind] for kind in explanation.sources if kind in sources], beats or [])
+
+
+# A datasheet's or a config's field in words, for the public page (which names no plan path)
+FIELD_WORDS = {"bytes_per_weight": "bytes per weight", "kv_bytes": "bytes per cached value",
+               "bandwidth": "memory bandwidth", "bf16_flops": "BF16 peak", "fp8_flops": "FP8 peak",
+               "attention_heads": "attention heads", "head_dim": "head size", "hidden_size": "hidden size",
+               "kv_heads": "KV heads", "layers": "layers"}
+
+
+def input_words(path: str) -> str:
+    """An input of a number's formula as the public page names it: its meaning, or its field in words."""
+    if path in EXPLANATIONS and EXPLANATIONS[path].meaning:
+        return EXPLANATIONS[path].meaning
+    field = path.rsplit(".", 1)[-1]
+    owner = {"gpu": "the GPU's", "model": "the model's", "dtype": "the data type's"}.get(path.split(".")[-2], "")
+    return f"{owner} {FIELD_WORDS.get(field, field.replace('_', ' '))}".strip()
 
 
 READABLE = {

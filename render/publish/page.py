@@ -16,7 +16,9 @@ or any static host and makes no network request. The folder is built aside and s
 from __future__ import annotations
 
 import dataclasses
+import html
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Callable
@@ -84,6 +86,62 @@ def mathml(formula: formulas.Formula, display: str = "block") -> str:
     return latex_to_mathml(latex, display=display)
 
 
+# Each block's formula again with the controls' numbers in it, as the source page fills its formulas; \fill{name} is a
+# number the page's script writes (data-fill), each the same as the words beside it. Decode's bytes per step is one
+# GPU's share when the model is split over several (its W/T and k_T).
+FILLED = {
+    "roofline": ((r"\text{ridge}", r"{} = \frac{\fill{peak}}{\fill{bandwidth}}", r"{} \approx \fill{ridge}"),),
+    "prefill": ((r"2PN + 2LdN^2", r"{} = 2 \times \fill{P.m} \times 10^{\fill{P.e}} \times \fill{N}",
+                 r"{} + 2 \times \fill{L} \times \fill{d} \times \fill{N}^2",
+                 r"{} \approx \fill{prefill.ops.m} \times 10^{\fill{prefill.ops.e}}"),),
+    "decode": ((r"W + B\,C\,k", r"{} = \fill{decode.weights} + \fill{B} \times \fill{C} \times \fill{kT}",
+                r"{} = \fill{decode.bytes_per_step}"),
+               (r"\frac{W}{T} + B\,C\,k_T", r"{} = \fill{decode.weights} + \fill{B} \times \fill{C} \times \fill{kT}",
+                r"{} = \fill{decode.bytes_per_step}")),
+    "cache": ((r"\frac{C\,k}{W}", r"{} = \frac{\fill{C} \times \fill{kBytes}}{\fill{W.m} \times 10^{\fill{W.e}}}",
+               r"{} \approx \fill{cacheToWeights}"),),
+    "latency": ((r"\text{TTFT} + (n-1) \cdot \text{TPOT}", r"{} = \fill{answer.terms}",
+                 r"{} \approx \fill{answer.latency}"),),
+}
+FILL = re.compile(r"\\fill\{([\w.]+)\}")
+NUMBER = re.compile(r"[\d.,]+")
+
+
+def filled(pieces: tuple[str, ...], shown: dict[str, str]) -> str:
+    """A FILLED formula as a line of MathML pieces (a narrow screen wraps between them), each \\fill{name} a number
+    (<mn>) or a measure with its unit (<mtext>) that the page's script sets (data-fill=name), written at the film's
+    own settings to begin with."""
+
+    def slot(match: re.Match) -> str:
+        name = match.group(1)
+        value = shown[name]
+        tag = "mn" if NUMBER.fullmatch(value) else "mtext"
+        return f'<{tag} data-fill="{name}">{html.escape(value)}</{tag}>'
+
+    maths = [re.sub(r"<mtext>@([\w.]+)@</mtext>", slot,
+                    latex_to_mathml(FILL.sub(lambda match: rf"\text{{@{match.group(1)}@}}", piece), display="inline"))
+             for piece in pieces]
+    return '<p class="line">' + " ".join(maths) + "</p>"
+
+
+def filled_at_start(explorer: Explorer) -> dict[str, str]:
+    """Every \\fill name as the page first shows it (its script computes the same names for every stop)."""
+    view, start = explorer.deployments[explorer.default], explorer.start
+    numbers = shown_at_start(explorer)
+    prefill = view.prefill[start["prompt"]]
+    answer = view.answers[start["prompt"]][start["answer"]]
+    first, step, unit = answer.terms.split("|")
+    answers = explorer.answer_stops[start["answer"]]
+    terms = f"{first} {unit}" if answers == 1 else f"{first} {unit} + {answers - 1:,} × {step} {unit}"
+    scientific = {"P": view.parameters, "W": view.weight_bytes, "prefill.ops": prefill.ops_scientific}
+    return {**numbers, "N": f"{explorer.prompt_stops[start['prompt']]:,}",
+            "B": f"{explorer.batch_stops[start['batch']]:,}", "C": f"{explorer.context_stops[start['context']]:,}",
+            "L": view.layers, "d": view.attention_width, "kT": view.kv_per_gpu, "kBytes": view.kv_bytes,
+            "answer.terms": terms,
+            **{f"{name}.{part}": value.split("|")[index] for name, value in scientific.items()
+               for index, part in enumerate("me")}}
+
+
 def page_formulas(plan: Plan) -> dict[str, dict]:
     """The four blocks of "The maths" and the latency sum, each with its film formula(s) as MathML: a line of
     formulas, or a tuple of formulas set inline, which a narrow screen wraps between them."""
@@ -130,6 +188,8 @@ def compact(explorer: Explorer) -> dict:
             "gpu": view.gpu, "dtype": view.dtype, "label": view.label, "gpuName": view.gpu_name, "peak": view.peak,
             "bandwidth": view.bandwidth,
             "ridge": view.ridge, "weights": view.weights, "kv": view.kv_per_token, "memory": view.memory,
+            "gpus": view.gpus, "params": view.parameters, "layers": view.layers, "width": view.attention_width,
+            "kvBytes": view.kv_bytes, "weightBytes": view.weight_bytes, "kvPerGpu": view.kv_per_gpu,
             "roof": view.roof,
             "ridgePoint": view.ridge_point, "prefill": rows(view.prefill),
             "decode": [rows(row) for row in view.decode], "ridgeBatch": list(view.ridge_batch),
@@ -268,7 +328,12 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
                 still_size: tuple[int, int] = (1920, 1080)) -> str:
     beats = beat_views(plan)
     formulas_shown = page_formulas(plan)
-    formula_characters = "".join(characters_of(block["mathml"]) for block in formulas_shown.values())
+    start = filled_at_start(explorer)
+    for name, block in formulas_shown.items():
+        block["filled"] = [filled(latex, start) for latex in FILLED[name]]
+    # (the script writes any digits into the filled formulas)
+    formula_characters = "".join(characters_of(mathml) for block in formulas_shown.values()
+                                 for mathml in (block["mathml"], *block["filled"])) + "0123456789,.×≈+="
     steps = [{"number": number, "id": beat["id"], "title": beat["title"], "start": beat["start"],
               "narration": beat["narration"], "still": stills.get(beat["id"], ""),
               "formula": STEP_FORMULAS.get(beat["id"], "latency"), "controls": " ".join(STEP_CONTROLS.get(beat["id"],
@@ -277,7 +342,7 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
              for number, beat in enumerate(beats, 1)]
     return web.render(
         TEMPLATE, still_size=still_size, math_font=math_font_css(formula_characters), math_face=MATH_FONT,
-        title=plan.title, label=plan.choice.long_label, summary=plan.summary,
+        title=plan.title, label=plan.choice.long_label, summary=plan.summary, prose=plan.prose,
         duration=plan.duration,
         beats=beats, steps=steps, transcript=beats, glossary=GLOSSARY,
         sources=sources_of(plan, public=True).values(),

@@ -156,6 +156,7 @@ def render_page(plan: Plan, stills: list[Still], rows: list[NumberRow], others: 
     return web.render(
         TEMPLATE, title=plan.title, label=plan.choice.long_label, duration=plan.duration, beats=beats, rows=rows,
         others=others, notes=plan.notes, captions_missing=captions_missing, sources=sources_of(plan).values(),
+        papers=plan.prose.papers,
         captions_url=captions_url(vtt), dataset=plan.measured.dataset, fit=fit_view(plan.measured.fit,
                                                                                     plan.measured.gpu.short_name,
                                                                       plan.measured.ceiling_tokens_per_second))

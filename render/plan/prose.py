@@ -1,0 +1,104 @@
+"""Reads script/page.yaml, the film's page in words, and fills it from the plan as the narration is filled.
+
+Each text (a paragraph of the article, "why it matters", a connected idea's sentence) is a template with the
+narration's names and filters: compiled when the file is read, so a syntax error names its line before anything is
+computed, and filled in the resolve step with the storyboard, so a name the plan lacks fails `make plan`, not the page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from render.errors import FilmError
+from render.files import PAGE_SCRIPT_PATH
+from render.plan.templating import compile_template, fill
+from render.plan.types import Link, Paper, Prose
+from render.specs.yamlio import YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml
+
+TOP_FIELDS = {"article": list, "why_it_matters": str, "connected": list, "papers": list}
+TOP_OPTIONAL = {"read_first": list, "related": list}
+LINK_FIELDS = {"title": str, "url": str}
+PAPER_FIELDS = {"authors": str, "year": int, "title": str, "url": str, "shows": str}
+YEARS = (1900, 2100)
+
+
+@dataclass(frozen=True)
+class ProseScript:
+    """The page's texts as written (templates), each with where it is, for messages."""
+
+    article: tuple[tuple[str, str], ...]           # (template, file:line)
+    why_it_matters: tuple[str, str]
+    read_first: tuple[Link, ...]
+    connected: tuple[tuple[Link, str], ...]        # (link whose text is a template, file:line)
+    related: tuple[Link, ...]
+    papers: tuple[Paper, ...]
+
+
+@kept_while_unchanged(lambda path=PAGE_SCRIPT_PATH: [path])
+def load_prose(path: Path = PAGE_SCRIPT_PATH) -> ProseScript:
+    path = Path(path)
+    document = load_yaml(path, "the film page's words (script/page.yaml is the film's)")
+    if not isinstance(document, YamlMap):
+        raise FilmError(f"{display_path(path)}: expected a mapping with article, why_it_matters, connected and papers")
+    check_fields(document, "the page's words", TOP_FIELDS, TOP_OPTIONAL)
+    article = []
+    for index, paragraph in enumerate(items(document, "article"), 1):
+        where = document["article"].where(index - 1)
+        if not isinstance(paragraph, str):
+            raise FilmError(f"{where}: article: paragraph {index} should be text (a template)")
+        compile_template(paragraph, where, f"article paragraph {index}")
+        article.append((paragraph, where))
+    compile_template(document["why_it_matters"], document.where("why_it_matters"), "why_it_matters")
+    connected = []
+    for entry in items(document, "connected"):
+        check_fields(entry, f"connected idea {title_of(entry)}", {**LINK_FIELDS, "text": str})
+        compile_template(entry["text"], entry.where("text"), f"connected idea {entry['title']!r}")
+        connected.append((Link(entry["title"], checked_url(entry), entry["text"]), entry.where("text")))
+    papers = []
+    for entry in items(document, "papers"):
+        check_fields(entry, f"paper {title_of(entry)}", PAPER_FIELDS)
+        if not YEARS[0] <= entry["year"] <= YEARS[1]:
+            raise FilmError(f"{entry.where('year')}: paper {entry['title']!r}: year {entry['year']} is not a year of "
+                            f"publication; write it as 2022")
+        papers.append(Paper(entry["authors"], entry["year"], entry["title"], checked_url(entry), entry["shows"]))
+    return ProseScript(tuple(article), (document["why_it_matters"], document.where("why_it_matters")),
+                       links(document, "read_first"), tuple(connected), links(document, "related"), tuple(papers))
+
+
+def items(document: YamlMap, key: str) -> list:
+    found = document.get(key) or []
+    if key in TOP_FIELDS and not found:
+        raise FilmError(f"{document.where(key)}: {key} is empty; the page needs at least one")
+    return found
+
+
+def links(document: YamlMap, key: str) -> tuple[Link, ...]:
+    found = []
+    for entry in items(document, key):
+        check_fields(entry, f"{key} entry {title_of(entry)}", LINK_FIELDS)
+        found.append(Link(entry["title"], checked_url(entry)))
+    return tuple(found)
+
+
+def title_of(entry) -> str:
+    return repr(entry.get("title", "?")) if isinstance(entry, dict) else "(not a mapping)"
+
+
+def checked_url(entry: YamlMap) -> str:
+    """Only a web address: a page's link never runs script (javascript:) or reads the reader's disk (file:)."""
+    url = entry["url"].strip()
+    if not url.startswith(("https://", "http://")) or any(c.isspace() or c in "\"'<>" for c in url):
+        raise FilmError(f"{entry.where('url')}: {entry['title']!r}: {url!r} is not a web address; write it as "
+                        f"https://…")
+    return url
+
+
+def fill_prose(script: ProseScript, context: dict[str, object]) -> Prose:
+    """The page's words for this deployment; `context` holds the names a narration may use."""
+    article = tuple(fill(text, context, where, f"article paragraph {index}")
+                    for index, (text, where) in enumerate(script.article, 1))
+    why = fill(script.why_it_matters[0], context, script.why_it_matters[1], "why_it_matters")
+    connected = tuple(Link(link.title, link.url, fill(link.text, context, where, f"connected idea {link.title!r}"))
+                      for link, where in script.connected)
+    return Prose(article, why, script.read_first, connected, script.related, script.papers)
