@@ -130,9 +130,10 @@ def gigabytes(value: float, short: bool = False) -> str:
 
 
 def bytes_per_token(value: float, short: bool = False) -> str:
-    """KV bytes per token, exact ('131,072 bytes'); shown in KiB on screen, as the source does."""
+    """KV bytes per token, exact ('131,072 bytes'); shown in KiB on screen, as the source does, to three figures where
+    it is not whole (DeepSeek-V3's latent cache: '34.3 KiB', not '34.3125 KiB')."""
     if short:
-        return f"{plain(value / 1024)} KiB"
+        return f"{plain(significant(value / 1024, 3) if value % 1024 else value / 1024)} KiB"
     return f"{count(value)} bytes"
 
 
@@ -200,6 +201,13 @@ def precise_seconds(value: float) -> str:
     if abs(value) < 0.1:
         return f"{plain(significant(value * 1e3, 3))} ms"
     return f"{plain(significant(value, 3))} s"
+
+
+def precise_seconds_within(value: float, uncertainty: float) -> str:
+    """A measured or fitted time and its uncertainty in the time's own unit: '0.277 ± 0.068 s', '6.41 ± 0.064 ms'
+    (never '0.277 s ± 68.5 ms')."""
+    scale, unit = (1e3, "ms") if abs(value) < 0.1 else (1.0, "s")
+    return f"{plain(significant(value * scale, 3))} ± {plain(significant(uncertainty * scale, 2))} {unit}"
 
 
 def nanoseconds(value: float, uncertainty: float | None = None) -> str:

@@ -151,7 +151,7 @@ def test_film_calibrate_prints_the_fit_and_refuses_what_it_cannot_fit(seed):
     assert "decode bandwidth      74% ±" in out and "209 tokens/s at best" in out
     assert "TTFT at 16,361 tokens" in out and "residual" in out and "note: the provider does not say" in out
     fit = calibrate(*seed)
-    assert f"{fit.overhead_seconds.value:.3g} s ±" in out
+    assert f"{fit.overhead_seconds.value:.3g} ± " in out  # and its uncertainty in seconds too
     other = run_film("calibrate", "--measured", SEED, "--gpu", "rtx-4090")
     assert other.returncode == 0 and "more than it can do" in other.stdout
     unknown = run_film("calibrate", "--measured", "nope")
@@ -212,7 +212,7 @@ def test_a_wait_that_does_not_grow_with_the_prompt_is_shown_as_overhead_alone(se
     fit = calibrate(flat, h100)
     assert fit.compute_efficiency is None and fit.overhead_seconds.value == pytest.approx(0.25, rel=0.02)
     text = report(fit)
-    assert "overhead per request  0.25 s" in text and "waited outside prefill" in text
+    assert "overhead per request  0.25 ± " in text and "waited outside prefill" in text
     assert "prefill arithmetic" not in text and "cannot be told apart" in text
 
 

@@ -4,6 +4,7 @@ Chromium the review tests drive, against `film roofline --json` and the plan."""
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import json
 import re
@@ -374,7 +375,10 @@ def test_every_number_the_page_shows_is_explained_from_the_one_table(browser, pa
             explanation = EXPLANATIONS[path]
             cells = rows[path].find_elements("css selector", "td")
             assert cells[0].text.splitlines()[0] == shown(browser, shown_as), path  # its value at the film's settings
-            assert explanation.meaning in cells[1].text and cells[2].text == explanation.formula
+            # said in the public page's words, subscripts set as subscripts
+            from render.publish.explain import public_formula, public_words
+            assert public_words(explanation.meaning) in cells[1].text
+            assert cells[2].text == html.unescape(re.sub(r"<[^>]+>", "", public_formula(explanation.formula, plan)))
             assert cells[4].text.strip(), f"{path} names no source"
         # At the film's settings a plan number's line says what the plan says.
         assert rows["numbers.prefill.seconds"].find_element("css selector", "td").text.startswith(
@@ -399,18 +403,24 @@ def test_the_review_and_the_page_share_one_frame_and_one_table(pages, cli_tiny_f
                   "a chapter or a transcript line seeks the film"):
         assert piece in html and piece in review, piece
 
-    def line_of(text: str, path: str) -> str:
+    def line_of(text: str, path: str) -> tuple[str, str]:
         found = re.search(rf'<tr id="n-{re.escape(path)}".*?</tr>', text, re.S)
         assert found, path
         cells = re.findall(r"<td[^>]*>(.*?)</td>", found.group(0), re.S)
-        return cells[1] + cells[2]  # what it means and its formula
+        return cells[1], cells[2]  # what it means and its formula
 
-    def without_path(line: str) -> str:  # (the review page names the plan's path; the public page does not)
-        return re.sub(r"<br><code>[\w.]+</code>", "", line)
+    from markupsafe import escape
+
+    from render.plan.meaning import EXPLANATIONS
+    from render.publish.explain import public_formula
 
     for path in ("spec.peak_flops", "numbers.prefill.ops"):
-        assert line_of(html, path) == without_path(line_of(review, path)) != line_of(review, path)
-        assert f"<code>{path}</code>" in review and f"<code>{path}</code>" not in html
+        (meaning, formula), (reviewed, reviewed_formula) = line_of(html, path), line_of(review, path)
+        # The same row, the public page without the plan's path and with its formula set for readers
+        assert reviewed == f"{meaning}<br><code>{path}</code>" and f"<code>{path}</code>" not in html
+        assert reviewed_formula == str(escape(EXPLANATIONS[path].formula))
+        assert formula == public_formula(EXPLANATIONS[path].formula, plan)
+    assert "P<sub>active</sub>" in line_of(html, "numbers.prefill.ops")[1]
 
 
 INJECTED = "</script><script>window.PWNED = 1; document.title = 'PWNED'</script><!--"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from markupsafe import escape
+
 from render import formatting as fmt
 from render.plan.tracking import value_at
 from render.plan.meaning import COMPARE, DTYPE, EFFICIENCY, EXPLANATIONS, GPU, INTERCONNECT, MEASURED, MODEL, \
@@ -35,7 +37,7 @@ def sources_of(plan: Plan, public: bool = False) -> dict[str, Source]:
                  DTYPE: (f"{choice.dtype.name} format", choice.dtype.source),
                  MEASURED: (f"measured: {dataset.provider}", dataset.source
                             + (f" (measured {dataset.measured_on})" if dataset.measured_on else ""))}
-        return {kind: source_of(kind, label, text) for kind, (label, text) in cited.items()}
+        return {kind: source_of(kind, label, text, link_only=True) for kind, (label, text) in cited.items()}
     cited = {
         GPU: (f"{choice.gpu.name} datasheet", choice.gpu.source),
         COMPARE: (f"{choice.compare_gpu.name} datasheet", choice.compare_gpu.source),
@@ -51,9 +53,14 @@ def sources_of(plan: Plan, public: bool = False) -> dict[str, Source]:
     return {kind: source_of(kind, label, text) for kind, (label, text) in cited.items()}
 
 
-def source_of(kind: str, label: str, text: str) -> Source:
+def source_of(kind: str, label: str, text: str, link_only: bool = False) -> Source:
+    """A citation and its first link; `link_only`: its text without addresses (the label is the link), as a page for
+    readers lists it."""
     text = " ".join(text.split())
     link = URL.search(text)
+    if link_only:
+        text = re.sub(r"\s+([,;.)])", r"\1", " ".join(URL.sub("", text).split()))
+        text = text.replace("()", "").replace(",;", ";").strip(" ,;")
     return Source(kind, label, text, link.group(0).rstrip(".,;)") if link else "")
 
 
@@ -77,11 +84,48 @@ def number_row(plan: Plan, path: str, value, written_as: str = "", beats: list[s
     written as `written_as`); `public`: citing only the sources the film's page lists (sources_of's public ones)."""
     explanation = EXPLANATIONS.get(path) or Explanation("", "", (), ())
     sources = sources_of(plan, public)
+    inputs = [name for name in explanation.inputs if not public or bears_on(plan, name)]
     return NumberRow(
-        path, explanation.meaning, written_as or written(value, unit_of(path)), exact(value), explanation.formula,
-        [(input_words(name) if public else name, written(value_at(plan, name), unit_of(name)))
-         for name in explanation.inputs],
+        path, public_words(explanation.meaning) if public else explanation.meaning,
+        written_as or written(value, unit_of(path)), exact(value),
+        public_formula(explanation.formula, plan) if public else explanation.formula,
+        [(input_words(name) if public else name, written(value_at(plan, name), unit_of(name))) for name in inputs],
         [sources[kind] for kind in explanation.sources if kind in sources], beats or [])
+
+
+# What the public page says instead of the project's own words and a config's field names
+PUBLIC_WORDS = {"the prefill beat's prompt": "the film's prompt", "head_dim": "head size",
+                "kv_lora_rank": "latent rank", "qk_rope_head_dim": "rotary key size"}
+LATENT = " (latent attention: "
+SUBSCRIPT = re.compile(r"\b([A-Za-z])_(\w+)")
+
+
+def public_words(text: str) -> str:
+    for said, public in PUBLIC_WORDS.items():
+        text = text.replace(said, public)
+    return text
+
+
+def public_formula(formula: str, plan: Plan) -> str:
+    """A number's formula as the public page writes it: in words where the table writes a config's field, the latent
+    attention case only for a model that has it, subscripts as subscripts (an HTML fragment: it is escaped here)."""
+    if LATENT in formula and not plan.choice.model.is_mla:
+        formula = formula[:formula.index(LATENT)]
+    return SUBSCRIPT.sub(r"\1<sub>\2</sub>", str(escape(public_words(formula))))
+
+
+# Inputs that do not bear on a deployment: the links between GPUs on one GPU, the peak of a format it does not
+# multiply in
+ONLY_WHEN_SPLIT = ("spec.allreduce_latency_seconds", "spec.interconnect_bandwidth", "spec.total_peak_flops",
+                   "numbers.prefill.communication_seconds", "spec.gpus")
+
+
+def bears_on(plan: Plan, name: str) -> bool:
+    if name in ONLY_WHEN_SPLIT:
+        return plan.choice.gpus > 1
+    if name in ("choice.gpu.bf16_flops", "choice.gpu.fp8_flops"):
+        return name == f"choice.gpu.{plan.choice.arithmetic}_flops"
+    return True
 
 
 # A datasheet's or a config's field in words, for the public page (which names no plan path)
@@ -94,7 +138,7 @@ FIELD_WORDS = {"bytes_per_weight": "bytes per weight", "kv_bytes": "bytes per ca
 def input_words(path: str) -> str:
     """An input of a number's formula as the public page names it: its meaning, or its field in words."""
     if path in EXPLANATIONS and EXPLANATIONS[path].meaning:
-        return EXPLANATIONS[path].meaning
+        return public_words(EXPLANATIONS[path].meaning)
     field = path.rsplit(".", 1)[-1]
     owner = {"gpu": "the GPU's", "model": "the model's", "dtype": "the data type's"}.get(path.split(".")[-2], "")
     return f"{owner} {FIELD_WORDS.get(field, field.replace('_', ' '))}".strip()
@@ -142,16 +186,16 @@ def fit_view(fit, gpu_name: str, ceiling_tokens_per_second: float) -> dict | Non
 
     figures = []
     if fit.overhead_seconds:
-        figures.append(("Overhead per request", f"{seconds(fit.overhead_seconds.value)} ± "
-                        f"{seconds(fit.overhead_seconds.uncertainty)}",
+        figures.append(("Overhead per request", fmt.precise_seconds_within(fit.overhead_seconds.value,
+                                                                          fit.overhead_seconds.uncertainty),
                         (f"{fit.overhead_share:.1%} of the shortest prompt's wait: " if fit.overhead_share is not None
                          else "waited outside prefill: ") + "network, queueing, the template"))
     if fit.compute_efficiency:
         figures.append(("Prefill arithmetic", share(fit.compute_efficiency),
-                        f"of {gpu_name}'s peak: {fmt.teraflops(fit.achieved_flops, short=True)}"))
+                        f"of the {gpu_name}'s peak: {fmt.teraflops(fit.achieved_flops, short=True)}"))
     if fit.memory_efficiency:
         figures.append(("Decode bandwidth", share(fit.memory_efficiency),
-                        f"of {gpu_name}'s: {fmt.bandwidth(fit.achieved_bandwidth, short=True)}, about "
+                        f"of the {gpu_name}'s: {fmt.bandwidth(fit.achieved_bandwidth, short=True)}, about "
                         f"{fmt.tokens_per_second(fit.expected_tokens_per_second, short=True)} for one user, "
                         f"{fmt.tokens_per_second(ceiling_tokens_per_second, short=True)} at best"))
     if fit.kv_slope_seconds_per_token:
@@ -160,10 +204,10 @@ def fit_view(fit, gpu_name: str, ceiling_tokens_per_second: float) -> dict | Non
                         f"{fmt.nanoseconds(fit.kv_slope_predicted_seconds_per_token)} from the KV bytes at the fitted "
                         f"bandwidth; on its own, {share(fit.kv_slope_efficiency)} of it"))
     points = [{"what": (f"TTFT at {point.prompt_tokens:,} tokens" if point.kind == "ttft" else
-                        f"decode step at {point.prompt_tokens:,} cached" + (f", {point.streams} streams"
+                        f"decode step at {point.prompt_tokens:,} cached tokens" + (f", {point.streams} streams"
                                                                             if point.streams > 1 else "")),
-               "measured": ("about " if point.approximate else "") + seconds(point.measured_seconds)
-               + f" ± {seconds(point.precision_seconds)}",
+               "measured": ("about " if point.approximate else "")
+               + fmt.precise_seconds_within(point.measured_seconds, point.precision_seconds),
                "fitted": seconds(point.fitted_seconds),
                "residual": fmt.signed_percent((point.measured_seconds - point.fitted_seconds) / point.fitted_seconds)}
               for point in fit.points]

@@ -29,7 +29,7 @@ from render import formatting as fmt, formulas, media
 from render.files import link_or_copy, replace_folder, write_atomic
 from render.plan.explorer import (CHART_HEIGHT, CHART_LEFT, CHART_MARGIN, CHART_WIDTH, FLOPS_RANGE, INTENSITY_RANGE,
                                   Explorer, chart_point)
-from render.plan.types import Plan
+from render.plan.types import BUILT_IN_CUES, Plan
 from render.publish import web
 from render.publish.explain import NumberRow, fit_view, number_row, sources_of
 from render.publish.mathfont import MATH_FONT, characters_of, math_font_css
@@ -105,6 +105,7 @@ FILLED = {
 }
 FILL = re.compile(r"\\fill\{([\w.]+)\}")
 NUMBER = re.compile(r"[\d.,]+")
+LEADING_RELATION = re.compile(r"<mrow /><mo>(&#x0003D;|&#x02248;|&#x0002B;)</mo>")  # =, ≈, + after {}
 
 
 def filled(pieces: tuple[str, ...], shown: dict[str, str]) -> str:
@@ -118,10 +119,15 @@ def filled(pieces: tuple[str, ...], shown: dict[str, str]) -> str:
         tag = "mn" if NUMBER.fullmatch(value) else "mtext"
         return f'<{tag} data-fill="{name}">{html.escape(value)}</{tag}>'
 
-    maths = [re.sub(r"<mtext>@([\w.]+)@</mtext>", slot,
-                    latex_to_mathml(FILL.sub(lambda match: rf"\text{{@{match.group(1)}@}}", piece), display="inline"))
-             for piece in pieces]
-    return '<p class="line">' + " ".join(maths) + "</p>"
+    def piece_of(latex: str) -> str:
+        mathml = latex_to_mathml(r"\displaystyle " + FILL.sub(lambda match: rf"\text{{@{match.group(1)}@}}", latex),
+                                 display="inline")
+        # A piece begins with its relation ("= 18 GB"), which MathML would set as a prefix, without space after it (the
+        # space before it is the one between the pieces)
+        mathml = LEADING_RELATION.sub(r'<mrow /><mo lspace="0" rspace="0">\1</mo><mspace width="0.2778em"/>', mathml)
+        return re.sub(r"<mtext>@([\w.]+)@</mtext>", slot, mathml)
+
+    return '<p class="line">' + " ".join(piece_of(piece) for piece in pieces) + "</p>"
 
 
 def filled_at_start(explorer: Explorer) -> dict[str, str]:
@@ -210,10 +216,14 @@ def compact(explorer: Explorer) -> dict:
 
 def beat_picture_time(beat, settled: dict[str, float]) -> float:
     """When a beat's step shows it: its picture once the last thing it set moving has ended (as the render recorded),
-    else half a second after its last cue, before its closing fade."""
+    else half a second after its last cue, before its closing fade. A beat that ends on a still picture (the end card)
+    is shown before it: its own picture, as its last spoken cue left it."""
+    if beat.holds:
+        settled = {cue: moment for cue, moment in settled.items() if cue not in BUILT_IN_CUES}
     if settled:
         return min(settled_time(beat, max(settled.values())), beat.end - 0.4)
-    cues = sorted((beat.timing.cues if beat.timing else {}).values())
+    cues = sorted(at for cue, at in (beat.timing.cues if beat.timing else {}).items()
+                  if not (beat.holds and cue in BUILT_IN_CUES))
     return min(max([cue for cue in cues if cue < beat.end - 0.6], default=beat.start) + 0.5, beat.end - 0.4)
 
 
@@ -343,7 +353,7 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
     return web.render(
         TEMPLATE, still_size=still_size, math_font=math_font_css(formula_characters), math_face=MATH_FONT,
         title=plan.title, label=plan.choice.long_label, summary=plan.summary, prose=plan.prose,
-        duration=plan.duration,
+        moe=bool(plan.spec.experts), duration=plan.duration,
         beats=beats, steps=steps, transcript=beats, glossary=GLOSSARY,
         sources=sources_of(plan, public=True).values(),
         notes=plan.notes, formulas=formulas_shown, explorer=explorer, axes=chart_axes(), has_poster=has_poster,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import jinja2
@@ -28,7 +29,16 @@ def render(template: str, **context) -> str:
                              undefined=jinja2.StrictUndefined)
     env.globals.update(palette={name.lower(): getattr(style, name) for name in PALETTE},
                        font=style.FONT_PREFERENCE[0], clock=lambda seconds: fmt.timestamp(round(seconds)))
+    env.filters["unbroken"] = unbroken
     return env.get_template(template).render(**context)
+
+
+# A number and its unit stay on one line ("3.35 TB/s", "34 ms", "2.1 GB")
+UNIT_AFTER_NUMBER = re.compile(r"(\d) (?=(?:[KMGTP]i?B(?:/s)?|TFLOP/s|ms|s|µs|ns|GiB|percent|%)(?![\w/]))")
+
+
+def unbroken(text: str) -> str:
+    return UNIT_AFTER_NUMBER.sub("\\1\u00a0", text)
 
 
 # What JSON inside a <script> element must not hold as written: "</script>" ends the element, "<!--" changes how the
