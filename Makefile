@@ -2,9 +2,9 @@
 #   make film    set up whatever is missing, then render the film into build/film.mp4
 #   make preview the same film at 480p15, into build/preview/
 #   make films   many films at once on a Dask cluster: VARIANTS="h100-sxm/llama-3.1-8b/bf16 …" or
-#                MATRIX=all|gpus|models [SCHEDULER=tcp://host:8786] [QUALITY=low] (README: Rendering many films)
+#                MATRIX=all|gpus|models [SCHEDULER=tcp://host:8786] [QUALITY=low] (docs/many-films.md)
 #   make studio  a page on 127.0.0.1 that draws each beat again as the storyboard, data/ or scenes/ are saved
-#                [BEAT=prefill] [QUALITY=low] [PORT=…] (README: Reviewing)
+#                [BEAT=prefill] [QUALITY=low] [PORT=…] (docs/publishing.md)
 #   make review  a page to check the film in a browser: build/…/review/index.html
 #   make page    the film's publishable page, its maths a reader can move: build/…/page/index.html (make film writes it too)
 #   make test    set up whatever is missing, then run the test suite

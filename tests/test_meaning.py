@@ -1,6 +1,6 @@
 """What a number means is written once (render/plan/meaning.py), and the table is held to the plan: every number
 a plan dataclass computes has its row, every row names a number the plan holds, and every figure of the data
-declares its unit beside its field. The README's plan table names every field of the groups it lists."""
+declares its unit beside its field. The plan's table (docs/plan.md) names every field of the groups it lists."""
 
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ def test_every_figure_of_the_data_declares_its_unit_beside_its_field():
 
 
 def test_the_readmes_plan_table_names_every_field_of_each_group():
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("### The plan", 1)[1].split("\n### ", 1)[0]
+    readme = (ROOT / "docs" / "plan.md").read_text()
+    table = readme.split("## The plan", 1)[1].split("\n## ", 1)[0]
     rows = dict(re.findall(r"^\| `([a-z_.]+)` \| (.+) \|$", table, re.MULTILINE))
     for group in ("spec", "numbers.prefill", "numbers.decode", "numbers.batch", "numbers.long_prompt",
                   "numbers.quantised"):
@@ -93,8 +93,8 @@ def test_the_readmes_plan_table_names_every_field_of_each_group():
         kind = kind or unwrapped(typing.get_type_hints(owner_of(group))[group.rsplit(".", 1)[-1]])
         named = set(re.findall(r"`([a-z_]+)`", rows[group]))
         fields = {field.name for field in dataclasses.fields(kind)}
-        assert fields <= named, f"README's plan table, {group}: add {sorted(fields - named)}"
-        assert named <= fields | set(group.split(".")), f"README's plan table, {group}: no {sorted(named - fields)}"
+        assert fields <= named, f"docs/plan.md's table, {group}: add {sorted(fields - named)}"
+        assert named <= fields | set(group.split(".")), f"docs/plan.md's table, {group}: no {sorted(named - fields)}"
 
 
 def owner_of(path: str):

@@ -21,7 +21,7 @@ from conftest import FIXTURES, ROOT
 
 SHARED_PAGE = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "004_70339d625aa121db.txt"
 
-# The documented shape of `film plan --json` (README, "The plan"): dotted paths to numbers.
+# The documented shape of `film plan --json` (docs/plan.md, "The plan"): dotted paths to numbers.
 REQUIRED_NUMBERS = [
     "spec.ridge_ops_per_byte", "spec.weight_bytes", "spec.kv_bytes_per_token", "spec.peak_flops",
     "numbers.prefill.tokens", "numbers.prefill.ops", "numbers.prefill.seconds", "numbers.prefill.attention_fraction",

@@ -102,7 +102,7 @@ def check_readable(record: MeasuredDataset) -> None:
 
 
 def dataset_text(record: MeasuredDataset) -> str:
-    header = "# Measured with `film measure`; see README (Measuring your own endpoint).\n"
+    header = "# Measured with `film measure`; see docs/measuring.md.\n"
     return header + yaml.safe_dump(to_yaml(record), sort_keys=False, allow_unicode=True)
 
 

@@ -6,7 +6,7 @@ a source is where a spec comes from in data/ (the GPU's datasheet, the model's c
 measured dataset). A test holds the table to the plan: every number a plan dataclass computes has its row, and
 every row names a number the plan holds. A figure of the data itself (a GPU's bandwidth, a model's layers) says
 its unit beside its field (render/specs/types.py), which `unit_of` reads. The review page, the film's page, the
-studio, the README's plan table and `film plan --json`'s documentation read this.
+studio, the plan's table in docs/plan.md and `film plan --json`'s documentation read this.
 """
 
 from __future__ import annotations
