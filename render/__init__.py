@@ -1,14 +1,18 @@
 """The film pipeline, by stage (each imports only the ones before it):
 
-    specs/   data/ loaded and checked; the roofline maths
-    plan/    the storyboard resolved for one choice into the typed plan
-    voice/   the narration: speech fitted to the beats, the timed plan, the track, subtitles
-    video/   the beats rendered from the timed plan (scenes/), cached, joined into the film
-    publish/ what goes out with a film: the publishing kit and the review page
-    cluster/ many films at once on a Dask cluster, each shared beat rendered once
-    tools/   setup, make bench, film measure
+    specs/    data/ loaded and checked; the roofline maths
+    plan/     the storyboard (and the page's words) resolved for one choice into the typed plan
+    voice/    the narration: speech fitted to the beats, the timed plan, the track, subtitles
+    video/    the beats rendered from the timed plan (scenes/), cached, joined into the film
+    publish/  what goes out with a film: the publishing kit, the film's page and the review page
+    cluster/  many films at once on a Dask cluster, each shared beat rendered once
+    studio/   make studio: each saved edit drawn again on a page on 127.0.0.1
+    measure/  film measure: a live endpoint's time to first token and decode speed, as a dataset
+    tools/    setup, make bench, check-choices, goldens, calibrate
 
-beside errors.py, files.py, formatting.py and media.py, which every stage shares, and cli.py.
+beside what every stage shares: errors.py (one message, never a traceback), files.py (where files live, written
+whole), formatting.py (every number as the film writes it), formulas.py (the film's formulas, for scenes and page),
+media.py (ffmpeg and ffprobe), text.py (free text made safe to show); and cli.py, the `film` command.
 """
 
 __version__ = "0.1.0"

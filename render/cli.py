@@ -488,7 +488,7 @@ def make_arguments(args: argparse.Namespace) -> str:
 
 def run_render(args: argparse.Namespace) -> int:
     """scene, still and sheet: resolve, narrate (cached), then render from the timed plan."""
-    from render.video import beats
+    from render.video import beats, runner
     from render.voice.narration import Narrator, make_narration
 
     beats.quality(args.quality)  # an unknown quality fails before anything is done
@@ -499,7 +499,7 @@ def run_render(args: argparse.Namespace) -> int:
     cache = cache_dir(args.build)
     if args.command == "scene":
         narration = make_narration(plan, out, cache)
-        path = beats.render_beat(narration.plan, narration.track, args.beat, args.quality, out / "beats",
+        path = runner.render_beat(narration.plan, narration.track, args.beat, args.quality, out / "beats",
                                  cache=cache).video
     else:
         # A picture needs the speech's timings, not the track; a still, only its own beat's.

@@ -1,9 +1,22 @@
 """The film's pictures: one module per scene family, drawing only what the timed plan says.
 
-Each beat is a BeatScene subclass (scenes/base.py), registered with its beat and family in
-render/plan/registry.py. Scenes compose the shared objects of scenes/helpers.py in the
-palette of scenes/style.py and write every number with render/formatting.py; they read the
-plan's attributes and never read YAML or compute physics.
+    two_waits.py         two waits: the chat, the timeline of prefill and decode
+    sluice_and_tap.py    prefill floods the prompt through; decode drips a token at a time
+    the_roofline.py      the roofline: where each job sits on one GPU's limits
+    batching.py          many users share one read of the weights
+    wasted_money.py      two GPUs side by side, then a long prompt's attention
+    measured_timings.py  a real endpoint's waits and speeds beside the roofline's (measured, the cache)
+    two_budgets.py       what each wait answers to, then the end card
+    helpers.py           the recurring objects (chip, wall, KV stacks, roofline chart, counters, bars)
+    style.py             palette, font, sizes and the safe area
+
+and the engine they run on (to move to render/, issue 44): base.py (BeatScene: the plan, cue-timed playback, an
+exact length), layers.py (draw only what changes), camera.py, copying.py and families.py (Manim made faster),
+layout_lint.py (what a picture gets wrong, from bounding boxes).
+
+Each beat is a BeatScene subclass, registered with its beat and family in render/plan/registry.py. Scenes
+compose the shared objects of helpers.py in the palette of style.py and write every number with
+render/formatting.py; they read the plan's attributes and never read YAML or compute physics.
 """
 
 from importlib import import_module

@@ -17,7 +17,7 @@ from scenes.base import BeatScene
 from scenes.helpers import (Bar, LogChart, WeightsWall, decades, get_formula, get_pill, get_provenance, get_text,
                             get_title, inside_safe_area, power_label, powers_of_ten, retitle, tex_text)
 from scenes.style import COMPUTE, HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE, TEXT
-from scenes.the_roofline import long_prompt_picture
+from scenes.wasted_money import long_prompt_picture
 
 BAR_LENGTH = 6.0
 LABEL_WIDTH = 2.0             # "ideal prefill", the longest of the bars' labels

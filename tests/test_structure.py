@@ -122,3 +122,71 @@ def test_nothing_generated_is_committed():
         pytest.skip("not a git checkout")
     assert tracked == ""
     assert "/media/" in (ROOT / ".gitignore").read_text()
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Which of the project's modules each imports, anywhere in it (a function's own imports included)."""
+    modules = {}
+    for path in [*(ROOT / "render").rglob("*.py"), *(ROOT / "scenes").rglob("*.py")]:
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        modules[name.removesuffix(".__init__")] = path
+
+    def known(name: str) -> str:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [known(alias.name) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join([*parts, *([base] if base else [])])
+                targets = [known(f"{base}.{alias.name}") or known(base) for alias in node.names]
+            else:
+                continue
+            graph[name] |= {target for target in targets if target and target != name}
+    return graph
+
+
+def test_no_module_imports_itself_back_through_others():
+    """Issue 44: no import cycle anywhere, a function-level import included (it only hides one)."""
+    graph = import_graph()
+    assert graph["render.video.beats"] and graph["scenes.wasted_money"]  # (the graph is read)
+    cycles, done = [], set()
+
+    def visit(name: str, path: list[str]) -> None:
+        for target in sorted(graph[name]):
+            if target in path:
+                cycles.append(" -> ".join(path[path.index(target):] + [target]))
+            elif target not in done:
+                visit(target, path + [target])
+        done.add(name)
+
+    for name in sorted(graph):
+        if name not in done:
+            visit(name, [name])
+    assert not cycles, "\n".join(sorted(set(cycles)))
+
+
+PACKAGES = ["render", *sorted(f"render/{path.parent.name}" for path in (ROOT / "render").glob("*/__init__.py")),
+            "scenes"]
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_each_package_says_what_it_holds(package):
+    """Issue 44: a package's docstring names each of its modules (and subpackages), and names none that is gone."""
+    folder = ROOT / package
+    text = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
+    held = {path.name for path in folder.glob("*.py") if path.name != "__init__.py"}
+    held |= {f"{path.parent.name}/" for path in folder.glob("*/__init__.py")}
+    # its own modules' names (a path into another package, render/formatting.py, is not one of them)
+    named = set(re.findall(r"(?<![/\w])([a-z0-9_]+\.py)\b", text)) | set(re.findall(r"(?<![/\w])([a-z0-9_]+/)", text))
+    missing, gone = held - named, {name for name in named if name.endswith(".py") and name not in held}
+    assert not missing, f"{package}/__init__.py does not say what {sorted(missing)} hold"
+    assert not gone, f"{package}/__init__.py names {sorted(gone)}, which it does not hold"

@@ -30,14 +30,15 @@ SCENES = (
     SceneEntry("decode", "sluice-and-tap", "scenes.sluice_and_tap", "Decode"),
     SceneEntry("roofline", "roofline", "scenes.the_roofline", "Roofline"),
     SceneEntry("batching", "batching", "scenes.batching", "Batching"),
-    SceneEntry("wasted-money", "roofline", "scenes.the_roofline", "WastedMoney"),
+    SceneEntry("wasted-money", "roofline", "scenes.wasted_money", "WastedMoney"),
     SceneEntry("measured", "measured-timings", "scenes.measured_timings", "Measured"),
     SceneEntry("cache-rides-along", "measured-timings", "scenes.measured_timings", "CacheRidesAlong"),
     SceneEntry("two-budgets", "two-waits", "scenes.two_budgets", "TwoBudgets"),
 )
 
 BEAT_IDS = tuple(entry.beat for entry in SCENES)
-FAMILIES = {entry.family: entry.module for entry in SCENES}  # family -> module
+FAMILIES = {entry.family: ", ".join(dict.fromkeys(other.module for other in SCENES if other.family == entry.family))
+            for entry in SCENES}  # family -> its modules
 
 
 def scene_entry(beat_id: str) -> SceneEntry | None:

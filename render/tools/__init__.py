@@ -1,5 +1,9 @@
 """Tools beside the pipeline.
 
-    bootstrap.py   one-command setup on a fresh machine (standard library only)
-    bench.py       make bench: render speed and memory, as ratios measured in one run
+    bootstrap.py      one-command setup on a fresh machine (standard library only)
+    bench.py          make bench: render speed and memory, as ratios measured in one run
+    check_choices.py  make check-choices: every GPU x model x data type x GPU count narrated
+    goldens.py        make goldens: the stored stills the tests compare every beat with
+    calibrate.py      film calibrate: a measured dataset's fit, as the pages show it
+    llama_server.py   llama.cpp's real server, for film measure's tests and make bench's check of a fit
 """

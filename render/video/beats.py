@@ -7,7 +7,6 @@ nothing comes back through globals.
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import functools
 import hashlib
 import logging
@@ -27,46 +26,12 @@ from render.errors import FilmError
 from render.files import atomic_path, move
 from render.formatting import timestamp
 from render.plan.types import Plan
+from render.video.cache import LintMemo
 from render.video.frames import kept_frame_buffers
+from render.video.quality import ENCODER, HELD_CRF, QUALITIES, Quality, quality  # noqa: F401  (the renderer's)
 from render.video.shapes import kept_shapes
 
 log = logging.getLogger("film")
-
-
-@dataclass(frozen=True)
-class Quality:
-    name: str
-    width: int
-    height: int
-    fps: int
-
-
-QUALITIES = {
-    # Tests: review size (text lays out differently at very small sizes) at a low frame rate.
-    "tiny": Quality("tiny", 854, 480, 3),
-    "low": Quality("low", 854, 480, 15),        # review
-    "medium": Quality("medium", 1280, 720, 30),
-    "high": Quality("high", 1920, 1080, 60),    # the film
-}
-
-# x264 as measured against a lossless render of the film's own frames (two-waits and batching, 1080p60, one
-# thread; SSIM / PSNR, encoder CPU-seconds for those 30 s): ultrafast at CRF 28 scores 0.99964 / 56.0 dB and
-# 0.99864 / 51.0 dB for 10.5 s, where superfast at CRF 23 (the choice before) scored 0.99944 / 52.5 dB and
-# 0.99834 / 49.0 dB for 16.4 s, and Manim's default (medium, CRF 23) 0.99932 and 0.99832 for about 32 s: a
-# third less CPU than superfast, at 1.7 times its bytes (the film: 20 MB -> 36 MB). veryfast scored lower
-# (0.99646 on batching). One thread: with x264's sliced threads the same frames now and then encoded to
-# different bytes, and a film made twice (or on another machine) must be the same file.
-# x264's "stitchable": every segment's picture parameter set the same whatever its CRF (x264 would write the CRF
-# in it), so a held picture's segment (HELD_CRF) joins the others under the one set an MP4 declares.
-ENCODER = {"threads": "1", "preset": "ultrafast", "crf": "28", "x264-params": "stitchable=1"}
-# A still hold's picture is encoded once and repeated by frames that skip every macroblock (frames.py), where
-# x264 spent a whole frame's work on each repeat, refining the picture a little each time. So the held picture
-# is encoded finer, at the CRF that leaves every hold at least as close to the drawn pixels as the refinement
-# did. Measured (PSNR of each hold's last frame against its drawn pixels in YUV, x264 repeating -> one picture at
-# CRF 24 / 22): two-budgets at 1080p60 52.5 -> 53.7 / 55.6 dB, at the tests' tiny size 52.9 -> 51.4 / 53.3 dB,
-# decode at 480p15 51.9 -> 50.4 / 52.3 dB. Two-budgets at 1080p60 against a lossless render, all frames: SSIM
-# 0.99885 -> 0.99913, PSNR 50.7 -> 52.0 dB, 3.55 -> 3.57 MB; its render 35 -> 27 CPU-seconds.
-HELD_CRF = "22"
 
 
 def own_folder(kind: str) -> Path:
@@ -138,12 +103,6 @@ def complete_svg(path: Path) -> bool:
     except OSError:
         return False
 
-
-
-def quality(name: str) -> Quality:
-    if name not in QUALITIES:
-        raise FilmError(f"unknown quality {name!r}; use one of: {', '.join(QUALITIES)}")
-    return QUALITIES[name]
 
 
 @dataclass(frozen=True)
@@ -282,8 +241,6 @@ def lint_beat(plan: Plan, beat_id: str, cache: Path | None = None) -> tuple[str,
     without drawing a single frame. `cache`: a build's cache folder, whose typesetting and parsed
     shapes it uses and adds to (many choices share most of their text), and whose lint memo
     answers for a beat already linted with the same code, words, times and values read."""
-    from render.video.cache import LintMemo
-
     q = lint_quality()
     memo = LintMemo(cache) if cache is not None else None
     if memo is not None and (found := memo.found(plan, beat_id, q)) is not None:
@@ -306,25 +263,6 @@ def mux_beat_audio(video: Path, narration: Path, start: float, duration: float, 
         media.run(media.aac_output(pictures["v"], sound["a"], temporary, duration, audio_bitrate="160k"),
                   f"adding the narration to {out_path.name}")
     return out_path
-
-
-def render_beat(plan: Plan, narration: Path, beat_id: str, quality_name: str, out_dir: Path,
-                cache: Path | None = None) -> BeatRender:
-    """`make scene`: the beat's video with its narration, at <out_dir>/<beat-id>.mp4."""
-    beat = plan.beat(beat_id)
-    q = quality(quality_name)
-    silent = Path(out_dir) / f".{beat_id}.{q.name}.video.mp4"
-    try:
-        # In its parts at once, as the film has it (a look at a beat should cost its share of the cores).
-        from render.video.runner import draw_beat  # (the runner draws with this module)
-
-        render = draw_beat(plan, beat_id, q, silent, cache)
-        out_path = mux_beat_audio(silent, narration, beat.start, beat.duration, Path(out_dir) / f"{beat_id}.mp4")
-    finally:
-        silent.unlink(missing_ok=True)
-    log.info("rendered %s at %s (%dx%d, %d fps) in %.1f s", beat_id, q.name, q.width, q.height, q.fps,
-             render.seconds)
-    return dataclasses.replace(render, video=out_path)  # with what the render found (layout, safe area)
 
 
 @dataclass

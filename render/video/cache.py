@@ -29,7 +29,7 @@ from render.plan import codec
 from render.plan.registry import scene_entry
 from render.plan.tracking import value_at
 from render.plan.types import Plan
-from render.video.beats import ENCODER, HELD_CRF, Quality
+from render.video.quality import ENCODER, HELD_CRF, Quality
 from render.video.sources import scene_sources, source_bytes
 
 log = logging.getLogger("film")

@@ -10,6 +10,7 @@ render/cluster/films.py.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
@@ -298,3 +299,21 @@ def ctrl_c_noted():
         yield noted
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def render_beat(plan: Plan, narration: Path, beat_id: str, quality_name: str, out_dir: Path,
+                cache: Path | None = None) -> beats.BeatRender:
+    """`make scene`: the beat's video with its narration, at <out_dir>/<beat-id>.mp4."""
+    beat = plan.beat(beat_id)
+    q = beats.quality(quality_name)
+    silent = Path(out_dir) / f".{beat_id}.{q.name}.video.mp4"
+    try:
+        # In its parts at once, as the film has it (a look at a beat should cost its share of the cores).
+        render = draw_beat(plan, beat_id, q, silent, cache)
+        out_path = beats.mux_beat_audio(silent, narration, beat.start, beat.duration,
+                                        Path(out_dir) / f"{beat_id}.mp4")
+    finally:
+        silent.unlink(missing_ok=True)
+    logging.getLogger("film").info("rendered %s at %s (%dx%d, %d fps) in %.1f s", beat_id, q.name, q.width,
+                                   q.height, q.fps, render.seconds)
+    return dataclasses.replace(render, video=out_path)  # with what the render found (layout, safe area)
