@@ -6,6 +6,7 @@
     storyboard.py  reads and validates script/storyboard.yaml
     prose.py       reads script/page.yaml, the film's page in words, and fills it from the plan
     templating.py  the narration templates: sandboxed Jinja2 over the plan and the formatter
+    phrases.py     the storyboard's choices of words, named: filters where the words depend on the numbers
     tracking.py    which plan values a template or a scene reads (a beat's cache key, the review page)
     numbers.py     every number of the film, from the roofline
     meaning.py     what each number means, its formula and unit, written once

@@ -78,6 +78,8 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
               "measured": (measured_numbers, "measured"), "parameters": (params, "parameters"),
               "efficiency": (choice.efficiency, "choice.efficiency"), "achieved": (achieved, "achieved"),
               "expected": (expected, "expected"), "numbers": (numbers, "numbers"),
+              # what the film says here: the expected numbers with EFFICIENCY=, else the ceilings
+              "here": (expected or numbers, "expected" if expected else "numbers"),
               **{group: (getattr(numbers, group), f"numbers.{group}") for group in numbers.__dataclass_fields__}}
     beats = []
     with one_budget():  # the storyboard's templates share one budget of work (render/plan/templating.py)

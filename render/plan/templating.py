@@ -23,6 +23,7 @@ from jinja2.visitor import NodeTransformer
 
 from render import formatting
 from render.errors import FilmError, close_matches
+from render.plan.phrases import PHRASES
 from render.plan.types import BUILT_IN_CUES
 from render.plan.tracking import untracked
 
@@ -51,6 +52,19 @@ def strict(formatter):
     return filtered
 
 
+def named_phrase(phrase):
+    """A phrase filter (render/plan/phrases.py) that reports a misspelt name among its groups as such."""
+
+    @functools.wraps(phrase)
+    def filtered(*args):
+        for arg in args:
+            if isinstance(arg, jinja2.Undefined):
+                arg._fail_with_undefined_error()
+        return phrase(*args)
+
+    return filtered
+
+
 FILTERS = {
     name: strict(getattr(formatting, name))
     for name in (
@@ -59,7 +73,7 @@ FILTERS = {
         "tokens_per_second", "ops_per_byte", "percent", "fraction", "times", "faster", "with_article",
         "possessive", "verb", "part_of",
     )
-}
+} | {name: named_phrase(phrase) for name, phrase in PHRASES.items()}
 
 
 class PlanUndefined(jinja2.StrictUndefined):

@@ -46,8 +46,8 @@ class Problem:
 
 
 @dataclass
-class BeatView:
-    """One beat as the page shows it."""
+class BeatPanel:
+    """One beat as the studio's page shows it: its panel (the scenes see a beat as scenes.base.BeatView)."""
     id: str
     title: str
     clock: str
@@ -226,7 +226,7 @@ class Studio:
         self.quality = beats.quality(quality)
         self.focus, self.publish, self.jobs = focus, publish, jobs
         self.cache = BeatCache(self.cache_folder)
-        self.views: dict[str, BeatView] = {}
+        self.views: dict[str, BeatPanel] = {}
         self.drawn_with: dict[str, dict[str, str]] = {}  # beat -> the key parts its pictures were drawn with
         self.reads: dict[str, list[str]] = {}             # beat -> the plan values its scene read then
         self.touched: dict[str, str | None] = {}          # beat -> the first cue whose words or time an edit changed
@@ -302,11 +302,11 @@ class Studio:
         self.last_update = {"problem": asdict(problem)}
         self.publish("update", {"busy": False, **self.last_update})
 
-    def view_of(self, plan: Plan, beat_id: str) -> BeatView:
+    def view_of(self, plan: Plan, beat_id: str) -> BeatPanel:
         """The beat's view with this plan's words, cues and numbers (its pictures as they were)."""
         beat = plan.beat(beat_id)
         old = self.views.get(beat_id)
-        view = BeatView(beat.id, beat.title, fmt.timestamp(round(beat.start)), beat.narration,
+        view = BeatPanel(beat.id, beat.title, fmt.timestamp(round(beat.start)), beat.narration,
                         self.cues_of(plan, beat_id))
         if old is not None:
             for name in ("stills", "clip", "status", "stale", "why", "timing", "findings", "problem"):
