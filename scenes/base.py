@@ -181,6 +181,7 @@ class BeatScene(Scene):
             if not renderer.skip_animations:
                 update_frame(*args, **kwargs)
 
+        # (Manim's renderer internals, checked against the tested version: render/video/internals.py)
         renderer.freeze_current_frame = freeze_current_frame
         renderer.render = render
         renderer.save_static_frame_data = save_static_unless_skipping

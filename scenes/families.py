@@ -12,6 +12,8 @@ from __future__ import annotations
 from manim import Mobject
 from manim.utils.iterables import remove_list_redundancies
 
+from render.video.internals import check_versions
+
 
 def get_family(mobject: Mobject, recurse: bool = True) -> list[Mobject]:
     members: list[Mobject] = []
@@ -31,4 +33,5 @@ def get_family(mobject: Mobject, recurse: bool = True) -> list[Mobject]:
 
 
 manims_get_family = Mobject.get_family
+check_versions()  # (Manim's internals: render/video/internals.py lists what is replaced)
 Mobject.get_family = get_family

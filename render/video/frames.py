@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from fractions import Fraction
 
 from render.video.h264 import SkipFrames
+from render.video.internals import check_versions
 
 
 @contextmanager
@@ -35,6 +36,7 @@ def kept_frame_buffers(held_crf: str | None = None):
     from manim.renderer.cairo_renderer import CairoRenderer
     from manim.scene import video_segment_encoder
 
+    check_versions()
     encoder_class = video_segment_encoder.VideoSegmentEncoder
     originals = encoder_class.write_frame, encoder_class.finish, CairoRenderer.get_frame
     original_write, original_finish, original_get = originals

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from render.files import write_atomic
+from render.video.internals import check_versions
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,7 @@ def kept_shapes(cache: Path | None):
     from manim import RIGHT
     from manim.mobject.svg import svg_mobject
 
+    check_versions()
     folder = Path(cache) / "typeset" / "shapes"
     folder.mkdir(parents=True, exist_ok=True)
     parse = svg_mobject.SVGMobject.init_svg_mobject

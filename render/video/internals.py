@@ -1,0 +1,101 @@
+"""Every place the renderer reaches into Manim, PyAV or svgelements, listed once, and the versions it was tested on.
+
+Speed-ups that replace a library's own methods (a deep copy that shares what never changes, families listed in one
+pass, frames handed to the encoder without new buffers, parsed outlines kept between renders, a renderer that
+writes only its part of a beat) rely on internals a release may change without notice. Each site that installs one
+calls `check_versions()` first, which refuses an untested version with one message; a test checks that every name
+listed here exists in the installed libraries and that no module replaces a library attribute this list lacks.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+from dataclasses import dataclass
+
+from render.errors import FilmError
+
+# The releases the patches below were tested on (a version matches by its prefix); pyproject.toml pins the same.
+TESTED = {"manim": ("0.22.",), "av": ("18.",), "svgelements": ("1.9.",)}
+
+
+@dataclass(frozen=True)
+class Patch:
+    library: str
+    name: str      # from the library's root: the internal replaced or relied on
+    where: str     # the module that reaches in
+    why: str
+    adds: bool = False  # the library's class has no such attribute (it adds one, or sets one its instances hold)
+
+
+def manim(name: str, where: str, why: str) -> Patch:
+    return Patch("manim", name, where, why)
+
+
+# In the order a render meets them.
+PATCHED = (
+    manim("mobject.mobject.Mobject.__deepcopy__", "scenes/copying.py",
+          "a copy shares the parts that never change (points stay, colours and parsed paths are immutable)"),
+    Patch("manim", "utils.color.core.ManimColor.__deepcopy__", "scenes/copying.py", "colours are immutable",
+          adds=True),
+    Patch("svgelements", "Path.__deepcopy__", "scenes/copying.py", "a glyph's copies share its parsed path",
+          adds=True),
+    manim("mobject.mobject.Mobject.get_family", "scenes/families.py", "a family listed in one pass"),
+    manim("camera.camera.Camera.set_cairo_context_path", "scenes/camera.py",
+          "an outline traced once while its points stay the same (overridden in KeptPathCamera)"),
+    manim("renderer.cairo_renderer.CairoRenderer.freeze_current_frame", "scenes/base.py",
+          "a held frame written for this part of the beat only"),
+    manim("renderer.cairo_renderer.CairoRenderer.render", "scenes/base.py",
+          "each frame drawn once, by layers, within the part"),
+    manim("renderer.cairo_renderer.CairoRenderer.save_static_frame_data", "scenes/base.py",
+          "nothing drawn for a skipped play"),
+    manim("renderer.cairo_renderer.CairoRenderer.update_frame", "scenes/base.py", "nothing drawn for a skipped play"),
+    Patch("manim", "renderer.cairo_renderer.CairoRenderer.static_image", "scenes/base.py",
+          "no background kept for a skipped play", adds=True),
+    Patch("manim", "renderer.cairo_renderer.CairoRenderer._original_skipping_status", "scenes/base.py",
+          "a play wholly before the part skipped, as Manim's own skipping does", adds=True),
+    manim("renderer.cairo_renderer.CairoRenderer.get_frame", "render/video/frames.py",
+          "frames handed over in kept buffers"),
+    manim("scene.video_segment_encoder.VideoSegmentEncoder.write_frame", "render/video/frames.py",
+          "kept buffers, and a held picture's repeats made rather than encoded"),
+    manim("scene.video_segment_encoder.VideoSegmentEncoder.finish", "render/video/frames.py",
+          "the held picture's repeats written at the end"),
+    Patch("av", "VideoFrame.reformat", "render/video/frames.py",
+          "the kept picture converted to the encoder's format (with its stream's codec context, Manim's _stream)"),
+    manim("mobject.svg.svg_mobject.SVGMobject.init_svg_mobject", "render/video/shapes.py",
+          "text's and formulas' outlines kept between renders"),
+    manim("mobject.svg.svg_mobject.SVGMobject.generate_mobject", "render/video/shapes.py",
+          "text's and formulas' outlines kept between renders"),
+)
+
+
+@functools.cache
+def check_versions() -> None:
+    """Refuse a library whose internals the patches were not tested on: one message naming what to do."""
+    for library, prefixes in TESTED.items():
+        version = importlib.metadata.version(library)
+        if not version.startswith(prefixes):
+            names = ", ".join(".".join(patch.name.split(".")[-2:]) for patch in PATCHED if patch.library == library)
+            raise FilmError(f"{library} {version} is installed, but the renderer reaches into its internals ({names}) "
+                            f"as tested on {' or '.join(prefix + 'x' for prefix in prefixes)}; run `make setup` to "
+                            f"install the tested release (pyproject.toml pins it), or test render/video/internals.py's "
+                            f"list against {version} and add it to TESTED")
+
+
+def resolve(library: str, name: str) -> object:
+    """The object a dotted name from a library's root names in the installed library (an AttributeError or an
+    ImportError if a release moved or removed it)."""
+    attributes = name.split(".")
+    module = importlib.import_module(library)
+    for index in range(len(attributes), 0, -1):
+        try:
+            module = importlib.import_module(".".join([library, *attributes[:index]]))
+        except ImportError:
+            continue
+        attributes = attributes[index:]
+        break
+    found = module
+    for attribute in attributes:
+        found = getattr(found, attribute)
+    return found
