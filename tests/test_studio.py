@@ -87,9 +87,13 @@ def all_ready(driver, timeout: float) -> dict[str, tuple]:
 
 
 def edit(path: Path, old: str, new: str) -> None:
+    """A save as an editor makes it, whole (written beside and renamed): write_text's truncate and write could reach
+    the watcher as two saves on a busy machine, the second an update that rightly draws nothing."""
     text = path.read_text()
     assert old in text, (path, old)
-    path.write_text(text.replace(old, new, 1))
+    temporary = path.with_name(f".{path.name}.saving")
+    temporary.write_text(text.replace(old, new, 1))
+    temporary.replace(path)
 
 
 def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(studio, page, project):
