@@ -387,7 +387,7 @@ def run_narration(args: argparse.Namespace) -> int:
 
 def run_film(args: argparse.Namespace) -> int:
     from render.video import beats
-    from render.video.matrix import make_film
+    from render.video.scheduler import make_film
 
     beats.quality(args.quality)
     plan = plan_from(args)
@@ -519,7 +519,7 @@ def run_studio(args: argparse.Namespace) -> int:
     from render.studio.server import Broadcast, run_studio as serve
     from render.studio.session import Studio
     from render.video import beats
-    from render.video.film import output_lock
+    from render.video.finish import output_lock
     from render.voice.narration import make_narration
 
     beats.quality(args.quality)

@@ -74,7 +74,7 @@ def tiny_film_once(request, tmp_path_factory, name: str, **choice) -> MadeFilm:
     once for all the workers: each gets its own copy of the build, so a test that makes other films there
     never changes another worker's)."""
     from render.plan.resolve import resolve_plan
-    from render.video.matrix import make_film
+    from render.video.scheduler import make_film
 
     def made_in(build: Path) -> MadeFilm:
         lines: list[str] = []

@@ -17,7 +17,7 @@ from render.media import probe
 from render.plan.resolve import resolve_plan
 from render.plan.types import Plan
 from render.video import film as film_module
-from render.video.matrix import make_film
+from render.video.scheduler import make_film
 
 from conftest import OTHER_CHOICE, run_film
 

@@ -19,8 +19,8 @@ from render.media import probe
 from render.plan.resolve import resolve_plan
 from render.video.beats import QUALITIES
 from render.video.cache import BeatCache
-from render.video.film import check_film
-from render.video.matrix import make_film
+from render.video.finish import check_film
+from render.video.scheduler import make_film
 
 from conftest import ROOT, retitled_storyboard, run_film
 

@@ -372,7 +372,7 @@ def test_the_catalog_refuses_control_characters_in_its_text(data_copy):
 def test_markup_in_a_name_is_escaped_in_subtitles_the_description_and_tags(data_copy):
     from render.plan.types import Subtitle
     from render.publish.kit import description_text
-    from render.video.film import ffmetadata
+    from render.video.finish import ffmetadata
     from render.voice.subtitles import to_srt, to_vtt
 
     hostile = "Evil<script>alert(1)</script>-->"
@@ -572,7 +572,7 @@ def test_variant_options_get_the_right_message(variants, says):
 
 
 def test_counts_in_messages_agree_with_their_nouns():
-    from render.video.matrix import FilmRow, FilmsResult
+    from render.video.scheduler import FilmRow, FilmsResult
     from render.formatting import counted
 
     assert (counted(1, "beat"), counted(2, "beat"), counted(1, "process", "processes"),

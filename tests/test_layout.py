@@ -113,7 +113,7 @@ def test_a_linted_beat_is_remembered_and_a_damaged_memory_is_linted_again(tmp_pa
 def thumbnail_of(choice: tuple, speech: Path) -> tuple[Path, Path]:
     """A choice's poster (its film's frame at the poster's moment, drawn as a still) and its thumbnail."""
     from render.publish.kit import make_thumbnail
-    from render.video.film import poster_moment
+    from render.video.finish import poster_moment
 
     plan = timed_plan(choice, speech)
     beat_id, at = poster_moment(plan)

@@ -10,7 +10,7 @@ import pytest
 from render.publish.page import beat_picture_time
 from render.publish.review import still_times
 from render.video.beats import take_frames
-from render.video.film import poster_moment
+from render.video.finish import poster_moment
 from render.video.settling import settled_of
 
 

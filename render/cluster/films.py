@@ -1,6 +1,6 @@
 """`make films`: many films at once on a Dask cluster, each distinct beat rendered once.
 
-The films' matrix (render/video/matrix.py, which `make film` runs on this machine's processes) decides
+The films' matrix (render/video/scheduler.py, which `make film` runs on this machine's processes) decides
 what to render and shares what films have in common; here its runner sends each part of a beat to the
 cluster as a task with the beat's slice of the timed plan, which returns the video's bytes (tasks.py):
 the client joins and stores them in its beat cache, so workers need no shared folder. Dask retries a
@@ -31,8 +31,8 @@ from render.plan.types import Plan
 from render.text import clean_text
 from render.video import beats
 from render.video.cues import check_cues
-from render.video.film import FilmResult
-from render.video.matrix import FilmsResult, run_matrix
+from render.video.finish import FilmResult
+from render.video.scheduler import FilmsResult, schedule_films
 from render.video.runner import STOP_GRACE_SECONDS, Drawn, Part, nearly_done
 from render.cluster import tasks
 from render.cluster.tasks import PROGRESS_TOPIC, RenderedPart, installation, render_part_task
@@ -162,7 +162,7 @@ def make_films(plans: list[Plan], quality_name: str = "high", build_dir: Path = 
         else:
             check_workers(client, where)
         say(f"films: {len(unique)} at {q.name} ({q.width}x{q.height}, {q.fps} fps) on {where}")
-        return run_matrix(unique, q, Path(build_dir), DaskRunner(client, where), say, on_film, started=started)
+        return schedule_films(unique, q, Path(build_dir), DaskRunner(client, where), say, on_film, started=started)
 
 
 @contextmanager

@@ -33,7 +33,7 @@ from render.cluster.films import dask_client, make_films
 from render.cluster.tasks import empty_task
 from render.files import STORYBOARD_PATH
 from render.plan.resolve import resolve_plan
-from render.video.matrix import make_film
+from render.video.scheduler import make_film
 
 CHANGED_BEAT = "two-budgets"
 MATRIX = [(gpu, model) for gpu in ("h100-sxm", "a100-sxm-80gb") for model in ("llama-3.1-8b", "llama-3.2-3b")]

@@ -11,6 +11,6 @@
     frames.py    Manim's frames handed to the encoder without new buffers; held pictures repeated
     h264.py      a held picture's repeats as H.264 frames that skip every macroblock
     shapes.py    the outlines of text and formulas, kept between renders
-    matrix.py    films made from their beats on a runner (make film is a matrix of one)
-    film.py      a film from its beats: joined, muxed with the narration, chapters, checked, poster
+    scheduler.py films made from their beats on a runner: make film schedules one, make films many
+    finish.py    a film's last step: its beats joined, muxed with the narration, chapters, checked, poster
 """

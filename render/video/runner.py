@@ -3,8 +3,8 @@
 A runner is given parts of beats (a beat's slice of the timed plan and the frames to draw), draws them
 somewhere and hands each back as a render whose video lies in this machine's scratch folder; it says how
 far each running part has got, forgets parts nobody wants any more, and on Ctrl-C starts nothing more and
-hands back what finishes within a moment. What to draw, the joins and the beat cache are the matrix's
-(matrix.py), which never knows where a part was drawn. `LocalRunner` is here; the Dask one is in
+hands back what finishes within a moment. What to draw, the joins and the beat cache are the scheduler's
+(scheduler.py), which never knows where a part was drawn. `LocalRunner` is here; the Dask one is in
 render/cluster/films.py.
 """
 
@@ -212,7 +212,7 @@ class LocalRunner:
         round_trip = time.perf_counter() - submitted
         try:
             render, on_worker, worker = future.result()
-        except Exception as error:  # noqa: BLE001 - the matrix names it
+        except Exception as error:  # noqa: BLE001 - the scheduler names it
             return Drawn(part, None, error, "", 0.0, round_trip)
         self.took[part.key] = (on_worker, part.bounds[1] - part.bounds[0])
         return Drawn(part, render, None, worker, on_worker, round_trip)

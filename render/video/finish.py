@@ -1,7 +1,7 @@
 """A film from its beats: joined without re-encoding, muxed with the narration, chapters and metadata,
 written atomically and checked with ffprobe before it is declared done, with its subtitles and poster; a
-lock keeps two runs on one output folder apart. Which beats to render, and where, is the matrix's
-(matrix.py: `make film` and `make films`).
+lock keeps two runs on one output folder apart. Which beats to render, and where, is the
+scheduler's (scheduler.py: `make film` and `make films`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Films made from their beats on a runner: `make film` is the matrix of one film on this machine's processes,
-`make films` the matrix of many on a Dask cluster.
+"""The scheduler: films made from their beats on a runner. `make film` schedules one film on this machine's
+processes, `make films` many on a Dask cluster.
 
-For each film in turn the matrix locks its folder, makes its narration (cheap, and cached by words and
+For each film in turn the scheduler locks its folder, makes its narration (cheap, and cached by words and
 voice), and turns each beat the beat cache lacks into a task keyed by the beat cache's own key, so films
 that need the same pictures share one task:
 
@@ -14,7 +14,7 @@ that need the same pictures share one task:
 A task is the beat's parts (beats.part_bounds), given to the runner: every first part of a film's beats
 before any second part, so a second part starts from what its first part typeset. When a beat's parts
 are back they are joined without re-encoding and stored; a film whose beats are all there is joined
-with its narration (film.finish_film). A part that fails fails each film that needs it; the others go on.
+with its narration (finish.finish_film). A part that fails fails each film that needs it; the others go on.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from render.plan.types import Plan
 from render.video import beats
 from render.video.cache import BeatCache
 from render.video.cues import check_cues
-from render.video.film import BeatVideos, FilmResult, film_dir, finish_film, narrate, output_lock
+from render.video.finish import BeatVideos, FilmResult, film_dir, finish_film, narrate, output_lock
 from render.video.runner import (Drawn, LocalRunner, Part, Runner, beat_parts, ctrl_c_noted, failure,
                                  remove_stale_scratch)
 from render.voice.narration import NarrationResult
@@ -49,7 +49,7 @@ REPORT_EVERY = 10.0  # seconds between progress lines while beats render
 
 @dataclass
 class FilmJob:
-    """One film of the matrix, from its narration to its file."""
+    """One film of the schedule, from its narration to its file."""
 
     plan: Plan
     index: int
@@ -154,7 +154,7 @@ class FilmsResult:
         return "\n".join(lines)
 
 
-class FilmMatrix:
+class FilmScheduler:
     """The films, their beats' tasks on the runner, the cache. `one_film`: `make film`'s own words (no film
     names, and a failure is the run's, raised as its one message)."""
 
@@ -414,7 +414,7 @@ class FilmMatrix:
                            list(self.records))
 
 
-def run_matrix(plans: list[Plan], q: beats.Quality, build_dir: Path, runner: Runner, say: Callable[[str], None],
+def schedule_films(plans: list[Plan], q: beats.Quality, build_dir: Path, runner: Runner, say: Callable[[str], None],
                on_film: Callable[[FilmResult], None] | None = None, one_film: bool = False,
                started: float | None = None) -> FilmsResult:
     """Make every plan's film, its beats' parts drawn by `runner` (`started`: when the run began, if before)."""
@@ -425,38 +425,38 @@ def run_matrix(plans: list[Plan], q: beats.Quality, build_dir: Path, runner: Run
     scratch.mkdir(parents=True, exist_ok=True)
     try:
         with runner.open(scratch):
-            matrix = FilmMatrix(runner, q, Path(build_dir), scratch, say, on_film, len(plans), one_film)
+            scheduler = FilmScheduler(runner, q, Path(build_dir), scratch, say, on_film, len(plans), one_film)
             try:
                 for plan in plans:
-                    matrix.add_film(plan)
-                    matrix.collect(timeout=0)
+                    scheduler.add_film(plan)
+                    scheduler.collect(timeout=0)
                 with ctrl_c_noted() as interrupted:
-                    while matrix.tasks and not interrupted.is_set():
-                        matrix.collect(timeout=0.2)
+                    while scheduler.tasks and not interrupted.is_set():
+                        scheduler.collect(timeout=0.2)
                     if interrupted.is_set():
-                        matrix.interrupt()
+                        scheduler.interrupt()
                         raise KeyboardInterrupt
             except BaseException:
                 # Ctrl-C, a failed film of `make film`, a broken connection: nothing half-made is kept; every
                 # film and cached beat finished so far was written atomically and stays.
-                matrix.cancel()
+                scheduler.cancel()
                 if not one_film:
-                    made = sum(1 for job in matrix.jobs if job.result)
+                    made = sum(1 for job in scheduler.jobs if job.result)
                     say(f"films: stopped; {made} of {len(plans)} films finished and are intact")
                 raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    for job in matrix.jobs:  # a film left waiting (its beat's task dropped with another film's) did not finish
+    for job in scheduler.jobs:  # a film left waiting (its beat's task dropped with another film's) did not finish
         if not job.result and not job.failure:
-            matrix.fail(job, "its beats did not all render")
-    return matrix.result(started, runner.where(sys.maxsize))
+            scheduler.fail(job, "its beats did not all render")
+    return scheduler.result(started, runner.where(sys.maxsize))
 
 
 def make_film(plan: Plan, quality_name: str = "high", build_dir: Path = BUILD_DIR, jobs: int | None = None,
               say: Callable[[str], None] = print) -> FilmResult:
-    """`make film`: the matrix of one film, its beats' parts drawn by `jobs` processes here (one per core)."""
+    """`make film`: one film scheduled, its beats' parts drawn by `jobs` processes here (one per core)."""
     q = beats.quality(quality_name)
     media.require_tools()
     check_cues(plan)
     runner = LocalRunner(jobs or os.cpu_count() or 1, cache_dir(build_dir))
-    return run_matrix([plan], q, Path(build_dir), runner, say, one_film=True).films[0]
+    return schedule_films([plan], q, Path(build_dir), runner, say, one_film=True).films[0]
