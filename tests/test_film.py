@@ -16,7 +16,7 @@ from render.errors import FilmError
 from render.media import probe
 from render.plan.resolve import resolve_plan
 from render.plan.types import Plan
-from render.video import film as film_module
+from render.video import finish as film_module
 from render.video.scheduler import make_film
 
 from conftest import OTHER_CHOICE, run_film

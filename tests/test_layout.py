@@ -28,6 +28,12 @@ LINT_CHOICES = [("rtx-4090", 1, "llama-3.2-1b", "int4"), ("b200", 1, "llama-3.1-
                 ("rtx-4090", 2, "qwen3-30b-a3b", "fp8", "compute=0.5,memory=0.9,overhead=0.3")]
 
 
+def plan_of(choice: tuple):
+    """A choice of the lint set's form (gpu, gpus, model, dtype[, efficiency]) resolved: its plan, untimed."""
+    gpu, gpus, model, dtype, *efficiency = choice
+    return resolve_plan(gpu=gpu, gpus=gpus, model=model, dtype=dtype, efficiency=efficiency[0] if efficiency else None)
+
+
 def timed_plan(choice: tuple, speech: Path):
     """One choice's timed plan (no track is assembled)."""
     gpu, gpus, model, dtype, *efficiency = choice

@@ -10,8 +10,7 @@ import pytest
 from render import formatting as fmt
 from render.files import STORYBOARD_PATH
 from render.plan import phrases
-from render.plan.resolve import resolve_plan
-from test_layout import LINT_CHOICES
+from test_layout import LINT_CHOICES, plan_of
 
 CHOICES = [("h100-sxm", 1, "llama-3.1-8b", "bf16"), ("a100-sxm-80gb", 1, "llama-3.1-8b", "bf16"),
            ("h200-sxm", 1, "llama-3.1-8b", "bf16"), *LINT_CHOICES]
@@ -20,12 +19,7 @@ MAX_BRANCHES = 5
 
 @pytest.fixture(scope="module")
 def plans():
-    found = {}
-    for choice in CHOICES:
-        gpu, gpus, model, dtype, *efficiency = choice
-        found[choice] = resolve_plan(gpu=gpu, gpus=gpus, model=model, dtype=dtype,
-                                     efficiency=efficiency[0] if efficiency else None)
-    return found
+    return {choice: plan_of(choice) for choice in CHOICES}
 
 
 def test_the_storyboard_branches_at_most_five_times_and_uses_every_phrase():

@@ -16,7 +16,7 @@ from render import formatting as fmt
 from render.errors import FilmError
 from render.files import PAGE_SCRIPT_PATH
 from render.plan.resolve import resolve_plan
-from test_layout import LINT_CHOICES
+from test_layout import LINT_CHOICES, plan_of
 
 # The source page's six paragraphs (its "What is the difference…" to "The honest caveats…"), as published
 SOURCE_ARTICLE = Path(__file__).parent / "fixtures" / "source_article.txt"
@@ -30,12 +30,7 @@ SEAMS = re.compile(r"  | [,.;:)]|\( |,,|\.\.|,\.|\.,| a a | the the |^[a-z]")
 
 @pytest.fixture(scope="module")
 def plans():
-    found = {}
-    for choice in CHOICES:
-        gpu, gpus, model, dtype, *efficiency = choice
-        found[choice] = resolve_plan(gpu=gpu, gpus=gpus, model=model, dtype=dtype,
-                                     efficiency=efficiency[0] if efficiency else None)
-    return found
+    return {choice: plan_of(choice) for choice in CHOICES}
 
 
 def texts(prose) -> list[str]:
