@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import dataclasses
 import json
 import logging
 import math
@@ -541,68 +540,31 @@ def run_studio(args: argparse.Namespace) -> int:
 
 
 def run_measure(args: argparse.Namespace) -> int:
-    from render.measure import client, dataset as datasets, timings
-    from render.specs import calibration
-    from render.specs.calibration import deployment_of
-    from render.tools.calibrate import as_data as calibration_data, report
+    from render.tools.measuring import MeasureRequest, measure_endpoint
+    from render.measure.timings import planned_requests
 
     try:
-        lengths = [whole_number(1, MAX_MEASURED_PROMPT)(part) for part in args.prompt_tokens.split(",")]
+        lengths = tuple(whole_number(1, MAX_MEASURED_PROMPT)(part) for part in args.prompt_tokens.split(","))
     except argparse.ArgumentTypeError as error:
         raise FilmError(f"--prompt-tokens {args.prompt_tokens!r}: {error}") from None
-    if lengths != sorted(set(lengths)) or len(lengths) < 2:
+    if list(lengths) != sorted(set(lengths)) or len(lengths) < 2:
         raise FilmError(f"--prompt-tokens {args.prompt_tokens!r}: give at least two increasing lengths")
     if args.out.suffix != ".yaml" or not DATASET_NAME.fullmatch(args.out.stem):
         raise FilmError(f"--out {args.out}: the dataset must be a .yaml file whose name is its id: letters, digits, "
                         f"'.', '_' and '-', e.g. data/measured/my-endpoint.yaml")
-    catalog = load_catalog(DATA_DIR)
-    choice = resolve_choice(catalog, load_storyboard(), FilmRequest(gpu=args.compared_gpu, model=args.as_model,
-                                                                    dtype=args.precision))
-    model, precision, gpu = choice.model.id, choice.dtype.id, choice.gpu.id
     levels = concurrency_levels(args.concurrency)
-    planned = timings.planned_requests(len(lengths), args.runs, levels)
+    planned = planned_requests(len(lengths), args.runs, levels)
     if planned > args.max_requests:
         raise FilmError(f"this run needs {planned:,} timed requests ({len(lengths)} prompt lengths x {args.runs} runs "
                         f"x {sum(levels)} streams over --concurrency {args.concurrency}), more than --max-requests "
                         f"{args.max_requests:,}; raise --max-requests or lower --runs or --concurrency")
-    endpoint = client.Endpoint(args.base_url, args.model, client.api_key_from(args.api_key_env),
-                               timeout=args.timeout, max_requests=args.max_requests)
-    print(f"measuring {args.model} at {endpoint.host}: prompts {', '.join(f'{n:,}' for n in lengths)} tokens "
-          f"({'cached' if args.warm_prefix else 'cold'}), {args.runs} runs each"
-          + (f" at {', '.join(map(str, levels))} streams at once" if len(levels) > 1 else "")
-          + f", {args.max_tokens} tokens out", flush=True)
-    measurement = timings.measure(endpoint, lengths, args.max_tokens, args.runs,
-                                  say=lambda line: print(line, flush=True), concurrency=levels,
-                                  warm_prefix=args.warm_prefix)
-    record = datasets.dataset(args.out.stem, endpoint, measurement, args.label, args.provider, precision, model, gpu,
-                              args.runs)
-    fit = calibration.calibrate(dataset := datasets.checked_dataset(args.out, record),
-                                deployment_of(dataset, catalog, embedding_rows=choice.embedding_rows))
-    # a record beside the timings: the film fits them again
-    datasets.write_dataset(args.out, dataclasses.replace(record, calibration=calibration_data(fit)))
-    print(measured_tables(record.prompts))
-    print(f"prompts: {measurement.prompt_cache}; prompt tokens: {record.prompt_tokens_counted_by}")
-    print(report(fit))
-    print(f"wrote {display_path(args.out)}; {datasets.use_hint(args.out)}")
+    measure_endpoint(MeasureRequest(
+        base_url=args.base_url, model=args.model, api_key_env=args.api_key_env, lengths=lengths, runs=args.runs,
+        max_tokens=args.max_tokens, max_requests=args.max_requests, timeout=args.timeout, levels=levels,
+        warm_prefix=args.warm_prefix, label=args.label, provider=args.provider, out=args.out,
+        request=FilmRequest(gpu=args.compared_gpu, model=args.as_model, dtype=args.precision)),
+        say=lambda line: print(line, flush=True))
     return 0
-
-
-def measured_tables(prompts) -> str:
-    """Each prompt length's medians, then (with more than one stream) each concurrency level's."""
-    reasoning = any(p.reasoning_tokens for p in prompts)  # then the first content token comes later
-    text = table(("prompt tokens", "TTFT (median)", *(("TTFC (median)", "reasoning tokens") if reasoning else ()),
-                  "decode tok/s (median)", "runs", "token counts"),
-                 [(f"{p.prompt_tokens:,}", f"{p.ttft_seconds * 1000:.1f} ms",
-                   *((f"{p.ttfc_seconds * 1000:.1f} ms" if p.ttfc_seconds else "-",
-                      str(p.reasoning_tokens)) if reasoning else ()),
-                   f"{p.decode_tokens_per_second:.1f}" if p.decode_tokens_per_second else "-",
-                   str(p.runs), p.token_counts) for p in prompts])
-    if any(p.concurrency for p in prompts):
-        text += "\n" + table(("prompt tokens", "streams", "aggregate tok/s", "per-stream tok/s", "TTFT (median)"),
-                             [(f"{p.prompt_tokens:,}", str(level.streams), f"{level.aggregate_tokens_per_second:.1f}",
-                               f"{level.decode_tokens_per_second:.1f}" if level.decode_tokens_per_second else "-",
-                               f"{level.ttft_seconds * 1000:.1f} ms") for p in prompts for level in p.concurrency])
-    return text
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
@@ -702,52 +664,10 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    catalog = load_catalog(DATA_DIR)
-    if args.what == "gpus":
-        rows = [(g.id, g.name, fmt.teraflops(g.bf16_flops, short=True),
-                 fmt.teraflops(g.fp8_flops, short=True) if g.fp8_flops else "-",
-                 fmt.bandwidth(g.bandwidth, short=True), f"{g.memory_gib:g} GiB", f"{g.sm_count} {g.compute_unit}s",
-                 fmt.bandwidth(g.interconnect_bandwidth, short=True), g.source)
-                for g in catalog.gpus.values()]
-        header = ("id", "name", "BF16", "FP8", "bandwidth", "memory", "SMs / CUs", "GPU-GPU each way", "source")
-    elif args.what == "models":
-        rows = [(m.id, m.name, f"{m.parameters / 1e9:.2f}B",
-                 f"{rl.active_parameters(m) / 1e9:.2f}B" if m.is_moe else "-",
-                 f"{m.experts_per_token}/{m.experts}" if m.is_moe else "-", str(m.layers), str(m.hidden_size),
-                 f"{m.attention_heads}/{m.kv_heads}" + (" MLA" if m.is_mla else ""), str(m.head_dim),
-                 str(m.ffn_size), f"{m.vocab_size:,}", m.source)
-                for m in catalog.models.values()]
-        header = ("id", "name", "params", "active", "experts", "layers", "hidden", "heads/kv", "head_dim", "ffn",
-                  "vocab", "source")
-    elif args.what == "dtypes":
-        rows = [(d.id, d.name, f"{d.bytes_per_weight:g}", d.arithmetic, "yes" if d.weight_only else "no",
-                 f"{d.kv_dtype} ({d.kv_bytes:g} B)", d.source) for d in catalog.dtypes.values()]
-        header = ("id", "name", "bytes/weight", "arithmetic", "weight-only", "KV cache", "source")
-    else:
-        rows = []
-        for dataset_id in catalog.measured_ids():
-            try:
-                data = catalog.measured(dataset_id)
-            except FilmError as error:  # the others are still worth listing; this one is named with its problem
-                log.warning("left out: %s", clean_text(str(error)))
-                continue
-            rows.append((data.id, data.provider, data.precision, data.model, data.compared_gpu
-                         + (" (assumed)" if data.compared_gpu_is_assumption else ""),
-                         ", ".join(f"{p.prompt_tokens:,}" for p in data.prompts), data.source))
-        header = ("id", "provider", "precision", "model", "compared with", "prompts", "source")
-    print(table(header, rows))
+    from render.specs.listing import catalog_table
+
+    print(catalog_table(load_catalog(DATA_DIR), args.what))
     return 0
-
-
-def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Columns padded to fit; the last column (the source) is left to run on."""
-    rows = [[clean_text(str(cell)) for cell in row] for row in rows]  # nothing a terminal would obey
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header) - 1)]
-    lines = []
-    for row in [header, *rows]:
-        cells = [str(cell).ljust(width) for cell, width in zip(row, widths)]
-        lines.append("  ".join([*cells, clean_text(str(row[-1]))]))
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 NAME_LENGTH = 80  # a model's or GPU's name on screen, in titles and in file names
 
@@ -56,3 +57,14 @@ def cue_text_srt(text: str) -> str:
 def description_line(text: str) -> str:
     """A line of the description: YouTube refuses '<' and '>' in one, so they become guillemets."""
     return clean_text(text).translate(str.maketrans({"<": "‹", ">": "›"}))
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded to fit; the last column (the source) is left to run on."""
+    rows = [[clean_text(str(cell)) for cell in row] for row in rows]  # nothing a terminal would obey
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header) - 1)]
+    lines = []
+    for row in [header, *rows]:
+        cells = [str(cell).ljust(width) for cell, width in zip(row, widths)]
+        lines.append("  ".join([*cells, clean_text(str(row[-1]))]))
+    return "\n".join(lines)

@@ -393,7 +393,7 @@ def test_markup_in_a_name_is_escaped_in_subtitles_the_description_and_tags(data_
 
 
 def test_terminal_tables_carry_no_escape_sequences():
-    from render.cli import table
+    from render.text import table
 
     printed = table(("id", "name", "source"), [("x", "Evil\x1b[2J\x1b]0;owned\x07name", "a\nb\x1b[1m")])
     assert "\x1b" not in printed and "\x07" not in printed and "Evilname" in printed and "a b" in printed

@@ -5,5 +5,6 @@
     check_choices.py  make check-choices: every GPU x model x data type x GPU count narrated
     goldens.py        make goldens: the stored stills the tests compare every beat with
     calibrate.py      film calibrate: a measured dataset's fit, as the pages show it
+    measuring.py      film measure's whole run (a MeasureRequest): timed, written as a dataset, fitted, reported
     llama_server.py   llama.cpp's real server, for film measure's tests and make bench's check of a fit
 """
