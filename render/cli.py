@@ -26,7 +26,7 @@ from render.errors import FilmError
 from render.files import BUILD_DIR, DATA_DIR, STORYBOARD_PATH, cache_dir, output_dir, write_atomic
 from render.formatting import timestamp as format_timestamp
 from render.plan.report import roofline_report, roofline_table
-from render.plan.resolve import resolve_choice, resolve_plan
+from render.plan.resolve import resolve_choice
 from render.plan.types import FilmRequest
 from render.plan.storyboard import load_storyboard
 from render.specs import roofline as rl
@@ -288,16 +288,11 @@ def request_of(args: argparse.Namespace) -> FilmRequest:
 
 
 def plan_from(args: argparse.Namespace, request: FilmRequest | None = None):
-    """The plan the command line asks for (`request`: a matrix's film, with the command line's other settings)."""
-    request = request or request_of(args)
-    if request.recordings is not None and not request.recordings.is_dir():
-        raise FilmError(f"--recordings {request.recordings}: no such folder; give the folder that holds "
-                        f"<beat-id>.wav or .flac recordings")
-    from render.video.cues import check_cues
+    """The plan the command line asks for (`request`: a matrix's film, with the command line's other settings),
+    through the library's film_plan."""
+    from render.video.cues import film_plan
 
-    plan = resolve_plan(request, storyboard_path=args.storyboard)
-    check_cues(plan)  # the scenes and the storyboard agree on their cues, before anything is voiced or drawn
-    return plan
+    return film_plan(request or request_of(args), args.storyboard)
 
 
 def whole_number(low: int, high: int):

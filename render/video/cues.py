@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import ast
 
+from pathlib import Path
+
 from render.errors import FilmError
-from render.files import PROJECT_ROOT
+from render.files import PROJECT_ROOT, STORYBOARD_PATH
+from render.plan.resolve import resolve_plan
 from render.plan.registry import SCENES, SceneEntry
-from render.plan.types import BUILT_IN_CUES, Plan
+from render.plan.types import BUILT_IN_CUES, FilmRequest, Plan
 from render.video.sources import scene_sources, source_tree
 
 CUE_METHODS = {"at", "hold_until", "cue", "seconds_until", "repeat_until"}
@@ -63,3 +66,14 @@ def check_cues(plan: Plan) -> None:
     if problems:
         raise FilmError("\n".join(problems) + "\nMark each cue a scene waits for with [[name]] before its word, "
                         "and use or remove every marked cue.")
+
+
+def film_plan(request: FilmRequest, storyboard_path: Path = STORYBOARD_PATH) -> Plan:
+    """The plan of the film `request` asks for, ready to voice and draw: resolved, and refused before anything is
+    voiced or drawn if its scenes and storyboard disagree on their cues (what every command renders from)."""
+    if request.recordings is not None and not request.recordings.is_dir():
+        raise FilmError(f"--recordings {request.recordings}: no such folder; give the folder that holds "
+                        f"<beat-id>.wav or .flac recordings")
+    plan = resolve_plan(request, storyboard_path=storyboard_path)
+    check_cues(plan)
+    return plan
