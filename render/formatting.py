@@ -195,19 +195,13 @@ def seconds(value: float, short: bool = False) -> str:
     return f"{number} s" if short else f"{number} {'second' if number == '1' else 'seconds'}"
 
 
-def precise_seconds(value: float) -> str:
+def precise_seconds(value: float, uncertainty: float | None = None) -> str:
     """A measured or fitted time to three significant figures, in ms under a tenth of a second: '6.41 ms', '0.277 s'
-    (residuals are small differences)."""
-    if abs(value) < 0.1:
-        return f"{plain(significant(value * 1e3, 3))} ms"
-    return f"{plain(significant(value, 3))} s"
-
-
-def precise_seconds_within(value: float, uncertainty: float) -> str:
-    """A measured or fitted time and its uncertainty in the time's own unit: '0.277 ± 0.068 s', '6.41 ± 0.064 ms'
-    (never '0.277 s ± 68.5 ms')."""
+    (residuals are small differences); with its uncertainty, in the time's own unit: '0.277 ± 0.068 s' (never
+    '0.277 s ± 68.5 ms')."""
     scale, unit = (1e3, "ms") if abs(value) < 0.1 else (1.0, "s")
-    return f"{plain(significant(value * scale, 3))} ± {plain(significant(uncertainty * scale, 2))} {unit}"
+    spread = f" ± {plain(significant(uncertainty * scale, 2))}" if uncertainty is not None else ""
+    return f"{plain(significant(value * scale, 3))}{spread} {unit}"
 
 
 def nanoseconds(value: float, uncertainty: float | None = None) -> str:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.metadata
 from pathlib import Path
 
@@ -17,10 +18,28 @@ LIBRARIES = ("manim", "av", "svgelements")
 RENDERERS = {"renderer", "self.renderer"}  # what the scenes call Manim's renderer
 
 
+def resolve(library: str, name: str) -> object:
+    """The object a dotted name from a library's root names in the installed library (an AttributeError or an
+    ImportError if a release moved or removed it)."""
+    attributes = name.split(".")
+    module = importlib.import_module(library)
+    for index in range(len(attributes), 0, -1):
+        try:
+            module = importlib.import_module(".".join([library, *attributes[:index]]))
+        except ImportError:
+            continue
+        attributes = attributes[index:]
+        break
+    found = module
+    for attribute in attributes:
+        found = getattr(found, attribute)
+    return found
+
+
 def test_every_internal_listed_is_there_in_the_installed_libraries():
     for patch in internals.PATCHED:
         owner, _, attribute = patch.name.rpartition(".")
-        found = internals.resolve(patch.library, owner)
+        found = resolve(patch.library, owner)
         assert patch.adds or hasattr(found, attribute), f"{patch.library}.{patch.name} is gone"
         assert (ROOT / patch.where).is_file(), patch.where
 

@@ -186,7 +186,7 @@ def fit_view(fit, gpu_name: str, ceiling_tokens_per_second: float) -> dict | Non
 
     figures = []
     if fit.overhead_seconds:
-        figures.append(("Overhead per request", fmt.precise_seconds_within(fit.overhead_seconds.value,
+        figures.append(("Overhead per request", fmt.precise_seconds(fit.overhead_seconds.value,
                                                                           fit.overhead_seconds.uncertainty),
                         (f"{fit.overhead_share:.1%} of the shortest prompt's wait: " if fit.overhead_share is not None
                          else "waited outside prefill: ") + "network, queueing, the template"))
@@ -207,7 +207,7 @@ def fit_view(fit, gpu_name: str, ceiling_tokens_per_second: float) -> dict | Non
                         f"decode step at {point.prompt_tokens:,} cached tokens" + (f", {point.streams} streams"
                                                                             if point.streams > 1 else "")),
                "measured": ("about " if point.approximate else "")
-               + fmt.precise_seconds_within(point.measured_seconds, point.precision_seconds),
+               + fmt.precise_seconds(point.measured_seconds, point.precision_seconds),
                "fitted": seconds(point.fitted_seconds),
                "residual": fmt.signed_percent((point.measured_seconds - point.fitted_seconds) / point.fitted_seconds)}
               for point in fit.points]

@@ -10,7 +10,6 @@ listed here exists in the installed libraries and that no module replaces a libr
 from __future__ import annotations
 
 import functools
-import importlib
 import importlib.metadata
 from dataclasses import dataclass
 
@@ -82,20 +81,3 @@ def check_versions() -> None:
                             f"install the tested release (pyproject.toml pins it), or test render/video/internals.py's "
                             f"list against {version} and add it to TESTED")
 
-
-def resolve(library: str, name: str) -> object:
-    """The object a dotted name from a library's root names in the installed library (an AttributeError or an
-    ImportError if a release moved or removed it)."""
-    attributes = name.split(".")
-    module = importlib.import_module(library)
-    for index in range(len(attributes), 0, -1):
-        try:
-            module = importlib.import_module(".".join([library, *attributes[:index]]))
-        except ImportError:
-            continue
-        attributes = attributes[index:]
-        break
-    found = module
-    for attribute in attributes:
-        found = getattr(found, attribute)
-    return found
