@@ -103,8 +103,8 @@ def test_a_template_naming_an_unknown_attribute(storyboard_copy):
 
 
 def test_the_films_summary_is_a_template_checked_as_the_narration_is(storyboard_copy):
-    path = storyboard_copy("(expected or numbers).decode.tokens_per_second|integer }} tokens a second",
-                           "(expected or numbers).decode.token_per_second|integer }} tokens a second")
+    path = storyboard_copy("here.decode.tokens_per_second|integer }} tokens a second",
+                           "here.decode.token_per_second|integer }} tokens a second")
     message = refusal(path)
     assert message.startswith(f"{path}:{line_of(path, 'summary: >-')}: film summary: DecodeNumbers has no value "
                               f"'token_per_second'; did you mean tokens_per_second")
