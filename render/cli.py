@@ -33,7 +33,7 @@ from render.specs import roofline as rl
 from render.specs.catalog import DATASET_NAME, load_catalog
 from render.publish.kit import write_kit
 from render.specs.yamlio import display_path
-from render.text import NAME_LENGTH, clean_text, control_characters, terminal_text
+from render.text import NAME_LENGTH, clean_text, control_characters, terminal_text, echo
 
 log = logging.getLogger("film")
 
@@ -242,9 +242,9 @@ def gpu_counts(text: str) -> tuple[int, ...]:
         counts = tuple(int(part) for part in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r}: give whole numbers of GPUs separated by commas, e.g. 1,2,4,8") from None
+            f"{echo(text)}: give whole numbers of GPUs separated by commas, e.g. 1,2,4,8") from None
     if not counts or any(count < 1 for count in counts):
-        raise argparse.ArgumentTypeError(f"{text!r}: each GPU count is at least 1")
+        raise argparse.ArgumentTypeError(f"{echo(text)}: each GPU count is at least 1")
     return counts
 
 
@@ -262,7 +262,7 @@ def any_integer(text: str) -> int:
     try:
         return int(text.replace(",", "").replace("_", ""))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{echo(text)} is not a whole number") from None
 
 
 def add_plan_arguments(parser: argparse.ArgumentParser, voice: bool = True, build: bool = True) -> None:
@@ -302,7 +302,7 @@ def whole_number(low: int, high: int):
         try:
             value = int(text.replace(",", "").replace("_", ""))
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+            raise argparse.ArgumentTypeError(f"{echo(text)} is not a whole number") from None
         if value < low:
             raise argparse.ArgumentTypeError(
                 f"must be at least {low}, not {text}" if low else f"must not be negative, not {text}")
@@ -322,7 +322,7 @@ def seconds_into_beat(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        raise argparse.ArgumentTypeError(f"{echo(text)} is not a number of seconds") from None
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"must be a time from 0 into the beat, not {text}")
     return value
@@ -541,9 +541,9 @@ def run_measure(args: argparse.Namespace) -> int:
     try:
         lengths = tuple(whole_number(1, MAX_MEASURED_PROMPT)(part) for part in args.prompt_tokens.split(","))
     except argparse.ArgumentTypeError as error:
-        raise FilmError(f"--prompt-tokens {args.prompt_tokens!r}: {error}") from None
+        raise FilmError(f"--prompt-tokens {echo(args.prompt_tokens)}: {error}") from None
     if list(lengths) != sorted(set(lengths)) or len(lengths) < 2:
-        raise FilmError(f"--prompt-tokens {args.prompt_tokens!r}: give at least two increasing lengths")
+        raise FilmError(f"--prompt-tokens {echo(args.prompt_tokens)}: give at least two increasing lengths")
     if args.out.suffix != ".yaml" or not DATASET_NAME.fullmatch(args.out.stem):
         raise FilmError(f"--out {args.out}: the dataset must be a .yaml file whose name is its id: letters, digits, "
                         f"'.', '_' and '-', e.g. data/measured/my-endpoint.yaml")
@@ -580,9 +580,9 @@ def concurrency_levels(text: str) -> tuple[int, ...]:
     try:
         levels = tuple(whole_number(1, MAX_CONCURRENCY)(part) for part in text.split(","))
     except argparse.ArgumentTypeError as error:
-        raise FilmError(f"--concurrency {text!r}: {error}") from None
+        raise FilmError(f"--concurrency {echo(text)}: {error}") from None
     if list(levels) != sorted(set(levels)) or levels[0] != 1:
-        raise FilmError(f"--concurrency {text!r}: give increasing numbers of streams starting with 1 "
+        raise FilmError(f"--concurrency {echo(text)}: give increasing numbers of streams starting with 1 "
                         f"(the single-stream figures the measured beats use), e.g. 1,8,32")
     return levels
 

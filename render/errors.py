@@ -5,6 +5,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+from render.text import echo
+
 
 class FilmError(Exception):
     """Bad input or an impossible choice. The message names the file, the place and the fix."""
@@ -43,7 +45,7 @@ def close_matches(word: str, known: Iterable[str], limit: int = 3) -> list[str]:
 def unknown_name_error(kind: str, word: str, known: Iterable[str], where: str) -> FilmError:
     """'unknown GPU 'h100' ... did you mean h100-sxm? Known GPUs: ...' with the file that lists them."""
     known = sorted(known)
-    message = f"unknown {kind} {word!r}"
+    message = f"unknown {kind} {echo(word)}"
     suggestions = close_matches(word, known)
     if suggestions:
         message += f"; did you mean {', '.join(suggestions)}?"

@@ -68,3 +68,16 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
         cells = [str(cell).ljust(width) for cell, width in zip(row, widths)]
         lines.append("  ".join([*cells, clean_text(str(row[-1]))]))
     return "\n".join(lines)
+
+
+ECHO_LENGTH = 80  # what of a wrong value a message repeats: enough to recognise it, never a screenful
+
+
+def echo(value: object, limit: int = ECHO_LENGTH) -> str:
+    """A value as a message repeats it (Python's repr, as the user can find it in the file), cut to `limit`
+    characters with its full length said: a 1.5 MB string is one readable line, not 1.5 MB of error."""
+    text = repr(value) if not isinstance(value, str) or len(value) <= 4 * limit else repr(value[:4 * limit])
+    length = len(value) if isinstance(value, str) else len(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit].rstrip()}… ({length:,} characters)"

@@ -273,7 +273,15 @@ def test_redaction_takes_the_whole_key_and_only_the_key():
     escaped = "".join(f"\\u{ord(char):04x}" for char in SECRET)
     assert redact(f'{{"error": "bad key {escaped}"}}') == '{"error": "bad key ***"}'
     assert redact(f"key={SECRET.replace('-', '%2D')}&x=1") == "key=***&x=1"
-    assert redact(f"x{SECRET}y 127.0.0.1:8400") == f"x{SECRET}y 127.0.0.1:8400"  # not a whole token: not it
+    # The key's characters wherever they stand: glued to letters, split by spaces, dressed in variation selectors.
+    assert redact(f"x{SECRET}y 127.0.0.1:8400") == "x***y 127.0.0.1:8400"
+    assert redact(f"key{SECRET}end") == "key***end"
+    assert redact(f"the key {SECRET[:9]} {SECRET[9:]} was refused") == "the key *** was refused"
+    assert redact(f"the key {SECRET[:5]}  \t{SECRET[5:]}.") == "the key ***."
+    dressed = "\ufe0f".join(SECRET)
+    assert redact(f"invalid: {dressed}") == "invalid: ***"
+    for ignorable in ("\u180b", "\U000e0020", "\U000e0100", "\u115f", "\u034f", "\u061c"):
+        assert redact(ignorable.join(SECRET)) == "***", repr(ignorable)
     cut = server_message("x" * 285 + " " + SECRET, redact)
     assert cut.endswith(" ***") and "sk-S" not in cut  # taken out before the message is cut to length
     for short in ("1", "abc1234"):
@@ -579,3 +587,78 @@ def test_counts_in_messages_agree_with_their_nouns():
             counted(3, "process", "processes")) == ("1 beat", "2 beats", "1 process", "3 processes")
     nothing_rendered = FilmsResult([], [FilmRow("f", None, "x", 0, 0, 9)], {"f": "x"}, 9, 0, 1.0, "here", [])
     assert "each render served" not in nothing_rendered.table() and nothing_rendered.reuse_ratio == 0
+
+
+# -- fourth pass: numbers beyond reason, and values echoed whole ----------------------------------------------
+
+HUGE = "9" * 5000  # beyond the 4,300 digits Python reads from text
+
+
+def test_a_whole_number_beyond_pythons_limit_in_the_catalog_is_one_message_with_its_line(data_copy):
+    data = data_copy("gpus.yaml", "    memory_gib: 80\n", f"    memory_gib: {HUGE}\n")
+    line = next(number for number, text in enumerate((data / "gpus.yaml").read_text().splitlines(), 1)
+                if HUGE in text)
+    with pytest.raises(FilmError, match=rf"gpus.yaml:{line}: a whole number of 5,000 digits; no value here has more "
+                                        rf"than a few dozen"):
+        resolve_plan(data_dir=data)
+
+
+def test_a_whole_number_beyond_pythons_limit_in_the_storyboard_names_its_line(tmp_path):
+    storyboard = tmp_path / "storyboard.yaml"
+    text = (ROOT / "script" / "storyboard.yaml").read_text()
+    storyboard.write_text(text.replace("  prompt_tokens: 2000 ", f"  prompt_tokens: {HUGE} ", 1))
+    message, _ = plan_refusal("--storyboard", str(storyboard))
+    assert re.search(r"storyboard.yaml:34: a whole number of 5,000 digits", message), message
+
+
+def test_a_dataset_with_a_huge_number_is_left_out_of_the_list_and_named(data_copy):
+    from render.specs.catalog import load_catalog
+    from render.specs.listing import catalog_table
+
+    data = data_copy("gpus.yaml")
+    good = data / "measured" / "openrouter-coreweave-llama-3.1-8b-bf16.yaml"
+    bad = good.with_name("huge.yaml")
+    text = good.read_text().replace("id: openrouter-coreweave-llama-3.1-8b-bf16", "id: huge", 1)
+    bad.write_text(re.sub(r"prompt_tokens: \d+", f"prompt_tokens: {HUGE}", text, count=1))
+    records = []
+    import logging
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    handler = Keep()
+    logging.getLogger("film").addHandler(handler)
+    try:
+        listed = catalog_table(load_catalog(data), "measured")
+    finally:
+        logging.getLogger("film").removeHandler(handler)
+    assert "openrouter-coreweave-llama-3.1-8b-bf16" in listed and "huge" not in listed.split("\n", 1)[1]
+    assert any("huge.yaml:" in record and "a whole number of 5,000 digits" in record for record in records), records
+
+
+def test_a_config_with_a_huge_unused_number_is_refused_with_its_line(tmp_path):
+    from render.specs.hf_config import load_config
+
+    path = tmp_path / "config.json"
+    path.write_text('{\n  "model_type": "llama",\n  "pad": ' + HUGE + "\n}\n")
+    with pytest.raises(FilmError, match=r"config.json: line 3: a whole number of 5,000 digits"):
+        load_config(path)
+
+
+def test_a_wrong_value_is_echoed_cut_to_a_readable_length(tmp_path):
+    storyboard = tmp_path / "storyboard.yaml"
+    text = (ROOT / "script" / "storyboard.yaml").read_text()
+    value = "x" * 1_500_000
+    storyboard.write_text(text.replace("  prompt_tokens: 2000 ", f"  prompt_tokens: {value} ", 1))
+    message, _ = plan_refusal("--storyboard", str(storyboard))
+    assert len(message) < 400, len(message)
+    assert "'xxxxxxxx" in message and "… (1,500,000 characters)" in message, message
+
+
+def test_echo_keeps_short_values_whole_and_says_a_long_ones_length():
+    from render.text import echo
+
+    assert echo("h100") == "'h100'" and echo(12.5) == "12.5"
+    cut = echo("y" * 10_000)
+    assert len(cut) < 110 and cut.startswith("'yyy") and cut.endswith("… (10,000 characters)")

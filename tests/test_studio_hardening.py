@@ -219,3 +219,15 @@ def test_a_taken_port_and_a_held_folder_are_named(studio, project):
     assert re.search(rf"another run is writing \S+studio \(pid {holder}: film studio --quality tiny --build \S+ "
                      rf"--beat two-waits\)", third.stderr), third.stderr
     assert "make film" not in third.stderr
+
+
+def test_a_problem_raised_inside_a_library_is_placed_in_the_projects_file_not_in_the_venv():
+    import yaml
+
+    from render.studio.session import problem_from_error
+
+    try:
+        yaml.safe_load("n: " + "9" * 5000)  # PyYAML's int() of 5,000 digits: Python's ValueError, deep in .venv/
+    except ValueError as error:
+        problem = problem_from_error(error)
+    assert problem.file == "tests/test_studio_hardening.py" and ".venv" not in problem.file, problem

@@ -15,6 +15,7 @@ from render.errors import FilmError
 from render.plan.storyboard import Storyboard
 from render.plan.types import FilmRequest, Plan
 from render.specs.catalog import Catalog
+from render.text import echo
 
 MATRICES = ("all", "gpus", "models")
 FORMAT = ("write each variant as GPU/MODEL/DTYPE with catalog ids (film list gpus|models|dtypes), optionally "
@@ -28,19 +29,19 @@ def parse_variants(text: str) -> list[FilmRequest]:
     for word in text.replace(",", " ").split():
         fields = word.split("/")
         if len(fields) < 3 or not all(fields[:3]):
-            raise FilmError(f"VARIANTS: {word!r} is not GPU/MODEL/DTYPE; {FORMAT}")
+            raise FilmError(f"VARIANTS: {echo(word)} is not GPU/MODEL/DTYPE; {FORMAT}")
         options = {}
         for option in fields[3:]:
             name, equals, value = option.partition("=")
             if name in options:
-                raise FilmError(f"VARIANTS: {word!r}: {name}= is given twice; give each option once")
+                raise FilmError(f"VARIANTS: {echo(word)}: {name}= is given twice; give each option once")
             if name not in ("gpus", "kv") or not equals or not value:
-                raise FilmError(f"VARIANTS: {word!r}: {option!r} is not gpus=N or kv=DTYPE; {FORMAT}")
+                raise FilmError(f"VARIANTS: {echo(word)}: {echo(option)} is not gpus=N or kv=DTYPE; {FORMAT}")
             options[name] = value
         gpus = None
         if "gpus" in options:
             if not re.fullmatch(r"[0-9]{1,4}", options["gpus"]):  # ASCII digits: '²' is a digit to isdigit()
-                raise FilmError(f"VARIANTS: {word!r}: gpus={options['gpus']} is not a whole number of GPUs")
+                raise FilmError(f"VARIANTS: {echo(word)}: gpus={options['gpus']} is not a whole number of GPUs")
             gpus = int(options["gpus"])
         variants.append(FilmRequest(fields[0], fields[1], fields[2], gpus, options.get("kv")))
     if not variants:

@@ -22,7 +22,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 from render.errors import FilmError
-from render.text import clean_text
+from render.text import clean_text, echo
 
 log = logging.getLogger("film")
 
@@ -88,26 +88,29 @@ MIN_KEY_LENGTH = 8  # a shorter "key" is ordinary text: hiding it would damage n
 
 
 class Redactor:
-    """Replaces a secret wherever it stands as a whole token in text that leaves the program, never inside a longer
-    word, an identifier or a number. What is compared is the text as a reader would see it (`readable`): escapes
-    decoded (HTML entities in every spelling, JSON's \\u0073, \\x73, URL's %73, a JSON-escaped slash, each twice
-    over) and invisible or separating characters dropped (zero-width spaces, soft hyphens, line breaks); what is
-    replaced is every character the secret was written with."""
+    """Replaces a secret wherever its characters stand in text that leaves the program: glued to letters
+    (`keysk-…XYZend`) or split by spaces, line breaks or characters a reader does not see. What is compared is the
+    text as a reader would see it (`readable`): escapes decoded (HTML entities in every spelling, JSON's \\u0073,
+    \\x73, URL's %73, a JSON-escaped slash, each twice over), every default-ignorable code point dropped (zero-width
+    spaces and joiners, soft hyphens, variation selectors, tags) and whitespace dropped; what is replaced is every
+    character the secret was written with. (A key is at least MIN_KEY_LENGTH characters, so the match is on its
+    characters alone, not on word boundaries.)"""
 
     def __init__(self, secret: str | None):
-        self.secret = secret
+        self.secret = "".join(char for char in secret if not invisible(char) and not char.isspace()) if secret \
+            else secret
 
     def __call__(self, text: str) -> str:
         if not self.secret or not text:
             return text
         seen, spans = readable(text)
+        kept = [index for index, char in enumerate(seen) if not char.isspace()]
+        seen, spans = "".join(seen[index] for index in kept), [spans[index] for index in kept]
         cuts: list[tuple[int, int]] = []
         start = seen.find(self.secret)
         while start >= 0:
             end = start + len(self.secret)
-            whole = (start == 0 or not seen[start - 1].isalnum()) and (end == len(seen) or not seen[end].isalnum())
-            if whole:
-                cuts.append((spans[start][0], spans[end - 1][1]))
+            cuts.append((spans[start][0], spans[end - 1][1]))
             start = seen.find(self.secret, start + 1)
         if not cuts:
             return text
@@ -122,13 +125,16 @@ class Redactor:
 # An escape a server may write a character with: &#115; &#0115; &#x73; &#X73; &sol; &amp; \u0073 \x73 %73 \/
 ESCAPED = re.compile(r"&#[xX](?P<hex>[0-9a-fA-F]{1,8});?|&#(?P<decimal>[0-9]{1,10});?"
                      r"|&(?P<name>[A-Za-z][A-Za-z0-9]{1,31};?)|\\u(?P<u>[0-9a-fA-F]{4})|\\x(?P<x>[0-9a-fA-F]{2})|%(?P<percent>[0-9a-fA-F]{2})|\\(?P<slash>/)")
-# What a terminal or a page shows as nothing (or as a mere break): format characters (zero-width spaces and joiners,
-# soft hyphens, bidi controls, BOM), line and paragraph breaks, and the other controls.
-INVISIBLE = frozenset("\u034f\u115f\u1160\u180e\u3164\uffa0\u2028\u2029")
+# What a terminal or a page shows as nothing (or as a mere break): Unicode's default-ignorable code points (zero-width
+# spaces and joiners, soft hyphens, bidi controls, variation selectors, tags, the BOM, Hangul fillers), line and
+# paragraph breaks, and the other controls. (DerivedCoreProperties.txt, Default_Ignorable_Code_Point.)
+DEFAULT_IGNORABLE = re.compile("[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+                               "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+                               "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff\u2028\u2029]")
 
 
 def invisible(char: str) -> bool:
-    return char in INVISIBLE or unicodedata.category(char) in ("Cf", "Cc")
+    return DEFAULT_IGNORABLE.match(char) is not None or unicodedata.category(char) in ("Cf", "Cc")
 
 
 def readable(text: str, passes: int = 2) -> tuple[str, list[tuple[int, int]]]:
@@ -190,7 +196,7 @@ class Endpoint:
             parsed = urllib.parse.urlparse(self.base_url.rstrip("/"))
             parsed.hostname  # noqa: B018 - parsed lazily: a broken IPv6 address raises here
         except ValueError as error:
-            raise FilmError(f"--base-url {self.base_url!r} is not a URL ({error}), e.g. http://localhost:8000/v1") \
+            raise FilmError(f"--base-url {echo(self.base_url)} is not a URL ({error}), e.g. http://localhost:8000/v1") \
                 from None
         if self.api_key is not None:
             if len(self.api_key) < MIN_KEY_LENGTH:
@@ -202,13 +208,13 @@ class Endpoint:
                                 "and written; it cannot be both public and kept secret. Give the real key")
         self.redact = Redactor(self.api_key)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise FilmError(f"--base-url {self.base_url!r} is not an http(s) URL, e.g. http://localhost:8000/v1")
+            raise FilmError(f"--base-url {echo(self.base_url)} is not an http(s) URL, e.g. http://localhost:8000/v1")
         try:
             port = parsed.port
         except ValueError:
-            raise FilmError(f"--base-url {self.base_url!r}: the port must be a number from 1 to 65535") from None
+            raise FilmError(f"--base-url {echo(self.base_url)}: the port must be a number from 1 to 65535") from None
         if port is not None and not 1 <= port <= 65535:
-            raise FilmError(f"--base-url {self.base_url!r}: the port must be a number from 1 to 65535")
+            raise FilmError(f"--base-url {echo(self.base_url)}: the port must be a number from 1 to 65535")
         if not 0 < self.timeout <= 3600:
             raise FilmError(f"--timeout {self.timeout:g}: give the seconds one request may take, above 0 and at "
                             f"most 3600")

@@ -15,6 +15,7 @@ from render.files import PAGE_SCRIPT_PATH
 from render.plan.templating import compile_template, fill
 from render.plan.types import Link, Paper, Prose
 from render.specs.yamlio import YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml
+from render.text import echo
 
 TOP_FIELDS = {"article": list, "why_it_matters": str, "connected": list, "papers": list}
 TOP_OPTIONAL = {"read_first": list, "related": list}
@@ -89,7 +90,7 @@ def checked_url(entry: YamlMap) -> str:
     """Only a web address: a page's link never runs script (javascript:) or reads the reader's disk (file:)."""
     url = entry["url"].strip()
     if not url.startswith(("https://", "http://")) or any(c.isspace() or c in "\"'<>" for c in url):
-        raise FilmError(f"{entry.where('url')}: {entry['title']!r}: {url!r} is not a web address; write it as "
+        raise FilmError(f"{entry.where('url')}: {echo(entry['title'])}: {echo(url)} is not a web address; write it as "
                         f"https://…")
     return url
 

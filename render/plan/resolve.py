@@ -27,6 +27,7 @@ from render.specs.pronunciations import load_pronunciations
 from render.specs.hf_config import model_from_file, own_identity
 from render.specs.types import DataType, Deployment, Gpu, Model, kv_cache_in
 from render.specs.yamlio import display_path
+from render.text import echo
 
 log = logging.getLogger("film")
 
@@ -262,7 +263,7 @@ def efficiency_of(catalog: Catalog, text: str, embedding_rows: bool = False) -> 
         try:
             number = float(value[:-1]) / 100 if value.endswith("%") and key != "overhead" else float(value)
         except ValueError:
-            raise FilmError(f"EFFICIENCY={text}: {key}={value!r} is not a number; {usage}") from None
+            raise FilmError(f"EFFICIENCY={text}: {key}={echo(value)} is not a number; {usage}") from None
         if key == "overhead" and not 0 <= number <= MAX_OVERHEAD_SECONDS:
             raise FilmError(f"EFFICIENCY={text}: overhead={value} must be from 0 to {MAX_OVERHEAD_SECONDS:g} seconds")
         if key != "overhead" and not (math.isfinite(number) and MIN_SHARE <= number <= 1):

@@ -15,6 +15,7 @@ from render.plan.templating import compile_template
 from render.plan.types import NarrationSettings, Parameters, parse_voice
 from render.specs.fields import bounds_of, choices_of, yaml_keys
 from render.specs.yamlio import YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml
+from render.text import echo
 
 TOP_FIELDS = {"film": dict, "defaults": dict, "parameters": dict, "narration": dict, "beats": list}
 FILM_FIELDS = {"title": str, "end": (str, int, float), "source": str, "summary": str}
@@ -64,13 +65,13 @@ def parse_timestamp(value: str | int | float, where: str, what: str) -> float:
     else:
         match = TIMESTAMP.match(str(value).strip())
         if not match:
-            raise FilmError(f"{where}: {what}: {value!r} is not a timestamp; write minutes:seconds, e.g. \"1:07\"")
+            raise FilmError(f"{where}: {what}: {echo(value)} is not a timestamp; write minutes:seconds, e.g. \"1:07\"")
         hours, minutes, secs = match.groups()
         if float(secs) >= 60:
-            raise FilmError(f"{where}: {what}: {value!r} has {secs} seconds; seconds must be below 60")
+            raise FilmError(f"{where}: {what}: {echo(value)} has {secs} seconds; seconds must be below 60")
         seconds = int(hours or 0) * 3600 + int(minutes) * 60 + float(secs)
     if not (math.isfinite(seconds) and 0 <= seconds <= MAX_FILM_SECONDS):
-        raise FilmError(f"{where}: {what}: {value!r} is not a time in an explainer film; write one from "
+        raise FilmError(f"{where}: {what}: {echo(value)} is not a time in an explainer film; write one from "
                         f"0:00 to {MAX_FILM_SECONDS // 60}:00")
     return seconds
 
@@ -90,7 +91,7 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     if parameters.get("embedding_reads") not in (None, *choices_of(Parameters, "embedding_reads")):
         raise FilmError(f"{parameters.where('embedding_reads')}: parameters: embedding_reads must be table (a step "
                         f"reads every weight, the source's convention) or rows (only its tokens' rows of the input "
-                        f"embedding table), not {parameters['embedding_reads']!r}")
+                        f"embedding table), not {echo(parameters['embedding_reads'])}")
     narration = document["narration"]
     check_fields(narration, "narration", *yaml_keys(NarrationSettings))
     check_narration(narration)
@@ -126,7 +127,7 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
         captions = beat.get("captions") or {}
         for caption, template in captions.items():
             if not isinstance(template, str):
-                raise FilmError(f"{captions.where(caption)}: {label}: caption {caption!r} should be text")
+                raise FilmError(f"{captions.where(caption)}: {label}: caption {echo(caption)} should be text")
             compile_template(template, captions.where(caption), f"{label} caption {caption!r}")
         raw.append((beat, label, start, dict(captions)))
 

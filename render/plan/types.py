@@ -31,6 +31,7 @@ from render.plan import codec
 from render.specs.catalog import MeasuredDataset
 from render.specs.fields import datum
 from render.specs.types import DataType, Deployment, Gpu, Hardware, Model
+from render.text import echo
 
 # Speech engines a storyboard or VOICE= may name (render/voice/speech.py implements them).
 VOICE_ENGINES = ("hibari", "piper")
@@ -490,7 +491,7 @@ def parse_voice(spec: str) -> tuple[str, str | None]:
     engine, _, voice = spec.partition(":")
     engine = engine.strip().lower()
     if engine != RECORDED and engine not in VOICE_ENGINES:
-        raise FilmError(f"unknown voice {spec!r}; use one of: {', '.join([*VOICE_ENGINES, RECORDED])} "
+        raise FilmError(f"unknown voice {echo(spec)}; use one of: {', '.join([*VOICE_ENGINES, RECORDED])} "
                         f"(optionally engine:voice, e.g. hibari:heart)")
     return engine, (voice.strip() or None)
 
@@ -631,7 +632,7 @@ class Plan:
         for beat in self.beats:
             if beat.id == beat_id:
                 return beat
-        raise FilmError(f"unknown beat {beat_id!r}; the beats are: {', '.join(b.id for b in self.beats)}")
+        raise FilmError(f"unknown beat {echo(beat_id)}; the beats are: {', '.join(b.id for b in self.beats)}")
 
     @property
     def is_timed(self) -> bool:

@@ -16,7 +16,7 @@ from render.specs.architecture import count_parameters
 from render.specs.fields import date_text, datum, yaml_keys
 from render.specs.schema import from_yaml
 from render.specs.types import DataType, Gpu, Model
-from render.text import NAME_LENGTH, control_characters
+from render.text import NAME_LENGTH, control_characters, echo
 from render.specs.yamlio import YamlList, YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml
 
 DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -138,7 +138,7 @@ class Catalog:
     def measured(self, dataset_id: str) -> MeasuredDataset:
         if not DATASET_NAME.fullmatch(dataset_id):
             raise FilmError(
-                f"measured dataset {dataset_id!r}: a dataset is a name, the file name in "
+                f"measured dataset {echo(dataset_id)}: a dataset is a name, the file name in "
                 f"{display_path(self.measured_dir)}/ without .yaml (letters, digits, '.', '_' and '-'), not a path; "
                 f"known: {', '.join(self.measured_ids())}")
         path = self.measured_dir / f"{dataset_id}.yaml"

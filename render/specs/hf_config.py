@@ -22,7 +22,8 @@ from render.specs.catalog import PARAMETER_TOLERANCE, load_entries
 from render.specs.fields import bounds_of, out_of_range, to_yaml
 from render.specs.types import Model
 from render.files import read_capped, write_atomic
-from render.specs.yamlio import display_path
+from render.specs.yamlio import MAX_INT_DIGITS, display_path
+from render.text import echo
 
 SUPPORTED = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe", "deepseek_v3")
 MOE_TYPES = ("mixtral", "qwen3_moe", "deepseek_v3")
@@ -63,12 +64,30 @@ def load_config(path: Path) -> dict:
         raise FilmError(f"{where}: nested {depth:,} levels deep; a model's config.json nests a few (at most "
                         f"{MAX_CONFIG_DEPTH} are read)")
     try:
-        config = json.loads(text)
+        config = json.loads(text, parse_int=whole_number)
+    except TooManyDigits as error:
+        found = re.search(r"\d{%d,}" % (MAX_INT_DIGITS + 1), text)
+        line = text.count("\n", 0, found.start()) + 1 if found else 1
+        raise FilmError(f"{where}: line {line}: a whole number of {error.digits:,} digits; no field of a model's "
+                        f"config has more than a few dozen, so write the number the field means") from None
     except json.JSONDecodeError as error:
         raise FilmError(f"{where}: line {error.lineno}, column {error.colno}: not valid JSON ({error.msg})") from None
     if not isinstance(config, dict):
         raise FilmError(f"{where}: expected a JSON object (a model's config.json), got {type(config).__name__}")
     return config
+
+
+class TooManyDigits(ValueError):
+    def __init__(self, digits: int):
+        super().__init__(digits)
+        self.digits = digits
+
+
+def whole_number(text: str) -> int:
+    """A JSON integer, refused (with its length) beyond what Python reads from text, before Python's own ValueError."""
+    if len(text) > MAX_INT_DIGITS:
+        raise TooManyDigits(len(text.lstrip("-")))
+    return int(text)
 
 
 JSON_SYNTAX = re.compile(r'[\[\]{}"\\]')
@@ -118,13 +137,13 @@ def model_from_config(config: dict, where: str, model_id: str | None = None, nam
         if value is None:
             value = default
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 10_000_000:
-            raise FilmError(f"{where}: {key} is {value!r}; it must be a whole number from {low} to 10,000,000")
+            raise FilmError(f"{where}: {key} is {echo(value)}; it must be a whole number from {low} to 10,000,000")
         return value
 
     def flag(key: str, default: bool) -> bool:
         value = config.get(key, default)
         if not isinstance(value, bool):
-            raise FilmError(f"{where}: {key} is {value!r}; it must be true or false")
+            raise FilmError(f"{where}: {key} is {echo(value)}; it must be true or false")
         return value
 
     def text(key: str) -> str | None:
@@ -209,7 +228,7 @@ def check_model_bounds(fields: dict, where: str, model_type: str) -> None:
         problem = out_of_range(fields[name], bounds)
         if problem:
             key = EXPERT_KEYS[model_type] if name == "experts" else CONFIG_KEYS.get(name, name)
-            raise FilmError(f"{where}: {key} is {fields[name]!r}; {problem}")
+            raise FilmError(f"{where}: {key} is {echo(fields[name])}; {problem}")
     if fields.get("dense_layers", 0) >= fields["layers"]:
         raise FilmError(f"{where}: every one of its {fields['layers']} layers is dense (mlp_only_layers, "
                         f"decoder_sparse_step or first_k_dense_replace); a mixture of experts needs an expert layer")

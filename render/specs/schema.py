@@ -9,6 +9,7 @@ from typing import Any, Callable
 from render.errors import FilmError
 from render.specs.fields import Bounds, bounds_of, hints, out_of_range, record_type, yaml_fields, yaml_keys
 from render.specs.yamlio import YamlMap, check_fields
+from render.text import echo
 
 
 def from_yaml(kind: type, entry: Any, label: str, then: Callable[[YamlMap, str], None] | None = None) -> Any:
@@ -55,7 +56,7 @@ def check_values(kind: type, entry: YamlMap, label: str) -> None:
         if entry[field.name] not in choices:
             words = " or ".join(choices) if either else f"one of {', '.join(map(str, choices))}"
             raise FilmError(f"{entry.where(field.name)}: {label}: {field.name!r} must be {words}"
-                            f"{f' ({why})' if why else ''}, not {entry[field.name]!r}")
+                            f"{f' ({why})' if why else ''}, not {echo(entry[field.name])}")
 
 
 def check_range(mapping: YamlMap, key: str, label: str, bounds: Bounds) -> None:

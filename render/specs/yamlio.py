@@ -9,6 +9,7 @@ import functools
 import hashlib
 import os
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import yaml
 
 from render.errors import FilmError, close_matches
 from render.files import read_capped, resolved
+from render.text import echo
 
 
 class Node:
@@ -108,6 +110,9 @@ LineLoader.add_implicit_resolver(
 
 
 MAX_YAML_BYTES = 2 * 2**20  # the project's data files are a few kilobytes
+# Python reads at most this many digits of a whole number from text (sys.get_int_max_str_digits); a longer one is
+# refused where it is read, with its place, never by the interpreter's ValueError.
+MAX_INT_DIGITS = min(sys.get_int_max_str_digits() or 4300, 4300)
 
 
 def load_yaml(path: Path, what: str = "a YAML data file") -> Any:
@@ -154,6 +159,14 @@ def load_yaml(path: Path, what: str = "a YAML data file") -> Any:
         result.item_lines = [child.start_mark.line + 1 for child in node.value]
         return result
 
+    def construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+        digits = sum(char.isdigit() for char in node.value)
+        if digits > MAX_INT_DIGITS:  # Python refuses to read it (ValueError); say where, and what to write
+            raise FilmError(f"{display_path(path)}:{node.start_mark.line + 1}: a whole number of {digits:,} digits; "
+                            f"no value here has more than a few dozen, so write the number this field means")
+        return SAFE_LOADER.construct_yaml_int(loader, node)
+
+    Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_sequence)
     loader = Loader(text)
@@ -236,7 +249,7 @@ def check_fields(
         if not ok:
             raise FilmError(
                 f"{mapping.where(key)}: {what}: {key!r} should be {type_words(expected)}, "
-                f"not {value!r}"
+                f"not {echo(value)}"
             )
 
 

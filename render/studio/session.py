@@ -88,7 +88,7 @@ def problem_from_error(error: BaseException, beat: str = "") -> Problem:
     that, in the project), else what the error's message names."""
     frames = traceback.extract_tb(error.__traceback__)
     ours = [frame for frame in frames if resolved(frame.filename).is_relative_to(PROJECT_ROOT / "scenes")] \
-        or [frame for frame in frames if resolved(frame.filename).is_relative_to(PROJECT_ROOT)]
+        or [frame for frame in frames if project_file(frame.filename)]
     message = str(error) if isinstance(error, FilmError) else f"{type(error).__name__}: {error}"
     if isinstance(error, SyntaxError) and error.filename:  # (raised by an import: the frames are importlib's)
         where = Path(error.filename)
@@ -98,6 +98,16 @@ def problem_from_error(error: BaseException, beat: str = "") -> Problem:
         where = ours[-1]
         return Problem(message, os.path.relpath(where.filename, PROJECT_ROOT), where.lineno, beat)
     return Problem(message, *place_named(message), beat=beat)
+
+
+PROJECT_FOLDERS = ("scenes", "render", "script", "data", "tests")  # not .venv/ (the libraries), build/ or a cache
+
+
+def project_file(filename: str) -> bool:
+    """Whether a frame's file is one of the project's own (a library installed in .venv/ is not)."""
+    path = resolved(filename)
+    return any(path.is_relative_to(PROJECT_ROOT / folder) for folder in PROJECT_FOLDERS) \
+        and "site-packages" not in path.parts
 
 
 def place_named(message: str) -> tuple[str, int | None]:
