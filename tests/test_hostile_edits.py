@@ -197,11 +197,11 @@ def test_an_alias_bomb_costs_what_the_file_holds(tmp_path):
     path = tmp_path / "bomb.yaml"
     path.write_text(BILLION_LAUGHS)
     tracemalloc.start()
-    started = time.monotonic()
+    started = time.process_time()  # CPU seconds: a busy machine does not stretch them
     try:
         with pytest.raises(FilmError, match=r"bomb\.yaml:2: the value anchored here"):
             load_yaml(path)
-        seconds, peak = time.monotonic() - started, tracemalloc.get_traced_memory()[1]
+        seconds, peak = time.process_time() - started, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert seconds < 2 and peak < 5 * 2**20, (seconds, peak)
@@ -224,11 +224,11 @@ WORK = {
 @pytest.mark.parametrize("name", WORK)
 def test_the_template_budget_counts_work_not_calls(name):
     tracemalloc.start()
-    started = time.monotonic()
+    started = time.process_time()  # CPU seconds: a busy machine does not stretch them
     try:
         with pytest.raises(FilmError, match="the template sandbox refuses more than 100,000 steps of work"):
             fill(WORK[name], {}, "script/storyboard.yaml:40", "beat 'prefill' narration")
-        seconds, peak = time.monotonic() - started, tracemalloc.get_traced_memory()[1]
+        seconds, peak = time.process_time() - started, tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert seconds < 2 and peak < 50 * 2**20, f"{name}: {seconds:.2f} s, {peak / 2**20:.0f} MiB"
