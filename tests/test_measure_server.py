@@ -162,5 +162,5 @@ def test_a_concurrency_sweep_records_every_level_and_the_dataset_loads(wide_swee
     stored = raw["calibration"]
     assert stored == yaml.safe_load(yaml.safe_dump(as_data(calibrate(dataset, deployment_of(dataset, load_catalog())))))
     assert {entry["streams"] for entry in stored["points"] if entry["kind"] == "decode"} >= {1}
-    for figure in ("overhead_seconds", "memory_efficiency"):  # a figure the fit gives is at least 0; one it cannot, a note
+    for figure in ("overhead_seconds", "memory_efficiency"):  # a figure the fit gives is >= 0; one it cannot, a note
         assert stored[figure] is None and stored["notes"] or stored[figure]["value"] >= 0, stored
