@@ -2,9 +2,10 @@
 
 A beat's video is stored under build/cache/beats/ by two keys:
 
-    base key    everything the scene's code and its own beat decide: the scene module and the
-                scene modules it imports, the formatter, the beat's words, cues and their times,
-                the quality, Manim's version
+    base key    everything the scene's code and its own beat decide: the scene module and every
+                project module it imports (scenes/ and render/, followed through), the engine and
+                the renderer's patches, the beat's words, cues and their times, the quality, and
+                the releases of Manim, Cairo, Pango, PyAV, svgelements and ffmpeg
     values key  the values of the plan the scene read the last time it rendered
                 (recorded by render/plan/tracking.py: "numbers.prefill.ops", "choice.gpu.name", ...)
 
@@ -17,7 +18,6 @@ was stored, or it is rendered again.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import logging
 from dataclasses import dataclass
@@ -30,7 +30,7 @@ from render.plan.registry import scene_entry
 from render.plan.tracking import value_at
 from render.plan.types import Plan
 from render.video.quality import ENCODER, HELD_CRF, Quality
-from render.video.sources import scene_sources, source_bytes
+from render.video.sources import library_versions, scene_sources, source_bytes
 
 log = logging.getLogger("film")
 
@@ -59,7 +59,7 @@ def base_key(plan: Plan, beat_id: str, q: Quality) -> str:
         digest.update(path.name.encode())
         digest.update(source_bytes(path))
     digest.update(json.dumps(beat_slice(plan, beat_id), sort_keys=True).encode())
-    digest.update(f"{q}:{importlib.metadata.version('manim')}:{CACHE_FORMAT}:{sorted(ENCODER.items())}:{HELD_CRF}".encode())
+    digest.update(f"{q}:{library_versions()}:{CACHE_FORMAT}:{sorted(ENCODER.items())}:{HELD_CRF}".encode())
     return digest.hexdigest()[:24]
 
 

@@ -7,7 +7,9 @@ and line (the studio shows it and goes on; `film plan` prints it), never a trace
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
+import json
 import warnings
 from pathlib import Path
 
@@ -17,7 +19,8 @@ from render.specs.yamlio import display_path
 
 MAX_SOURCE_BYTES = 1 << 20  # the longest scene module is about 20 kB
 
-_PARSED: dict[Path, tuple[bytes, ast.Module, list[str]]] = {}  # path -> (digest of its bytes, tree, scene imports)
+_PARSED: dict[Path, tuple[bytes, ast.Module, list[str]]] = {}  # path -> (digest of its bytes, tree, project imports)
+PROJECT_PACKAGES = ("render", "scenes")
 
 
 def source_bytes(path: Path) -> bytes:
@@ -37,9 +40,56 @@ def source_tree(path: Path) -> ast.Module:
 
 
 def scene_imports(path: Path) -> list[str]:
-    """The scene modules a file imports (`from scenes.helpers import …`), found again only when its bytes change: a
-    film looks up 27 beat keys, each reading its scene's imports."""
+    """The project modules a file imports, in any form and at any depth (`import render.formulas`, `from scenes
+    import copying`, `from .style import …`, an import inside a function), each with the packages above it (whose
+    `__init__.py` runs first); found again only when its bytes change: a film looks up 27 beat keys, each reading
+    its scene's imports."""
     return list(parsed(Path(path))[2])
+
+
+def module_path(name: str) -> Path | None:
+    """The file a project module's name stands for: its .py file, or its package's __init__.py (None: not one)."""
+    relative = name.replace(".", "/")
+    for candidate in (PROJECT_ROOT / f"{relative}.py", PROJECT_ROOT / relative / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def module_name(path: Path) -> str:
+    relative = Path(path).resolve().relative_to(PROJECT_ROOT.resolve()).with_suffix("")
+    parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
+    return ".".join(parts)
+
+
+def imported_modules(tree: ast.Module, path: Path) -> list[str]:
+    try:
+        name = module_name(path)
+    except ValueError:  # (a file outside the project: its relative imports are not ours to follow)
+        name = ""
+    package = name if Path(path).name == "__init__.py" else name.rpartition(".")[0]
+    named: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            named += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".") if package else []
+                parts = parts[:len(parts) - (node.level - 1)] if node.level > 1 else parts
+                base = ".".join([*parts, base] if base else parts)
+            named.append(base)
+            named += [f"{base}.{alias.name}" for alias in node.names if alias.name != "*"]  # a submodule, if one
+    found: list[str] = []
+    for full in named:
+        parts = full.split(".")
+        if parts[0] not in PROJECT_PACKAGES:
+            continue
+        for depth in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:depth])
+            if prefix not in found and module_path(prefix) is not None:
+                found.append(prefix)
+    return found
 
 
 def parsed(path: Path) -> tuple[bytes, ast.Module, list[str]]:
@@ -59,23 +109,61 @@ def parsed(path: Path) -> tuple[bytes, ast.Module, list[str]]:
     except (ValueError, RecursionError, MemoryError) as error:  # a NUL byte; nesting beyond the parser's limits
         raise FilmError(f"{display_path(path)}: cannot be parsed as Python ({type(error).__name__}: {error})") \
             from None
-    imports = [node.module for node in ast.walk(tree)
-               if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("scenes.")]
-    _PARSED[path] = known = (digest, tree, imports)
+    _PARSED[path] = known = (digest, tree, imported_modules(tree, path))
     return known
 
 
 def scene_sources(module: str) -> list[Path]:
-    """The files a beat's pictures depend on: its scene module, the scene modules it imports,
-    the formatter and the renderer."""
+    """The files a beat's pictures depend on: its scene module and every project module it imports, followed through
+    scenes/ and render/ alike, with the engine that draws any beat (render/video/beats.py) and every module that
+    installs one of the renderer's patches on Manim, PyAV or svgelements (render/video/internals.py), and what those
+    import."""
+    from render.video.internals import PATCHED
+
     seen: set[str] = set()
-    pending = [module, "scenes.base"]
+    pending = [module, "scenes.base", "render.video.beats", "render.video.internals",
+               *(module_name(PROJECT_ROOT / patch.where) for patch in PATCHED)]
     while pending:
         name = pending.pop()
         if name in seen:
             continue
         seen.add(name)
-        pending += scene_imports(PROJECT_ROOT / (name.replace(".", "/") + ".py"))
-    shared = ["render/formatting.py", "render/plan/tracking.py", "render/video/beats.py"]
-    return sorted([PROJECT_ROOT / (name.replace(".", "/") + ".py") for name in seen]
-                  + [PROJECT_ROOT / path for path in shared])
+        path = module_path(name)
+        if path is None:
+            source_bytes(PROJECT_ROOT / (name.replace(".", "/") + ".py"))  # names the missing file
+            continue
+        pending += scene_imports(path)
+    return sorted(module_path(name) for name in seen)
+
+
+@functools.cache
+def library_versions() -> str:
+    """The installed releases a beat's pictures depend on: Manim, the Cairo and Pango it draws with (the Python
+    bindings and the C libraries they load), PyAV and the FFmpeg libraries it encodes with, svgelements, and the
+    ffmpeg command's own version (it joins and holds a beat's frames)."""
+    import importlib.metadata
+    import subprocess
+
+    versions = {}
+    for package in ("manim", "pycairo", "manimpango", "av", "svgelements", "ffmpeg-python"):
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = "absent"
+    try:
+        import av
+        import cairo
+        import manimpango
+
+        versions["cairo library"] = cairo.cairo_version_string()
+        versions["pango library"] = manimpango.pango_version()
+        versions["ffmpeg libraries (PyAV)"] = str(getattr(av, "ffmpeg_version_info", None)
+                                                  or sorted(av.library_versions.items()))
+    except ImportError as error:  # (the internals check names a missing library; the key only records it)
+        versions["import"] = str(error)
+    try:
+        first = subprocess.run(["ffmpeg", "-version"], capture_output=True, text=True, timeout=30).stdout
+        versions["ffmpeg"] = first.splitlines()[0] if first else "no version"
+    except (OSError, subprocess.SubprocessError):
+        versions["ffmpeg"] = "absent"
+    return json.dumps(versions, sort_keys=True)

@@ -1,0 +1,171 @@
+"""A beat's cache key covers everything its pictures depend on, and nothing else (issue 54, item 1).
+
+The oracle is Python itself: the project modules that importing a beat's scene module and the engine loads (in a
+fresh interpreter, in a copy of the project) are what its pictures can depend on. Appending a line to each of them
+must change that beat's key; appending one to a module no beat loads must not. Then real renders at the tests' size:
+an edit to render/formulas.py renders again the beats that import it, and an edit to the film's page reuses all."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import copy_project
+
+KEYS = """
+import dataclasses, json, sys
+from render.plan.registry import SCENES
+from render.plan.resolve import resolve_plan
+from render.plan.types import BeatTiming
+from render.video.beats import quality
+from render.video.cache import base_key
+plan = resolve_plan(recordings=sys.argv[1])
+plan = dataclasses.replace(plan, beats=tuple(dataclasses.replace(beat, timing=BeatTiming(
+    beat.start, beat.end, beat.end, 1.0, "fixed", {}, (), ())) for beat in plan.beats))  # (the key's code part)
+
+
+def keys():
+    return {entry.beat: base_key(plan, entry.beat, quality("tiny")) for entry in SCENES}
+
+
+found = {"": keys()}
+for name in sys.argv[2:]:  # each file with a line appended, then as it was
+    with open(name, "rb") as file:
+        original = file.read()
+    with open(name, "wb") as file:
+        file.write(original + b"\\n# an edit\\n")
+    try:
+        found[name] = keys()
+    finally:
+        with open(name, "wb") as file:
+            file.write(original)
+print(json.dumps(found))
+"""
+
+LOADED = """
+import importlib, json, sys
+from pathlib import Path
+root = Path.cwd().resolve()
+importlib.import_module(sys.argv[1])
+importlib.import_module("render.video.beats")
+names = [name for name, module in list(sys.modules.items())
+         if getattr(module, "__file__", None) and Path(module.__file__).resolve().is_relative_to(root)]
+print(json.dumps(sorted(str(Path(sys.modules[name].__file__).resolve().relative_to(root)) for name in names)))
+"""
+
+
+USERS = """
+import json
+from render.files import PROJECT_ROOT
+from render.plan.registry import SCENES
+from render.video.sources import scene_sources
+print(json.dumps([e.beat for e in SCENES if PROJECT_ROOT / "render" / "formulas.py" in scene_sources(e.module)]))
+"""
+
+
+def run_in(project: Path, script: str, *args: str) -> object:
+    result = subprocess.run([sys.executable, "-c", script, *args], cwd=project, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(project)}, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    return copy_project(tmp_path_factory.mktemp("project"))
+
+
+def test_every_module_a_beat_loads_is_in_its_key_and_an_unrelated_one_is_not(project):
+    from render.plan.registry import SCENES
+
+    loaded = {entry.beat: set(run_in(project, LOADED, entry.module)) for entry in SCENES}
+    everything = set().union(*loaded.values())
+    assert "render/formulas.py" in everything and "render/video/internals.py" in everything
+    assert "scenes/copying.py" in everything and "scenes/families.py" in everything
+    unrelated = ("render/publish/page.py", "render/measure/client.py")  # the film's page, the measuring client
+    assert not everything & set(unrelated)
+    keys = run_in(project, KEYS, str(project / "none"), *sorted(everything), *unrelated)
+    before = keys[""]
+    missed = [f"{relative} -> {beat}" for relative in sorted(everything) for beat, files in loaded.items()
+              if relative in files and keys[relative][beat] == before[beat]]
+    assert not missed, missed
+    for relative in unrelated:  # every key as it was
+        assert keys[relative] == before, relative
+
+
+def test_an_import_inside_a_function_in_any_form_is_followed(project):
+    from render.plan.registry import SCENES
+
+    recordings = str(project / "none")
+    entry = next(entry for entry in SCENES if entry.beat == "decode")
+    scene = project / entry.path
+    original = scene.read_text()
+    helper = project / "render" / "picture_helper.py"
+    other = project / "scenes" / "picture_extra.py"
+    helper.write_text("SCALE = 1\n")
+    other.write_text("OFFSET = 0\n")
+    try:
+        scene.write_text(original + "\n\ndef _helpers():\n    import render.picture_helper  # noqa: F401\n"
+                         "    from scenes import picture_extra  # noqa: F401\n")
+        keys = run_in(project, KEYS, recordings, str(helper), str(other))
+        for path in (helper, other):
+            assert keys[str(path)]["decode"] != keys[""]["decode"], path.name
+            assert keys[str(path)]["two-waits"] == keys[""]["two-waits"], path.name  # (it imports neither)
+    finally:
+        scene.write_text(original)
+        helper.unlink()
+        other.unlink()
+
+
+def test_the_libraries_releases_are_in_the_key(monkeypatch):
+    from render.plan.resolve import resolve_plan
+    from render.video import cache
+    from render.video.beats import quality
+    from render.video.sources import library_versions
+
+    versions = json.loads(library_versions())
+    for library in ("manim", "pycairo", "cairo library", "manimpango", "pango library", "av",
+                    "ffmpeg libraries (PyAV)", "ffmpeg", "svgelements"):
+        assert versions[library] and versions[library] != "absent", library
+    from render.plan.types import BeatTiming
+
+    plan = resolve_plan()
+    plan = dataclasses.replace(plan, beats=tuple(dataclasses.replace(beat, timing=BeatTiming(
+        beat.start, beat.end, beat.end, 1.0, "fixed", {}, (), ())) for beat in plan.beats))
+    before = cache.base_key(plan, "prefill", quality("tiny"))
+    monkeypatch.setattr(cache, "library_versions", lambda: library_versions().replace(versions["manim"], "0.99.0"))
+    assert cache.base_key(plan, "prefill", quality("tiny")) != before
+
+
+def rendered(lines: str) -> list[str]:
+    return re.findall(r"^\s+rendered (\S+) in", lines, re.M)
+
+
+def test_an_edit_to_the_films_formulas_renders_again_the_beats_that_use_them(tmp_path, default_tiny_film):
+    project = copy_project(tmp_path / "project", cache=default_tiny_film.build / "cache")
+    (project / "none").mkdir()
+
+    def film() -> list[str]:
+        result = subprocess.run([sys.executable, "-m", "render.cli", "film", "--quality", "tiny", "--build",
+                                 str(project / "build"), "--recordings", str(project / "none"), "--jobs", "2"],
+                                cwd=project, capture_output=True, text=True, timeout=900,
+                                env={**os.environ, "PYTHONPATH": str(project)})
+        assert result.returncode == 0, result.stderr[-3000:]
+        return rendered(result.stdout + result.stderr)
+
+    assert film() == []  # the cache copied from the suite's tiny film: every beat reused
+    page = project / "render" / "publish" / "page.py"
+    page.write_text(page.read_text() + "\n# an edit to the page, which no beat draws\n")
+    assert film() == []
+    formulas = project / "render" / "formulas.py"
+    formulas.write_text(formulas.read_text() + "\n# an edit to the film's formulas\n")
+    again = film()
+    users = run_in(project, USERS)
+    assert users and sorted(again) == sorted(users), (again, users)
