@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from render import __version__, formatting as fmt
+from render import logs
 from render.errors import FilmError
 from render.files import BUILD_DIR, DATA_DIR, STORYBOARD_PATH, cache_dir, output_dir, write_atomic
 from render.formatting import timestamp as format_timestamp
@@ -45,9 +46,7 @@ WRITING_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.E
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(TerminalFormatter("film: %(message)s"))
-    logging.basicConfig(handlers=[handler], level=logging.INFO if not args.quiet else logging.WARNING)
+    logs.configure(logging.INFO if not args.quiet else logging.WARNING)
     try:
         return args.run(args)
     except FilmError as error:
@@ -69,13 +68,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-
-
-class TerminalFormatter(logging.Formatter):
-    """Log lines with nothing a terminal would obey (what a server or a file said can reach a warning)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return terminal_text(super().format(record))
 
 
 def build_parser() -> argparse.ArgumentParser:

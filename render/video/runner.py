@@ -15,7 +15,6 @@ import logging
 import os
 import shutil
 import signal
-import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -25,7 +24,7 @@ from multiprocessing.managers import SyncManager
 from pathlib import Path
 from typing import Protocol
 
-from render import media
+from render import media, logs
 from render.errors import FilmError
 from render.formatting import counted
 from render.plan.types import Plan
@@ -117,7 +116,7 @@ def draw_part_here(part: Part, out_path: str, cache_folder: str | None, progress
                                                                                                  float, str]:
     """In a local worker process: the part, how long the task took, and which process drew it."""
     started = time.perf_counter()
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="film: %(message)s")
+    logs.configure(logging.WARNING)
     render = draw_part(part, out_path, cache_folder, progress_queue)
     return render, time.perf_counter() - started, f"process {os.getpid()}"
 
@@ -128,7 +127,7 @@ def start_worker(parent: int) -> None:
     keeping every beat they finished)."""
     media.die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    logging.getLogger().setLevel(logging.WARNING)  # forked with the command's INFO: Manim's import notes are not news
+    logs.configure(logging.WARNING)  # forked with the command's INFO: Manim's import notes are not news
     if os.getppid() != parent:  # the main process died before we could ask
         os._exit(1)
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from render.files import write_atomic
 from render.video.internals import check_versions
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("film")
 
 FORMAT = 1
 written: set[tuple[int, Path]] = set()  # (Manim's key, folder): shapes this process has kept there or found
