@@ -25,7 +25,7 @@ class TerminalFormatter(logging.Formatter):
 
 
 class StderrHandler(logging.StreamHandler):
-    """Writes to the standard error of the moment (a test's capture, or a worker's own), not the one it was made with."""
+    """Writes to the standard error of the moment (a test's capture, a worker's own), not the one it was made with."""
 
     def __init__(self, stream=None):
         super().__init__(stream)
