@@ -73,7 +73,14 @@ PATCHED = (
 def check_versions() -> None:
     """Refuse a library whose internals the patches were not tested on: one message naming what to do."""
     for library, prefixes in TESTED.items():
-        version = importlib.metadata.version(library)
+        try:
+            version = importlib.metadata.version(library)
+        except importlib.metadata.PackageNotFoundError:  # importable, but no dist-info says which release it is
+            names = ", ".join(".".join(patch.name.split(".")[-2:]) for patch in PATCHED if patch.library == library)
+            raise FilmError(f"{library} has no package metadata (its dist-info is missing), so which release it is "
+                            f"cannot be told, and the renderer reaches into its internals ({names}) as tested on "
+                            f"{' or '.join(prefix + 'x' for prefix in prefixes)}: an untested release. Run `make "
+                            f"setup` to install the tested one (pyproject.toml pins it)") from None
         if not version.startswith(prefixes):
             names = ", ".join(".".join(patch.name.split(".")[-2:]) for patch in PATCHED if patch.library == library)
             raise FilmError(f"{library} {version} is installed, but the renderer reaches into its internals ({names}) "
