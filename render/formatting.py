@@ -197,11 +197,22 @@ def seconds(value: float, short: bool = False) -> str:
 
 def precise_seconds(value: float, uncertainty: float | None = None) -> str:
     """A measured or fitted time to three significant figures, in ms under a tenth of a second: '6.41 ms', '0.277 s'
-    (residuals are small differences); with its uncertainty, in the time's own unit: '0.277 ± 0.068 s' (never
-    '0.277 s ± 68.5 ms')."""
+    (residuals are small differences); with its uncertainty, in the time's own unit and both to one decimal place:
+    the value's three figures or the uncertainty's two, whichever ends first, but never before the uncertainty's
+    first figure ('0.277 ± 0.068 s', '30.0 ± 0.3 s', '0.30 ± 0.05 s', '0.740 ± 0.007 s'; never '0.277 s ± 68.5 ms',
+    nor '30 ± 5 s' for a time written to a tenth, nor '0.3 ± 0.05 s' with the value cut before its uncertainty)."""
     scale, unit = (1e3, "ms") if abs(value) < 0.1 else (1.0, "s")
-    spread = f" ± {plain(significant(uncertainty * scale, 2))}" if uncertainty is not None else ""
-    return f"{plain(significant(value * scale, 3))}{spread} {unit}"
+    if uncertainty is None or not uncertainty > 0 or not math.isfinite(uncertainty):
+        return f"{plain(significant(value * scale, 3))} {unit}"
+    shown, spread = value * scale, uncertainty * scale
+
+    def decimals(number: float, figures: int) -> int:
+        return max(0, figures - 1 - math.floor(math.log10(abs(number))))
+
+    spread_places = len(plain(significant(spread, 2)).partition(".")[2])  # ('0.05', not '0.050')
+    places = min(decimals(shown, 3) if shown else spread_places, spread_places)
+    places = max(places, decimals(spread, 1))
+    return f"{shown:.{places}f} ± {spread:.{places}f} {unit}"
 
 
 def nanoseconds(value: float, uncertainty: float | None = None) -> str:

@@ -212,7 +212,7 @@ def test_a_wait_that_does_not_grow_with_the_prompt_is_shown_as_overhead_alone(se
     fit = calibrate(flat, h100)
     assert fit.compute_efficiency is None and fit.overhead_seconds.value == pytest.approx(0.25, rel=0.02)
     text = report(fit)
-    assert "overhead per request  0.25 ± " in text and "waited outside prefill" in text
+    assert "overhead per request  0.250 ± " in text and "waited outside prefill" in text
     assert "prefill arithmetic" not in text and "cannot be told apart" in text
 
 
@@ -342,3 +342,80 @@ def test_make_passes_efficiency_on_to_the_plan():
     assert made.returncode == 0, made.stderr
     assert '"efficiency": {' in made.stdout and '"fitted_from": ""' in made.stdout
     assert '"compute": 0.6' in made.stdout
+
+
+# -- a fit that fails says so (issue 54, item 6) -----------------------------------------------------------
+
+
+def dataset_with_ttfts(folder, *written: str):
+    """The seed dataset with its three TTFTs written as given (exact figures, as `film measure` writes them), in a
+    copy of data/ so the film can be asked for it by id."""
+    import shutil
+
+    from render.files import DATA_DIR
+
+    data = folder / "data"
+    shutil.copytree(DATA_DIR, data)
+    path = data / "measured" / f"{SEED}.yaml"
+    text = path.read_text().replace("ttft_approximate: true", "ttft_approximate: false")
+    for old, new in zip(("ttft_seconds: 0.3\n", "ttft_seconds: 0.3\n", "ttft_seconds: 0.74\n"), written):
+        assert old in text
+        text = text.replace(old, f"ttft_seconds: {new}\n", 1)
+    path.write_text(text)
+    catalog = load_catalog(data)
+    return data, catalog, catalog.measured(SEED)
+
+
+@pytest.mark.parametrize("written, steep", [(("0.30", "0.31", "30.0"), "96.8× from 0.31 s at 2,081 tokens to 30 s"),
+                                            (("0.0001", "0.0002", "600"), "from 0.0002 s at 2,081 tokens to 600 s")])
+def test_a_fit_the_data_refutes_is_named_not_reported(tmp_path, written, steep):
+    from render.tools.calibrate import report
+
+    _, catalog, dataset = dataset_with_ttfts(tmp_path, *written)
+    fit = calibrate(dataset, deployment_of(dataset, catalog))
+    assert fit.compute_efficiency is None and fit.overhead_seconds is None  # no shares from a fit that fails
+    assert fit.memory_efficiency is not None  # (decode's fit is its own, and holds)
+    text = report(fit)
+    assert ("note: this model does not describe the data: the TTFT at 16,361 tokens, "
+            f"{written[2].rstrip('0').rstrip('.') if '.' in written[2] else written[2]} s, is ") in text, text
+    assert "TTFT rises far more steeply than prefill's arithmetic (" in text and steep in text, text
+    assert "hardly grows" not in text and "does not grow" not in text  # the note agrees with the data
+    assert "prefill arithmetic" not in text and "overhead per request" not in text
+
+
+def test_every_plus_minus_is_printed_to_the_figures_own_precision(tmp_path):
+    from render.tools.calibrate import report
+
+    _, catalog, dataset = dataset_with_ttfts(tmp_path, "0.30", "0.31", "30.0")
+    text = report(calibrate(dataset, deployment_of(dataset, catalog)))
+    assert "measured 30.0 ± 0.3 s" in text and "30 ± 5 s" not in text  # written to a tenth: ± 0.05, 1% of it
+    assert "measured 0.300 ± 0.005 s" in text and "measured 0.310 ± 0.005 s" in text  # "0.30" is not "0.3"
+    assert written_precision(30.0, written="30.0") == pytest.approx(0.3)
+    assert written_precision(30.0, written="30") == pytest.approx(0.5)
+    assert written_precision(0.3, written="0.30") == pytest.approx(0.005)
+    assert written_precision(0.25, written="0.3") == pytest.approx(0.005)  # text of another value: not believed
+    from render import formatting as fmt
+
+    assert fmt.precise_seconds(0.277, 0.068) == "0.277 ± 0.068 s" and fmt.precise_seconds(0.74, 0.0074) == \
+        "0.740 ± 0.007 s" and fmt.precise_seconds(0.3, 0.05) == "0.30 ± 0.05 s"
+
+
+def test_efficiency_from_a_fit_that_fails_is_refused_with_the_reason(tmp_path):
+    from render.errors import FilmError
+    from render.plan.resolve import fitted_efficiency
+
+    _, catalog, _ = dataset_with_ttfts(tmp_path, "0.30", "0.31", "30.0")
+    with pytest.raises(FilmError) as error:
+        fitted_efficiency(catalog, SEED, False)
+    message = str(error.value)
+    assert message.startswith(f"EFFICIENCY={SEED}: ") and "this model does not describe the data" in message
+    assert "EFFICIENCY=compute=…,memory=…" in message and "\n" not in message
+
+
+def test_the_sources_own_figures_are_described_by_the_fit(seed):
+    from render.specs.calibration import misfit
+
+    dataset, h100 = seed
+    fit = calibrate(dataset, h100)
+    assert misfit([point for point in fit.points if point.kind == "ttft"], 2) is None
+    assert not any("does not describe" in note for note in fit.notes)

@@ -266,5 +266,5 @@ def test_the_page_shows_what_the_measured_endpoint_achieves_with_uncertainties_a
     rows = section.find_elements("css selector", "table.fit-points tbody tr")
     assert len(rows) == len(fit.points) == 5
     first = [cell.text for cell in rows[0].find_elements("css selector", "td")]
-    assert first[0] == "TTFT at 34 tokens" and first[1] == "about 0.3 ± 0.05 s" and first[3] == "+8.1%"
+    assert first[0] == "TTFT at 34 tokens" and first[1] == "about 0.30 ± 0.05 s" and first[3] == "+8.1%"
     assert "assumed H100 SXM" in section.text

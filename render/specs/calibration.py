@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import numpy as np
-from scipy.special import stdtrit  # Student's t quantile (scipy.special: loaded with the voice's scipy.fft anyway)
+# Chi-square's and Student's t quantiles (scipy.special: loaded with the voice's scipy.fft anyway).
+from scipy.special import chdtri, stdtrit
 
 from render.specs import roofline as rl
 from render.specs.catalog import Catalog, MeasuredDataset
@@ -161,11 +162,40 @@ class Calibration:
         return self.overhead_seconds.value / ttft
 
 
-def written_precision(value: float, approximate: bool = False) -> float:
-    """Half a unit of the figure's last written digit, and at least RELATIVE_FLOOR of it."""
-    exponent = Decimal(repr(float(value))).normalize().as_tuple().exponent
+def written_precision(value: float, approximate: bool = False, written: str | None = None) -> float:
+    """Half a unit of the figure's last digit as the data file writes it (`written`: "0.30" is 0.3 +- 0.005, "30.0"
+    is +- 0.05, "30" +- 0.5), or as the number reads where the text is not known, and at least RELATIVE_FLOOR of it."""
+    try:
+        text = Decimal((written or "").strip().replace("_", ""))
+        if float(text) != float(value):  # (text of another value: a record changed since it was read)
+            raise ArithmeticError(written)
+        exponent = text.as_tuple().exponent
+    except (ArithmeticError, ValueError):  # (no text, or text that is no plain number: the number's own shortest form)
+        exponent = Decimal(repr(float(value))).normalize().as_tuple().exponent
+        if isinstance(exponent, int) and float(value).is_integer():
+            exponent = min(exponent, 0)  # a whole number's last digit is its units (30 is not 3e1)
     half_digit = 0.5 * 10.0 ** exponent if isinstance(exponent, int) else 0.0
     return max(half_digit, RELATIVE_FLOOR * abs(value))
+
+
+# A fit whose residuals its figures' precision cannot explain (chi-square beyond its 99.9% point) and that misses a
+# figure by more than this share is not a description of the data: its shares are refused, and the figure named.
+MISFIT_SHARE = 0.25
+MISFIT_P = 0.001
+
+
+def misfit(points: list[Point], unknowns: int) -> Point | None:
+    """The point a fit misses worst, where the fit does not describe its figures: more of them than unknowns, the
+    residuals' chi-square (each against the figure's own precision) improbable at MISFIT_P, and a miss beyond
+    MISFIT_SHARE of the fitted value (the roofline is an ideal: a 10% miss of a real server is the model's to make)."""
+    freedom = len(points) - unknowns
+    if freedom <= 0:
+        return None
+    chi_square = sum((point.residual / point.precision) ** 2 for point in points)
+    worst = max(points, key=lambda point: abs(point.residual / point.precision))
+    if chi_square > float(chdtri(freedom, MISFIT_P)) and abs(worst.relative_residual) > MISFIT_SHARE:
+        return worst
+    return None
 
 
 def prefill_compute_seconds(deployment: Deployment, prompt_tokens: float) -> float:
@@ -239,14 +269,20 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
     if len(lengths) >= 2:
         ideal = np.array([prefill_compute_seconds(deployment, prompt.prompt_tokens) for prompt in timed])
         measured = np.array([prompt.ttft_seconds for prompt in timed])
-        sigma = np.array([written_precision(prompt.ttft_seconds, prompt.ttft_approximate) for prompt in timed])
+        sigma = np.array([written_precision(prompt.ttft_seconds, prompt.ttft_approximate, prompt.ttft_written)
+                          for prompt in timed])
         fit = prefill_fit = weighted_fit(np.column_stack([np.ones_like(ideal), ideal]), measured, sigma)
         overhead = Estimate(float(fit.coefficients[0]), math.sqrt(fit.covariance[0, 0]))
         compute = inverse(float(fit.coefficients[1]), float(fit.covariance[1, 1]))
         fitted = fit.coefficients[0] + fit.coefficients[1] * ideal
-        points += [Point("ttft", prompt.prompt_tokens, 1, prompt.ttft_seconds, float(error), float(value),
-                         prompt.ttft_approximate) for prompt, error, value in zip(timed, sigma, fitted)]
-        if compute is None:
+        ttft_points = [Point("ttft", prompt.prompt_tokens, 1, prompt.ttft_seconds, float(error), float(value),
+                             prompt.ttft_approximate) for prompt, error, value in zip(timed, sigma, fitted)]
+        points += ttft_points
+        missed = misfit(ttft_points, 2)
+        if missed is not None:
+            notes.append(prefill_misfit_note(missed, timed, ideal))
+            overhead = compute = prefill_fit = None
+        elif compute is None:
             notes.append("TTFT does not grow with the prompt here, so prefill's arithmetic cannot be told apart from "
                          "the overhead: measure longer prompts (thousands of tokens)")
     elif lengths:
@@ -255,23 +291,33 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
     else:
         notes.append("no TTFT was measured: the overhead and prefill's arithmetic are unknown")
 
-    steps = [(prompt.prompt_tokens, 1, prompt.decode_tokens_per_second) for prompt in dataset.prompts
-             if prompt.decode_tokens_per_second]
-    steps += [(prompt.prompt_tokens, level.streams, level.decode_tokens_per_second) for prompt in dataset.prompts
+    steps = [(prompt.prompt_tokens, 1, prompt.decode_tokens_per_second, prompt.decode_written)
+             for prompt in dataset.prompts if prompt.decode_tokens_per_second]
+    steps += [(prompt.prompt_tokens, level.streams, level.decode_tokens_per_second, None) for prompt in dataset.prompts
               for level in prompt.concurrency if level.streams > 1 and level.decode_tokens_per_second]
     # A step at many streams may be bound by arithmetic, not bandwidth: only memory-bound steps measure bandwidth.
     steps = [step for step in steps if rl.time_on(deployment, rl.decode_step(deployment, step[1], step[0])).bound
              == "memory"]
     if steps:
-        ideal = np.array([decode_memory_seconds(deployment, context, streams) for context, streams, _ in steps])
-        measured = np.array([1 / rate for _, _, rate in steps])
-        sigma = np.array([written_precision(rate) / rate ** 2 for _, _, rate in steps])  # of 1 / rate
+        ideal = np.array([decode_memory_seconds(deployment, context, streams) for context, streams, _, _ in steps])
+        measured = np.array([1 / rate for _, _, rate, _ in steps])
+        sigma = np.array([written_precision(rate, written=written) / rate ** 2
+                          for _, _, rate, written in steps])  # of 1 / rate
         fit = decode_fit = weighted_fit(ideal[:, None], measured, sigma)
         memory = inverse(float(fit.coefficients[0]), float(fit.covariance[0, 0]))
-        points += [Point("decode", context, streams, float(step), float(error), float(value))
-                   for (context, streams, _), step, error, value in zip(steps, measured, sigma,
-                                                                          fit.coefficients[0] * ideal)]
-        slope = kv_slope(deployment, [step for step in steps if step[1] == 1], memory)
+        decode_points = [Point("decode", context, streams, float(step), float(error), float(value))
+                         for (context, streams, _, _), step, error, value in zip(steps, measured, sigma,
+                                                                                 fit.coefficients[0] * ideal)]
+        points += decode_points
+        missed = misfit(decode_points, 1)
+        if missed is not None:
+            notes.append(f"this model does not describe the data: the decode step at {missed.prompt_tokens:,} cached "
+                         f"tokens{f', {missed.streams} streams' if missed.streams > 1 else ''} takes "
+                         f"{missed.measured * 1e3:.3g} ms, {ratio_words(missed)}the fit's {missed.fitted * 1e3:.3g} "
+                         f"ms, far beyond its figures' precision: the step does not grow as the bytes it reads do, "
+                         f"so decode's bandwidth is not fitted (measure again, a few runs each)")
+            memory = decode_fit = None
+        slope = kv_slope(deployment, [step[:3] for step in steps if step[1] == 1], memory)
     else:
         notes.append("no decode rate was measured: the achieved bandwidth is unknown")
 
@@ -306,6 +352,43 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
                      "uncertainties come from the figures' written precision alone")
     return Calibration(dataset.id, deployment, overhead, compute, memory, slope, tuple(points), tuple(notes),
                        prefill_fit, decode_fit)
+
+
+def times(ratio: float) -> str:
+    """'17.1×', '96.8×', '553,000×' (three figures, never an exponent)."""
+    return f"{ratio:.3g}×" if ratio < 1000 else f"{float(f'{ratio:.3g}'):,.0f}×"
+
+
+def ratio_words(point: Point) -> str:
+    ratio = point.measured / point.fitted if point.fitted else math.inf
+    return f"{times(ratio)} " if ratio >= 1 else f"{times(1 / ratio)} under "
+
+
+def prefill_misfit_note(missed: Point, timed: list, ideal: np.ndarray) -> str:
+    """Why a prefill fit fails, as the data shows it: which figure it misses, and where TTFT rises far more steeply
+    with the prompt than prefill's arithmetic does."""
+    order = [int(index) for index in np.argsort(ideal)]
+    pairs = [(earlier, later,
+              (timed[later].ttft_seconds / timed[earlier].ttft_seconds) / (ideal[later] / ideal[earlier]))
+             for earlier, later in zip(order, order[1:]) if ideal[earlier] > 0]
+
+    def between(earlier: int, later: int) -> str:
+        return (f"{times(timed[later].ttft_seconds / timed[earlier].ttft_seconds)} from "
+                f"{timed[earlier].ttft_seconds:.3g} s at {timed[earlier].prompt_tokens:,} tokens to "
+                f"{timed[later].ttft_seconds:.3g} s at {timed[later].prompt_tokens:,}, against "
+                f"{times(ideal[later] / ideal[earlier])} the operations")
+
+    steepest = max(pairs, key=lambda pair: pair[2], default=None)
+    if steepest is not None and steepest[2] > 2:
+        shape = (f"TTFT rises far more steeply than prefill's arithmetic ({between(*steepest[:2])}): something else "
+                 f"grows with the prompt (queueing behind other requests, memory spilled, a timeout), so the overhead "
+                 f"and prefill's arithmetic are not fitted")
+    else:
+        shape = ("TTFT does not follow prefill's arithmetic across the prompts, so the overhead and prefill's "
+                 "arithmetic are not fitted")
+    return (f"this model does not describe the data: the TTFT at {missed.prompt_tokens:,} tokens, "
+            f"{missed.measured:.3g} s, is {ratio_words(missed)}the fit's {missed.fitted:.3g} s, far beyond its "
+            f"figures' precision; {shape} (measure again, a few runs of each length)")
 
 
 def telling(estimate: Estimate | None, name: str, remedy: str, gpu_named: str, notes: list[str]) -> Estimate | None:

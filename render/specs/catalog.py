@@ -49,9 +49,11 @@ class ConcurrencyLevel:
 class MeasuredPrompt:
     prompt_tokens: int = datum(1, 10_000_000, "tokens")
     ttft_seconds: float | None = datum(*TTFT)
+    ttft_written: str | None = datum(default=None, yaml=False, text_of="ttft_seconds")  # its precision, as written
     ttft_approximate: bool = False
     ttft_spread_seconds: tuple[float, ...] | None = record()
     decode_tokens_per_second: float | None = datum(*DECODE_RATE)
+    decode_written: str | None = datum(default=None, yaml=False, text_of="decode_tokens_per_second")
     decode_spread_tokens_per_second: tuple[float, ...] | None = record()
     inter_token_latency_seconds: dict[str, Any] | None = record()  # p50, p90, p99 of the gaps between tokens
     output_tokens: int | None = record()

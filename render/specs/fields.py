@@ -22,13 +22,15 @@ Bounds = tuple[float, float, str]  # low, high, and the unit the message names (
 
 def datum(low: float | None = None, high: float | None = None, unit: str = "", *, note: str = "", one_of: tuple = (),
           why: str = "", either: bool = False, default: Any = dataclasses.MISSING, yaml: bool = True,
-          read: Any = None, written_as: tuple[type, ...] | None = None, item: str = "") -> Any:
+          read: Any = None, written_as: tuple[type, ...] | None = None, item: str = "",
+          text_of: str = "") -> Any:
     """A dataclass field with what its data file may say: `low`..`high` in `unit` (`note` adds to the unit in a
     message: "(10 GB/s to 100 TB/s)"; the pages write the value in `unit`), or one of `one_of` (`why`
     says what the choice means; `either`: the message says "a or b"); `yaml=False` for a field the loader fills
     itself. `written_as` widens what
     YAML may give (a date for text), `read` turns it into the field's value, and `item` names one element of
-    a list of records for messages ("prompt 2")."""
+    a list of records for messages ("prompt 2"). `text_of` (with yaml=False): the field holds that key's value as the
+    file writes it ("0.30", whose precision its float 0.3 has lost)."""
     metadata = {"yaml": yaml, "unit": unit}
     if low is not None:
         metadata["bounds"] = (low, high, f"{unit} {note}".strip())
@@ -40,6 +42,8 @@ def datum(low: float | None = None, high: float | None = None, unit: str = "", *
         metadata["written_as"] = written_as
     if item:
         metadata["item"] = item
+    if text_of:
+        metadata["text_of"] = text_of
     return dataclasses.field(default=default, metadata=metadata)
 
 

@@ -26,6 +26,10 @@ def from_yaml(kind: type, entry: Any, label: str, then: Callable[[YamlMap, str],
         if field.name not in entry or entry[field.name] is None and field.name in may:
             continue
         values[field.name] = read_value(hints(kind)[field.name], field, entry[field.name], label)
+    for field in dataclasses.fields(kind):
+        written = getattr(entry, "written", {}).get(field.metadata.get("text_of", ""))
+        if written is not None:
+            values[field.name] = written
     return kind(**values)
 
 
@@ -64,4 +68,4 @@ def check_range(mapping: YamlMap, key: str, label: str, bounds: Bounds) -> None:
     value = mapping.get(key)
     problem = out_of_range(value, bounds)
     if problem:
-        raise FilmError(f"{mapping.where(key)}: {label}: {key!r} is {value!r}; {problem}")
+        raise FilmError(f"{mapping.where(key)}: {label}: {key!r} is {echo(value)}; {problem}")

@@ -37,6 +37,7 @@ class YamlMap(dict):
 
     source: Node
     key_lines: dict[str, int]
+    written: dict[str, str]  # a scalar value's text as the file writes it ("0.30" where the value is 0.3)
 
     def where(self, key: str | None = None) -> str:
         line = self.key_lines.get(key, self.source.line) if key is not None else self.source.line
@@ -140,6 +141,7 @@ def load_yaml(path: Path, what: str = "a YAML data file") -> Any:
         result = YamlMap()
         result.source = Node(path, node.start_mark.line + 1)
         result.key_lines = {}
+        result.written = {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
             if not isinstance(key, (str, int, float, bool)) and key is not None:
@@ -151,6 +153,8 @@ def load_yaml(path: Path, what: str = "a YAML data file") -> Any:
                 )
             result[key] = loader.construct_object(value_node, deep=True)
             result.key_lines[key] = key_node.start_mark.line + 1
+            if isinstance(value_node, yaml.ScalarNode):
+                result.written[key] = value_node.value
         return result
 
     def construct_sequence(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> YamlList:
