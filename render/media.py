@@ -8,6 +8,7 @@ Both the voice stage (decoding, time-stretching and levelling audio) and the vid
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import shutil
@@ -35,6 +36,19 @@ def require(program: str = "ffmpeg") -> str:
         raise FilmError(f"{program} is not installed; run `make setup` (as root it installs it with apt-get), "
                         f"or: sudo apt-get install ffmpeg")
     return path
+
+
+@functools.cache
+def ffmpeg_version() -> str:
+    """The ffmpeg command's first line of -version ('ffmpeg version 5.1.9-0+deb12u1 …'), or 'absent'."""
+    path = shutil.which("ffmpeg")
+    if path is None:
+        return "absent"
+    try:
+        found = subprocess.run([path, "-version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "absent"
+    return found.splitlines()[0] if found else "no version"
 
 
 def require_tools() -> None:
@@ -131,8 +145,13 @@ def run(stream, what: str, input_bytes: bytes | None = None) -> tuple[bytes, byt
     and ffmpeg's last lines, never a traceback. ffmpeg dies with the process that started it, however
     that process dies (kill -9 included), instead of writing on as an orphan."""
     args = stream.global_args(*QUIET).overwrite_output().compile(cmd=require())
+    # In a render worker (which leaves Ctrl-C to the run's main process) ffmpeg gets a process group of its own:
+    # the terminal's Ctrl-C reaches the whole group, and ffmpeg, which stops on SIGINT, would fail the part the
+    # main process is about to keep or discard itself.
+    group = 0 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else None
     process = subprocess.Popen(args, stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=die_with_parent)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=die_with_parent,
+                               process_group=group)
     try:
         out, err = process.communicate(input_bytes)
     except BaseException:  # Ctrl-C while it runs: it does not outlive the wait

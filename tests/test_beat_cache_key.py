@@ -132,7 +132,7 @@ def test_the_libraries_releases_are_in_the_key(monkeypatch):
 
     versions = json.loads(library_versions())
     for library in ("manim", "pycairo", "cairo library", "manimpango", "pango library", "av",
-                    "ffmpeg libraries (PyAV)", "ffmpeg", "svgelements"):
+                    "ffmpeg libraries (PyAV)", "ffmpeg command", "svgelements"):
         assert versions[library] and versions[library] != "absent", library
     from render.plan.types import BeatTiming
 

@@ -102,6 +102,10 @@ def chromium():
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    # What a page's script does is checked, not how fast a busy machine runs it: no script is cut off at
+    # Selenium's 30 s (the chart's clash walk over every stop takes a few seconds, many more beside a heavy load).
+    driver.set_script_timeout(600)
+    driver.set_page_load_timeout(600)
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",  # the viewport itself is 1280x800
                            {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
     return driver

@@ -431,8 +431,17 @@ def schedule_films(plans: list[Plan], q: beats.Quality, build_dir: Path, runner:
                     scheduler.add_film(plan)
                     scheduler.collect(timeout=0)
                 with ctrl_c_noted() as interrupted:
-                    while scheduler.tasks and not interrupted.is_set():
-                        scheduler.collect(timeout=0.2)
+                    try:
+                        while scheduler.tasks and not interrupted.is_set():
+                            scheduler.collect(timeout=0.2)
+                    except FilmError:
+                        # A part whose tools the same Ctrl-C reached failed as it was stopped: the run was
+                        # interrupted, not broken (its finished beats are kept all the same).
+                        settle = time.monotonic() + 0.5  # (the signal reaches this process a moment later)
+                        while not interrupted.is_set() and time.monotonic() < settle:
+                            time.sleep(0.02)
+                        if not interrupted.is_set():
+                            raise
                     if interrupted.is_set():
                         scheduler.interrupt()
                         raise KeyboardInterrupt

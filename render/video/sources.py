@@ -142,7 +142,8 @@ def library_versions() -> str:
     bindings and the C libraries they load), PyAV and the FFmpeg libraries it encodes with, svgelements, and the
     ffmpeg command's own version (it joins and holds a beat's frames)."""
     import importlib.metadata
-    import subprocess
+
+    from render import media
 
     versions = {}
     for package in ("manim", "pycairo", "manimpango", "av", "svgelements", "ffmpeg-python"):
@@ -161,9 +162,5 @@ def library_versions() -> str:
                                                   or sorted(av.library_versions.items()))
     except ImportError as error:  # (the internals check names a missing library; the key only records it)
         versions["import"] = str(error)
-    try:
-        first = subprocess.run(["ffmpeg", "-version"], capture_output=True, text=True, timeout=30).stdout
-        versions["ffmpeg"] = first.splitlines()[0] if first else "no version"
-    except (OSError, subprocess.SubprocessError):
-        versions["ffmpeg"] = "absent"
+    versions["ffmpeg command"] = media.ffmpeg_version()
     return json.dumps(versions, sort_keys=True)
