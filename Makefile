@@ -10,6 +10,8 @@
 #   make test    set up whatever is missing, then run the test suite
 #   make check-choices  every GPU × model × data type × GPU count narrated: build/check-choices.tsv
 #   make calibrate MEASURED=id [GPU=… GPUS=…]  what share of its ceilings a measured endpoint reaches (a fit)
+#   make load    the deployment under a stream of requests, simulated: [RATE=10] [SCHEDULER=chunked] [SLO=ttft=0.5,tpot=0.05]
+#                [PROMPT_TOKENS=2000~500 ANSWER_TOKENS=200 REQUESTS=1000 SEED=0 TRACE=file] [SWEEP=auto|1:40:20]
 # Choices: make plan GPU=a100-sxm-80gb MODEL=llama-3.1-70b DTYPE=int8 [COMPARE_GPU=…] [MEASURED=…]
 #          GPUS=4 (tensor parallelism), KV_DTYPE=fp8 (the KV cache's format), MODEL=path/to/config.json
 #          EFFICIENCY=dataset-id or EFFICIENCY=compute=0.6,memory=0.8: expected numbers beside the ceilings
@@ -23,7 +25,7 @@
 # A $ in a value is make syntax: make would expand it before any program saw the value, so a
 # choice holding one is refused here rather than silently changed.
 CHOICE_VARIABLES := GPU GPUS MODEL DTYPE KV_DTYPE COMPARE_GPU MEASURED EFFICIENCY VOICE RECORDINGS BEAT AT QUALITY JOBS PYTHON \
-  VARIANTS MATRIX SCHEDULER PORT
+  VARIANTS MATRIX SCHEDULER PORT RATE PROMPT_TOKENS ANSWER_TOKENS REQUESTS SEED TRACE SLO SWEEP
 $(foreach variable,$(CHOICE_VARIABLES),$(if $(findstring $$,$(value $(variable))),\
   $(error $(variable)= contains '$$', which make would expand; give ids, numbers and paths without it)))
 
@@ -42,7 +44,7 @@ VOICE_CHOICES := $(PLAN_CHOICES) $(call arg,VOICE,voice) $(call arg,RECORDINGS,r
 FILM_CHOICES := $(VOICE_CHOICES) $(call arg,JOBS,jobs)
 FILMS_CHOICES := $(FILM_CHOICES) $(call arg,VARIANTS,variants) $(call arg,MATRIX,matrix) $(call arg,SCHEDULER,scheduler)
 
-.PHONY: setup setup-film test plan roofline calibrate narration scene still sheet film films preview studio review page bench goldens \
+.PHONY: setup setup-film test plan roofline calibrate load narration scene still sheet film films preview studio review page bench goldens \
   check-choices clean
 
 setup:
@@ -68,6 +70,14 @@ roofline: setup
 calibrate: setup
 	@test -n "$$MEASURED" || { echo "make calibrate: say which dataset, e.g. make calibrate MEASURED=openrouter-coreweave-llama-3.1-8b-bf16 (film list measured)" >&2; exit 2; }
 	@$(FILM) calibrate --measured "$$MEASURED" $(call arg,GPU,gpu) $(call arg,GPUS,gpus)
+
+LOAD_CHOICES := $(CHOICES) $(call arg,EFFICIENCY,efficiency) $(call arg,RATE,rate) \
+  $(call arg,PROMPT_TOKENS,prompt-tokens) $(call arg,ANSWER_TOKENS,answer-tokens) $(call arg,REQUESTS,requests) \
+  $(call arg,SEED,seed) $(call arg,TRACE,trace) $(call arg,SCHEDULER,scheduler) $(call arg,SLO,slo) \
+  $(call arg,SWEEP,sweep)
+
+load: setup
+	@$(FILM) load $(LOAD_CHOICES)
 
 narration: setup
 	@$(FILM) narration $(VOICE_CHOICES)

@@ -8,6 +8,7 @@
     cluster/  many films at once on a Dask cluster, each shared beat rendered once
     studio/   make studio: each saved edit drawn again on a page on 127.0.0.1
     measure/  film measure: a live endpoint's time to first token and decode speed, as a dataset
+    serving/  film load: a deployment serving a stream of requests, simulated step by step on the roofline
     tools/    setup, make bench, check-choices, goldens, calibrate
 
 beside what every stage shares: errors.py (one message, never a traceback), files.py (where files live, written

@@ -17,6 +17,7 @@ import json
 import logging
 import math
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -175,6 +176,18 @@ def add_data_commands(commands) -> None:
     measure.add_argument("--max-requests", type=whole_number(1, 100_000), default=300,
                          help="cap on requests (default: %(default)s)")
     measure.add_argument("--out", type=Path, required=True, help="the dataset to write, e.g. data/measured/mine.yaml")
+    measure.add_argument("--load", action="store_true",
+                         help="an open-loop stream instead: Poisson arrivals at --rate, every request timed, written "
+                              "as a load dataset for film load --compare (--prompt-tokens is then one length, or "
+                              "mean~spread)")
+    measure.add_argument("--rate", type=float, default=1.0, help="--load: requests a second (default: %(default)s)")
+    measure.add_argument("--requests", type=whole_number(1, 100_000), default=100,
+                         help="--load: requests to send (default: %(default)s)")
+    measure.add_argument("--answer-tokens", default="64", help="--load: answer length, or mean~spread (default: "
+                                                               "%(default)s)")
+    measure.add_argument("--seed", type=whole_number(0, 2**32 - 1), default=0, help="--load: the arrivals' seed")
+    measure.add_argument("--max-seconds", type=float, default=600.0,
+                         help="--load: no request is sent after this many seconds (default: %(default)s)")
     measure.set_defaults(run=run_measure)
 
     calibrate = commands.add_parser("calibrate", help="fit a measured dataset: the overhead, and the share of peak "
@@ -195,9 +208,113 @@ def add_data_commands(commands) -> None:
     importing.add_argument("--models", type=Path, default=DATA_DIR / "models.yaml", help=argparse.SUPPRESS)
     importing.set_defaults(run=run_model_import)
 
+    add_load_command(commands)
+
     listing = commands.add_parser("list", help="list the known GPUs, models, data types or measured datasets")
     listing.add_argument("what", choices=("gpus", "models", "dtypes", "measured"))
     listing.set_defaults(run=run_list)
+
+
+def add_load_command(commands) -> None:
+    load = commands.add_parser("load", help="simulate the deployment serving a stream of requests: latency "
+                                            "percentiles, throughput, goodput, and each scheduler's capacity")
+    add_choice_arguments(load)
+    load.add_argument("--efficiency", help="EFFICIENCY=: a measured dataset's id, or compute=…,memory=…[,overhead=…] "
+                                           "(default: the ceilings)")
+    load.add_argument("--rate", type=float, help="Poisson arrivals, requests a second (default: half the "
+                                                 "deployment's saturation)")
+    load.add_argument("--prompt-tokens", default=None,
+                      help="prompt length: fixed (2000) or a log-normal's mean~spread (2000~500); default: the "
+                           "storyboard's prompt")
+    load.add_argument("--answer-tokens", default="200", help="answer length, as --prompt-tokens (default: %(default)s)")
+    load.add_argument("--requests", type=whole_number(1, 1_000_000), default=1000,
+                      help="requests in the workload (default: %(default)s)")
+    load.add_argument("--seed", type=whole_number(0, 2**32 - 1), default=0, help="the workload's seed")
+    load.add_argument("--trace", type=Path, help="a trace instead: CSV or JSON lines of arrival_seconds, "
+                                                 "prompt_tokens, answer_tokens")
+    load.add_argument("--scheduler", help="static, continuous, chunked or disaggregated, or several with commas "
+                                          "(default: continuous; a sweep compares all four)")
+    load.add_argument("--max-seqs", type=whole_number(1, 4096), default=256, help="sequences decoding at once")
+    load.add_argument("--batch", type=whole_number(1, 4096), default=8, help="static batching's batch")
+    load.add_argument("--max-wait", type=float, default=0.5, help="static batching: seconds before a short batch")
+    load.add_argument("--chunk-tokens", type=whole_number(16, 1_000_000), default=512,
+                      help="chunked prefill's tokens a step (default: %(default)s)")
+    load.add_argument("--prefill-gpus", type=whole_number(1, 64), help="disaggregation: GPUs for prefill "
+                                                                       "(default: the deployment's)")
+    load.add_argument("--decode-gpus", type=whole_number(1, 64), help="disaggregation: GPUs for decode "
+                                                                      "(default: the deployment's)")
+    load.add_argument("--slo", help="objectives for goodput and capacity, e.g. ttft=0.5,tpot=0.05")
+    load.add_argument("--sweep", nargs="?", const="auto", help="rates to sweep: LOW:HIGH[:COUNT], a list 1,2,4, or "
+                                                               "none for 20 up to past saturation")
+    load.add_argument("--compare", type=Path, help="a load dataset (film measure --load): its arrivals and lengths "
+                                                   "replayed, predicted beside measured")
+    load.add_argument("--kv-tokens", type=whole_number(16, 10**9), help="the KV cache's capacity in tokens, as the "
+                                                                          "real server holds it (default: from memory)")
+    load.add_argument("--json", action="store_true", help="print the figures as JSON")
+    load.add_argument("--build", type=Path, default=BUILD_DIR, help=argparse.SUPPRESS)
+    load.set_defaults(run=run_load)
+
+
+def run_load(args: argparse.Namespace) -> int:
+    from render.serving.metrics import parse_slo
+    from render.serving.workload import check_rate, parse_lengths
+    from dataclasses import replace
+
+    from render.tools import load
+
+    choice, storyboard = choice_of(args)
+    catalog = load_catalog(DATA_DIR)
+    deployment = choice.deployment
+    efficiency = None
+    if args.efficiency:
+        from render.plan.resolve import efficiency_of
+
+        efficiency = efficiency_of(catalog, args.efficiency, storyboard.parameters.embedding_rows)
+    prompt = parse_lengths(args.prompt_tokens or str(storyboard.parameters.prompt_tokens), "--prompt-tokens")
+    answer = parse_lengths(args.answer_tokens, "--answer-tokens")
+    if args.rate is not None:
+        check_rate(args.rate)
+    if not (0 <= args.max_wait <= 3600):
+        raise FilmError(f"--max-wait {args.max_wait:g}: give seconds from 0 to 3600")
+    if args.scheduler:
+        names = [name.strip() for name in args.scheduler.split(",")]
+    else:
+        names = ["static", "continuous", "chunked", "disaggregated"] if args.sweep else ["continuous"]
+    schedulers = tuple(load.scheduler_of(name, args, deployment) for name in names)
+    request = load.LoadRequest(deployment, schedulers, args.rate, args.requests, prompt, answer, args.seed,
+                               args.trace, parse_slo(args.slo) if args.slo else None, efficiency,
+                               kv_tokens=args.kv_tokens)
+    if args.compare:
+        from render.measure.load import read_load
+
+        rows = load.compare(read_load(args.compare), request)
+        if args.json:
+            print(json.dumps({name: {"predicted": p, "measured": m, "error": e} for name, p, m, e in rows}, indent=2))
+        else:
+            print(load.compare_table(rows))
+        return 0
+    if args.sweep:
+        rates = load.sweep_rates(args.sweep)
+        result = load.sweep(request, rates, progress=load.progress_bar())
+        folder = args.build / "load"
+        png, svg = load.write_sweep_chart(folder, request, result)
+        if args.json:
+            print(json.dumps(load.sweep_json(result), indent=2))
+        else:
+            print(load.describe(request).replace(" at {rate}", " at each rate"))
+            print(f"capacity: the highest rate at which {load.CAPACITY_SHARE:.0%} of requests meet {result.slo}")
+            print(load.capacity_table(result))
+            print(f"chart: {png}, {svg}")
+        return 0
+    if request.rate is None and request.trace is None:
+        request = replace(request, rate=float(f"{load.saturation_rate(request) / 2:.3g}"))
+    reports = load.run(request)
+    if args.json:
+        print(json.dumps(reports[0].as_json() if len(reports) == 1 else [r.as_json() for r in reports], indent=2))
+    else:
+        print(load.describe(request).replace("{rate}", f"{request.rate:g} a second"))
+        print(load.report_table(reports))
+    return 0
 
 
 def add_check_commands(commands) -> None:
@@ -530,6 +647,8 @@ def run_measure(args: argparse.Namespace) -> int:
     from render.tools.measuring import MeasureRequest, measure_endpoint
     from render.measure.timings import planned_requests
 
+    if args.load:
+        return run_measure_load(args)
     try:
         lengths = tuple(whole_number(1, MAX_MEASURED_PROMPT)(part) for part in args.prompt_tokens.split(","))
     except argparse.ArgumentTypeError as error:
@@ -551,6 +670,28 @@ def run_measure(args: argparse.Namespace) -> int:
         warm_prefix=args.warm_prefix, label=args.label, provider=args.provider, out=args.out,
         request=FilmRequest(gpu=args.compared_gpu, model=args.as_model, dtype=args.precision)),
         say=lambda line: print(line, flush=True))
+    return 0
+
+
+def run_measure_load(args: argparse.Namespace) -> int:
+    from render.measure import client
+    from render.measure.load import measure_load, write_load
+    from render.serving.workload import check_rate, parse_lengths
+
+    prompt = parse_lengths(args.prompt_tokens, "--prompt-tokens")
+    answer = parse_lengths(args.answer_tokens, "--answer-tokens")
+    check_rate(args.rate)
+    if not (1 <= args.max_seconds <= 86_400):
+        raise FilmError(f"--max-seconds {args.max_seconds:g}: give from 1 to 86,400 seconds")
+    if args.out.suffix != ".yaml":
+        raise FilmError(f"--out {args.out}: a load dataset is a .yaml file, e.g. build/load/mine.yaml")
+    endpoint = client.Endpoint(args.base_url, args.model, client.api_key_from(args.api_key_env), timeout=args.timeout,
+                               max_requests=args.requests + 64)
+    record = measure_load(endpoint, args.rate, args.requests, prompt, answer, args.seed, args.max_seconds,
+                          say=lambda line: print(line, flush=True))
+    write_load(args.out, record)
+    print(f"wrote {display_path(args.out)}: {len(record.requests):,} requests timed ({record.failed} failed); compare "
+          f"it with film load --compare {shlex.quote(str(args.out))}")
     return 0
 
 

@@ -28,4 +28,5 @@ environment variable and never printed or written.
     prompts.py   prompts of a size the endpoint itself counts, each cold unless asked warm
     timings.py   every prompt length at every concurrency level, timed and summarised
     dataset.py   the measurement written as a data/measured/ dataset, through the fields the film reads
+    load.py      film measure --load: an open-loop Poisson stream, every request timed, as a load dataset
 """

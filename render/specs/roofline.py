@@ -19,12 +19,16 @@ type, tensor-parallel over T GPUs, each with peak F, bandwidth M and interconnec
     decode step, batch B, C cached tokens per sequence:
                            operations = 2 P_active B, split over T
                            bytes/GPU  = W_read(B) / T + B C k_T
+    a serving step (forward_step): B decodes over C cached tokens in all, and prefill chunks of n new tokens after
+    c cached: the two above added, n tokens costing 2 P_active n + 2 L (heads x head_dim) ((c + n)^2 - c^2) and
+    (c + n) k_T; the weights read once for all the step's tokens
     communication of n tokens (two all-reduces a layer, ring):
                            2 L (α + 2 (T - 1) / T x n d a / β), a = 2 activation bytes; 0 for T = 1
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -93,6 +97,7 @@ def ridge_ops_per_byte(gpu: Gpu, dtype: DataType) -> float:
     return peak_flops(gpu, dtype) / gpu.bandwidth
 
 
+@functools.lru_cache(maxsize=256)  # (a serving simulation asks it for every step; a model is frozen)
 def active_parameters(model: Model) -> float:
     """What one token computes with: the published total less the routed experts it skips."""
     count = count_parameters(model)
@@ -189,20 +194,31 @@ def prefill_attention_fraction(model: Model, tokens: float) -> float:
     return attention / (attention + prefill_linear_operations(model, tokens))
 
 
-def prefill(deployment: Deployment, tokens: float) -> Step:
+def forward_step(deployment: Deployment, decodes: int = 0, decode_context: float = 0,
+                 chunks: tuple[tuple[float, float], ...] = ()) -> Step:
+    """One forward pass of a serving engine's batch: `decodes` sequences making a token each, rereading
+    `decode_context` cached tokens between them, and prefill `chunks`, each (new tokens, tokens of its prompt already
+    cached). A chunk's attention is the part of its prompt's causal square it adds; it reads the cache before it and
+    writes its own. A prefill is one whole chunk, a decode step decodes alone: both are this formula."""
     model, dtype, gpus = deployment.model, deployment.dtype, deployment.gpus
-    operations = prefill_linear_operations(model, tokens) + prefill_attention_operations(model, tokens)
+    tokens = decodes + sum(new for new, _ in chunks)
+    operations = 2 * active_parameters(model) * tokens
+    cached = decode_context
+    for new, before in chunks:
+        operations += prefill_attention_operations(model, before + new) - prefill_attention_operations(model, before)
+        cached += before + new
     per_gpu = (weight_bytes_read(model, dtype, tokens, deployment.embedding_rows) / gpus
-               + tokens * kv_bytes_per_token_per_gpu(model, dtype, gpus))
+               + cached * kv_bytes_per_token_per_gpu(model, dtype, gpus))
     return Step(operations, per_gpu, tokens, gpus)
+
+
+def prefill(deployment: Deployment, tokens: float) -> Step:
+    return forward_step(deployment, chunks=((tokens, 0),))
 
 
 def decode_step(deployment: Deployment, batch: int = 1, context: float = 0) -> Step:
     """One token for each of `batch` sequences, each rereading its own `context` cached tokens."""
-    model, dtype, gpus = deployment.model, deployment.dtype, deployment.gpus
-    per_gpu = (weight_bytes_read(model, dtype, batch, deployment.embedding_rows) / gpus
-               + batch * context * kv_bytes_per_token_per_gpu(model, dtype, gpus))
-    return Step(2 * active_parameters(model) * batch, per_gpu, batch, gpus)
+    return forward_step(deployment, decodes=batch, decode_context=batch * context)
 
 
 def communication_seconds(deployment: Deployment, tokens: float) -> float:

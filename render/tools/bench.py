@@ -14,6 +14,13 @@
                 prompt lengths and two concurrency levels predicts a fourth length's TTFT and a third level's
                 throughput, then both are measured (each within the fit's uncertainty or 30%). Its verdict moves
                 with how busy the machine is, so it is reported here, not asserted by the suite
+    simulator   the serving simulator (render/serving/): 10,000 requests through continuous batching and through
+                chunked prefill on one core (goal: 2 s each), and `film load --sweep`'s 20 rates x 4 schedulers
+                of 1,000 requests (goal: 30 s)
+    load        the simulator against llama.cpp's real server under Poisson load: the wide tiny model fitted from a
+                sweep of at most 60 requests (`film calibrate`'s fit), then `film measure --load` at about 30%,
+                60% and 90% of the capacity the fit predicts (150 requests each), each replayed through the
+                simulator (`film load --compare`): mean TPOT (target within 15%), p50 TTFT (20%), p90 TTFT (30%)
     server      what llama.cpp's server does to the times `film measure` takes, which only a quiet machine shows
                 faithfully: a 2,048-token prompt's cold TTFT against a 64-token one's (above 4x), a warm prefix's
                 TTFT against a cold one (under a third), and 4 streams' aggregate throughput against one
@@ -89,7 +96,9 @@ def run(qualities: list[str], build: Path) -> dict:
     looks(build / "looks", plan, results)
     results["peak_memory"] = {key: round(value, 1) for key, value in peak_memory_mb().items()}
     results["matrix"] = matrix(build)
+    results["simulator"] = simulator_speed()
     results["fit"] = fit_predictions(build / "real-server")
+    results["load"] = load_predictions(build / "real-server-load")
     results["server"] = server_timings(build / "real-server", results["fit"].pop("aggregate ratios"))
     return results
 
@@ -187,6 +196,88 @@ def fit_predictions(folder: Path) -> dict:
     return found
 
 
+def simulator_speed() -> dict:
+    """Seconds the serving simulator takes, in this process (one core)."""
+    from render.serving.costs import Costs
+    from render.serving.schedulers import Chunked, Continuous
+    from render.serving.simulate import simulate
+    from render.serving.workload import Lengths, poisson
+    from render.specs.catalog import load_catalog
+    from render.specs.types import Deployment
+    from render.tools.load import LoadRequest, sweep
+    from render.serving.schedulers import SCHEDULERS
+
+    print("bench: the serving simulator …", file=sys.stderr, flush=True)
+    catalog = load_catalog()
+    deployment = Deployment(catalog.gpu("h100-sxm"), catalog.model("llama-3.1-8b"), catalog.dtype("bf16"))
+    requests = poisson(15, 10_000, Lengths(2000, 1000), Lengths(200, 100), seed=1)
+    found = {}
+    for scheduler in (Continuous(), Chunked()):
+        started = time.perf_counter()
+        simulate(requests, Costs.of(deployment), scheduler)
+        found[f"10,000 requests, {scheduler.name}"] = {"seconds": round(time.perf_counter() - started, 2), "goal": 2}
+    request = LoadRequest(deployment, tuple(kind() for kind in SCHEDULERS.values()), requests=1000)
+    started = time.perf_counter()
+    sweep(request)
+    found["sweep, 20 rates x 4 schedulers"] = {"seconds": round(time.perf_counter() - started, 2), "goal": 30}
+    return found
+
+
+LOAD_TARGETS = {"TPOT mean (s)": 0.15, "TTFT p50 (s)": 0.20, "TTFT p90 (s)": 0.30}
+
+
+def load_predictions(folder: Path) -> dict:
+    """Predicted against measured under load, on llama.cpp's server (its slots and KV cache as the simulator's)."""
+    from render.measure.client import Endpoint
+    from render.measure.load import measure_load
+    from render.plan.types import Efficiency
+    from render.serving.schedulers import Chunked
+    from render.serving.simulate import simulate
+    from render.serving.workload import Lengths, poisson
+    from render.specs.calibration import calibrate
+    from render.specs.catalog import load_measured
+    from render.tools.llama_server import WIDE, LlamaServer, tiny_deployment, write_tiny_model
+    from render.tools.load import LoadRequest, compare
+
+    print("bench: the simulator against llama.cpp's server under load …", file=sys.stderr, flush=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    slots, context = 4, 2048
+    model = write_tiny_model(folder / "wide.gguf", context=context, shape=WIDE)
+    deployment = tiny_deployment(WIDE)
+    prompt, answer = Lengths(112), Lengths(24)
+    found: dict = {}
+    with LlamaServer(model, context=context, slots=slots) as server:
+        sweep = folder / "fit.yaml"
+        # One stream at a time (12 requests, and calibration's): the shares the roofline's ceilings are reached at,
+        # from which the simulator predicts what several streams sharing a step do.
+        cli(["measure", "--base-url", server.url, "--model", "m", "--prompt-tokens", "48,112,224,448", "--max-tokens",
+             "24", "--runs", "3", "--out", str(sweep)])
+        fit = calibrate(load_measured(sweep), deployment)
+        if fit.compute_efficiency is None or fit.memory_efficiency is None:
+            return {"note": "the fit gave no shares: " + "; ".join(fit.notes)}
+        efficiency = Efficiency(fit.compute_efficiency.value, fit.memory_efficiency.value,
+                                fit.overhead_seconds.value if fit.overhead_seconds else 0.0, "bench sweep")
+        # llama.cpp's server: a slot a sequence, each slot's context its own, prompts and decodes in one batch of up
+        # to 2,048 tokens: chunked prefill's policy with those settings.
+        scheduler = Chunked(max_seqs=slots, chunk_tokens=2048)
+        request = LoadRequest(deployment, (scheduler,), efficiency=efficiency, kv_tokens=slots * context,
+                              prompt=prompt, answer=answer)
+        costs = request.costs
+        flood = simulate(poisson(1000.0, 400, prompt, answer, 1), costs, scheduler, request.capacity_blocks)
+        capacity = len(flood.arrival) / float(max(flood.finish))  # requests a second it serves when always busy
+        found["predicted capacity (requests/s)"] = round(capacity, 3)
+        for share in (0.3, 0.6, 0.9):
+            rate = float(f"{share * capacity:.3g}")
+            endpoint = Endpoint(server.url, "m", timeout=120, max_requests=300)
+            measured = measure_load(endpoint, rate, 150, prompt, answer, seed=3, max_seconds=300,
+                                    say=lambda line: None)
+            rows = compare(measured, request)
+            found[f"{share:.0%} of capacity ({rate:g}/s)"] = {
+                name: {"predicted": round(p, 5), "measured": round(m, 5), "error": round(e, 3),
+                       "target": LOAD_TARGETS.get(name)} for name, p, m, e in rows}
+    return found
+
+
 def server_timings(folder: Path, aggregate_ratios: dict) -> dict:
     """The real server's times as `film measure` takes them: prefill grows with the prompt, a warm prefix is served
     from the server's cache, and concurrent streams share decode steps (each a ratio, with what it should pass)."""
@@ -242,6 +333,17 @@ def table(results: dict) -> str:
                 else "not predicted (the fit could not tell)")
         rows.append(f"{'fit of a real server, held out':<32}{'':>10}{'':>9}  {name}: {said}, measured "
                     f"{figure['measured']:.4g}: {'within' if figure['within'] else 'OUTSIDE'} its uncertainty or 30%")
+    for level, figures in results.get("load", {}).items():
+        if not isinstance(figures, dict):
+            rows.append(f"{'simulator under load':<32}{'':>10}{'':>9}  {level}: {figures}")
+            continue
+        said = ", ".join(f"{name.split(' (')[0]} {figure['predicted']:.3g} vs {figure['measured']:.3g} "
+                         f"({figure['error']:+.0%} {'OK' if abs(figure['error']) <= figure['target'] else 'MISSED'})"
+                         for name, figure in figures.items() if name in LOAD_TARGETS)
+        rows.append(f"{'simulator under load':<32}{'':>10}{'':>9}  {level}: {said}")
+    for name, figure in results.get("simulator", {}).items():
+        rows.append(f"{'serving simulator':<32}{figure['seconds']:>10.1f}{'':>9}  {name} (goal: {figure['goal']} s): "
+                    f"{'met' if figure['seconds'] <= figure['goal'] else 'MISSED'}")
     for name, figure in results.get("server", {}).items():
         rows.append(f"{'real server':<32}{'':>10}{'':>9}  {name}: {figure['ratio']:g}x (should be {figure['should']}):"
                     f" {'holds' if figure['holds'] else 'DOES NOT HOLD'}")

@@ -1,0 +1,164 @@
+"""`film measure --load`: an open-loop stream of requests sent to an endpoint, every one timed, as a load dataset.
+
+Requests leave at their Poisson arrival times (render/serving/workload.py's draw, seeded) whatever the endpoint's
+state, as real users' do: an endpoint that falls behind queues them, which is what is measured. Each request's
+prompt is built to its length by the same calibration `film measure` uses, opening differently from every other
+(no cache can serve it), and asks for its answer's tokens; its TTFT, TPOT and end-to-end latency are recorded with
+the server's own token counts. The stream is bounded in count (--requests) and time (--max-seconds, after which no
+request leaves and those in flight are waited for up to the timeout). The key is kept out of everything written.
+
+A load dataset (YAML) holds the arrivals and lengths `film load --compare` replays through the simulator, and what
+each request met.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from render import __version__
+from render.errors import FilmError
+from render.files import write_atomic
+from render.measure.client import Endpoint, RunFailed
+from render.measure.prompts import Prompts, calibrate
+from render.serving.workload import Lengths, Request, poisson
+from render.specs.yamlio import YamlList, YamlMap, display_path, load_yaml
+from render.text import clean_text, echo
+
+KIND = "load"
+MAX_IN_FLIGHT = 256
+
+
+@dataclass(frozen=True)
+class Timed:
+    arrival_seconds: float     # when it was sent, from the stream's start
+    prompt_tokens: int         # the server's count
+    answer_tokens: int         # tokens it streamed
+    ttft_seconds: float
+    e2e_seconds: float
+
+    @property
+    def tpot_seconds(self) -> float | None:
+        return (self.e2e_seconds - self.ttft_seconds) / (self.answer_tokens - 1) if self.answer_tokens > 1 else None
+
+
+@dataclass(frozen=True)
+class LoadDataset:
+    rate: float
+    seed: int
+    prompt: str                # the lengths asked for ("64", "2000~500")
+    answer: str
+    model_reported: str | None
+    endpoint_host: str
+    requests: tuple[Timed, ...]
+    failed: int
+
+    def trace(self) -> tuple[Request, ...]:
+        """The arrivals and lengths, as the simulator replays them."""
+        return tuple(Request(timed.arrival_seconds, timed.prompt_tokens, timed.answer_tokens)
+                     for timed in self.requests)
+
+
+def measure_load(endpoint: Endpoint, rate: float, count: int, prompt: Lengths, answer: Lengths, seed: int = 0,
+                 max_seconds: float = 600.0, say=print) -> LoadDataset:
+    planned = poisson(rate, count, prompt, answer, seed)
+    prompts = Prompts(seed)
+    try:
+        calibrated = calibrate(endpoint, prompts, int(round(prompt.mean)))
+    except RunFailed as failure:
+        raise FilmError(f"{prompt.mean:,.0f}-token prompt: {failure}; nothing was written") from None
+    per_token = calibrated.chars / max(1, calibrated.tokens or prompt.mean)
+    texts = [prompts.make(max(1, round(request.prompt_tokens * per_token))) for request in planned]
+    say(f"load: {count:,} requests at {rate:g} a second to {endpoint.host} (prompts {prompt}, answers {answer} "
+        f"tokens), at most {max_seconds:g} s")
+    results: list[Timed | None] = [None] * count
+    failures: list[str] = []
+    lock = threading.Lock()
+    start = time.perf_counter()
+
+    def send(index: int, request: Request, text: str) -> None:
+        sent = time.perf_counter()
+        try:
+            run = endpoint.stream(text, request.answer_tokens)
+        except RunFailed as failure:
+            with lock:
+                failures.append(str(failure))
+            return
+        tokens = run.prompt_tokens if run.prompt_tokens is not None else request.prompt_tokens
+        results[index] = Timed(round(sent - start, 6), tokens, run.output_tokens, round(run.ttft, 6),
+                               round(run.total, 6))
+
+    with ThreadPoolExecutor(min(count, MAX_IN_FLIGHT)) as pool:
+        for index, (request, text) in enumerate(zip(planned, texts)):
+            wait = start + request.arrival - time.perf_counter()
+            if request.arrival > max_seconds:
+                say(f"load: stopped sending after {max_seconds:g} s ({index:,} of {count:,} sent)")
+                break
+            if wait > 0:
+                time.sleep(wait)
+            pool.submit(send, index, request, text)
+    timed = tuple(result for result in results if result is not None)
+    if len(timed) < max(1, count // 2):
+        raise FilmError(f"only {len(timed):,} of {count:,} requests succeeded; failures: "
+                        f"{'; '.join(sorted(set(failures))[:3])}. Nothing was written")
+    host = endpoint.host + (f":{endpoint.port}" if endpoint.port else "")
+    return LoadDataset(rate, seed, str(prompt), str(answer), endpoint.reported_model, host, timed, len(failures))
+
+
+def load_text(record: LoadDataset) -> str:
+    document = {"kind": KIND, "tool_version": __version__, "endpoint_host": record.endpoint_host,
+                "model_reported": record.model_reported, "rate": record.rate, "seed": record.seed,
+                "prompt_tokens": record.prompt, "answer_tokens": record.answer, "failed": record.failed,
+                "requests": [{"arrival_seconds": t.arrival_seconds, "prompt_tokens": t.prompt_tokens,
+                              "answer_tokens": t.answer_tokens, "ttft_seconds": t.ttft_seconds,
+                              "e2e_seconds": t.e2e_seconds} for t in record.requests]}
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120)
+
+
+def write_load(path: Path, record: LoadDataset) -> None:
+    text = load_text(record)
+    write_atomic(path, text)
+
+
+def read_load(path: Path) -> LoadDataset:
+    """A load dataset, every field checked with its line."""
+    document = load_yaml(path, "a load dataset (film measure --load)")
+    where = display_path(path)
+    if not isinstance(document, YamlMap) or document.get("kind") != KIND:
+        raise FilmError(f"{where}: not a load dataset (film measure --load writes one, with kind: load)")
+    rows = document.get("requests")
+    if not isinstance(rows, YamlList) or not rows:
+        raise FilmError(f"{document.where('requests') if 'requests' in document else where}: no requests")
+    timed, previous = [], 0.0
+    for index, row in enumerate(rows):
+        if not isinstance(row, YamlMap):
+            raise FilmError(f"{rows.where(index)}: a request should be a mapping")
+        values = []
+        for name, low, high in (("arrival_seconds", 0, 1e8), ("prompt_tokens", 1, 1e7), ("answer_tokens", 1, 1e7),
+                                ("ttft_seconds", 0, 1e6), ("e2e_seconds", 0, 1e6)):
+            value = row.get(name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or not low <= value <= high:
+                raise FilmError(f"{row.where(name) if name in row else row.where()}: {name} is {echo(value)}; it must "
+                                f"be a number from {low:g} to {high:g}")
+            values.append(value)
+        if values[0] < previous:
+            raise FilmError(f"{row.where('arrival_seconds')}: sent before the request above; a load dataset is in "
+                            f"the order its requests were sent")
+        if values[4] < values[3]:
+            raise FilmError(f"{row.where('e2e_seconds')}: ends before its first token")
+        previous = values[0]
+        timed.append(Timed(float(values[0]), int(values[1]), int(values[2]), float(values[3]), float(values[4])))
+    rate, seed = document.get("rate"), document.get("seed")
+    return LoadDataset(float(rate) if isinstance(rate, (int, float)) else math.nan,
+                       int(seed) if isinstance(seed, int) else 0, clean_text(str(document.get("prompt_tokens")), 40),
+                       clean_text(str(document.get("answer_tokens")), 40),
+                       clean_text(str(document.get("model_reported")), 200) if document.get("model_reported") else None,
+                       clean_text(str(document.get("endpoint_host", "")), 200), tuple(timed),
+                       int(document.get("failed") or 0))

@@ -1,0 +1,102 @@
+"""What a serving step costs, from the roofline module alone (render/specs/roofline.py): no second set of formulas.
+
+A step's seconds are `rl.time_on(rl.forward_step(…))` on the deployment as it runs (at its ceilings, or at the
+shares `EFFICIENCY=` gives), plus a fixed overhead per step (the engine's scheduling, 0 unless given). A run of k
+decode steps over the same sequences is the same sum in closed form: each step reads the weights once and every
+sequence's cache, which grows by one token a sequence a step, so its memory time is a line in the step's index and
+its arithmetic a constant; the roofline takes the larger of the two at every step.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, replace
+
+from render.specs import roofline as rl
+from render.specs.types import Deployment
+
+
+@dataclass(frozen=True)
+class Costs:
+    deployment: Deployment          # as it runs: its GPU at the achieved shares where an efficiency is given
+    step_overhead: float = 0.0      # seconds each step spends outside the roofline (scheduling, launches)
+    request_overhead: float = 0.0   # seconds each request waits outside the engine (network, template): TTFT's
+
+    @classmethod
+    def of(cls, deployment: Deployment, compute: float = 1.0, memory: float = 1.0, request_overhead: float = 0.0,
+           step_overhead: float = 0.0) -> "Costs":
+        gpu = deployment.gpu if (compute, memory) == (1.0, 1.0) else rl.achieved(deployment.gpu, compute, memory)
+        return cls(replace(deployment, gpu=gpu), step_overhead, request_overhead)
+
+    def step(self, decodes: int = 0, decode_context: float = 0, chunks: tuple[tuple[int, int], ...] = ()) -> float:
+        """One step's seconds: `decodes` sequences over `decode_context` cached tokens in all, and prefill chunks."""
+        return rl.time_on(self.deployment, rl.forward_step(self.deployment, decodes, decode_context, chunks)).seconds \
+            + self.step_overhead
+
+    @functools.cached_property
+    def kv_bytes_per_token_per_gpu(self) -> float:
+        d = self.deployment
+        return rl.kv_bytes_per_token_per_gpu(d.model, d.dtype, d.gpus)
+
+    @functools.cached_property
+    def _terms(self) -> dict[int, tuple[float, float, float, float]]:
+        return {}
+
+    def decode_terms(self, batch: int) -> tuple[float, float, float, float]:
+        """For a decode step of `batch` sequences: (arithmetic seconds, weight seconds, seconds per cached token,
+        fixed seconds: the all-reduces and the step overhead), each exactly as rl.time_on computes it."""
+        known = self._terms.get(batch)
+        if known is not None:
+            return known
+        d = self.deployment
+        step = rl.decode_step(d, batch, 0)
+        timing = rl.time_on(d, step)
+        self._terms[batch] = terms = (timing.compute_seconds, timing.memory_seconds,
+                                      self.kv_bytes_per_token_per_gpu / d.gpu.bandwidth,
+                                      timing.communication_seconds + self.step_overhead)
+        return terms
+
+    def decode_run(self, batch: int, context: float, steps: int) -> float:
+        """Seconds of `steps` decode steps of `batch` sequences whose caches start at `context` tokens in all and
+        grow by `batch` a step: sum over j < steps of max(arithmetic, (W + (context + j·batch)·k) / M) + fixed."""
+        if steps <= 0:
+            return 0.0
+        compute, weights, per_token, fixed = self.decode_terms(batch)
+        start = weights + context * per_token  # the first step's memory seconds (bytes / bandwidth, as time_on)
+        rise = batch * per_token
+        if rise <= 0:
+            return steps * (max(compute, start) + fixed)
+        # Steps before `crossing` are bound by arithmetic, the rest by memory traffic.
+        crossing = min(steps, max(0, math.ceil((compute - start) / rise))) if compute > start else 0
+        memory_steps = steps - crossing
+        index_sum = (crossing + steps - 1) * memory_steps / 2  # the indices crossing … steps-1
+        return crossing * compute + memory_steps * start + rise * index_sum + steps * fixed
+
+    def steps_until(self, batch: int, context: float, seconds: float, most: int) -> int:
+        """The fewest decode steps (at least 1, at most `most`) that take `seconds` or more: a run stops at the first
+        step boundary after a moment (an arrival) the scheduler must see."""
+        if self.decode_run(batch, context, most) < seconds:
+            return most
+        low, high = 1, most
+        while low < high:
+            middle = (low + high) // 2
+            if self.decode_run(batch, context, middle) >= seconds:
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    def transfer(self, tokens: int) -> float:
+        """Seconds to send `tokens` tokens of KV cache to another group of GPUs: each GPU its share, over its link."""
+        return tokens * self.kv_bytes_per_token_per_gpu / self.deployment.gpu.interconnect_bandwidth
+
+
+def kv_blocks(deployment: Deployment, block_tokens: int = 16, memory_share: float = 0.9) -> int:
+    """The KV cache's capacity in blocks of `block_tokens` tokens (as vLLM's paged cache): each GPU's memory at
+    `memory_share` (the rest is activations, workspace, the CUDA context), less its share of the weights, at the KV
+    format's bytes per token (Vidur's memory planner, with the roofline's bytes)."""
+    model, dtype, gpus = deployment.model, deployment.dtype, deployment.gpus
+    free = deployment.gpu.memory_bytes * memory_share - rl.weight_bytes(model, dtype) / gpus
+    per_block = block_tokens * rl.kv_bytes_per_token_per_gpu(model, dtype, gpus)
+    return max(0, int(free // per_block))

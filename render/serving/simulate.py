@@ -1,0 +1,146 @@
+"""A workload served by a deployment under a scheduler: every request's arrival, first token and last token.
+
+Seeded and deterministic: the same requests, deployment and scheduler give the same result, bit for bit. The
+figures a load test reports (render/serving/metrics.py) are read from what this returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from render.errors import FilmError
+from render.serving.costs import Costs, kv_blocks
+from render.serving.engine import Instance, Sequence
+from render.serving.schedulers import Continuous, Disaggregated, Scheduler
+from render.serving.workload import Request
+
+BLOCK_TOKENS = 16
+
+
+@dataclass(frozen=True)
+class Served:
+    """What happened to each request (arrays in the workload's order; seconds from its start)."""
+
+    arrival: np.ndarray
+    first_token: np.ndarray      # when its first token left the engine (before the request's own overhead)
+    finish: np.ndarray           # when its last did
+    prompt_tokens: np.ndarray
+    answer_tokens: np.ndarray
+    preemptions: np.ndarray
+    generated: np.ndarray        # tokens each request's answer was given (pre-empted ones are not given again)
+    request_overhead: float      # each request's wait outside the engine (network, template): in TTFT and end-to-end
+    scheduler: str
+    capacity_blocks: int
+
+    @property
+    def ttft(self) -> np.ndarray:
+        return self.first_token - self.arrival + self.request_overhead
+
+    @property
+    def e2e(self) -> np.ndarray:
+        return self.finish - self.arrival + self.request_overhead
+
+    @property
+    def tpot(self) -> np.ndarray:
+        """Seconds per output token after the first, for the requests with more than one."""
+        many = self.answer_tokens > 1
+        return (self.finish[many] - self.first_token[many]) / (self.answer_tokens[many] - 1)
+
+
+def simulate(requests: tuple[Request, ...], costs: Costs, scheduler: Scheduler,
+             capacity_blocks: int | None = None, block_tokens: int = BLOCK_TOKENS) -> Served:
+    """Serve `requests` (in arrival order) on one instance of the deployment, or, disaggregated, on its prefill and
+    decode instances."""
+    if not requests:
+        raise FilmError("a load needs at least one request")
+    capacity = kv_blocks(costs.deployment, block_tokens) if capacity_blocks is None else capacity_blocks
+    largest = max(requests, key=lambda request: request.prompt_tokens + request.answer_tokens)
+    if (largest.prompt_tokens + largest.answer_tokens + 1) > capacity * block_tokens:
+        raise FilmError(f"a request of {largest.prompt_tokens:,} prompt and {largest.answer_tokens:,} answer tokens "
+                        f"needs more KV cache than the deployment holds ({capacity * block_tokens:,} tokens after the "
+                        f"weights): give shorter lengths, more GPUS= or a KV_DTYPE= that takes less")
+    sequences = [Sequence(index, request.arrival, request.prompt_tokens, request.answer_tokens)
+                 for index, request in enumerate(requests)]
+    if isinstance(scheduler, Disaggregated):
+        serve_disaggregated(sequences, costs, scheduler, capacity, block_tokens)
+    else:
+        instance = Instance(costs, capacity, block_tokens, scheduler.max_seqs, scheduler.max_batched_tokens,
+                            sequences)
+        while scheduler.step(instance):
+            pass
+    return Served(np.array([seq.arrival for seq in sequences]), np.array([seq.first_token for seq in sequences]),
+                  np.array([seq.finish for seq in sequences]), np.array([seq.prompt for seq in sequences]),
+                  np.array([seq.answer for seq in sequences]), np.array([seq.preemptions for seq in sequences]),
+                  np.array([seq.generated for seq in sequences]), costs.request_overhead, scheduler.name, capacity)
+
+
+class PrefillOnly(Continuous):
+    """A prefill instance's policy: prefills as the continuous policy takes them; each sequence leaves with its
+    first token (its answer, for this instance, is one token)."""
+
+
+@dataclass(frozen=True)
+class DecodeOnly(Continuous):
+    """A decode instance's policy: a sequence arrives with its prompt's cache (sent from a prefill instance) and its
+    first token, and joins the decoding sequences at the next step boundary where a slot and the blocks are free."""
+
+    def step(self, instance: Instance) -> bool:
+        instance.arrive()
+        while instance.waiting and len(instance.running) < self.max_seqs:
+            seq = instance.waiting[0]
+            if seq.to_prefill:  # pre-empted here: its cache is computed again on this instance
+                if not instance.admit(seq):
+                    break
+                instance.waiting.popleft()
+                instance.prefill_step([(seq, seq.to_prefill)], decodes=False)
+                return True
+            if not instance.admit(seq, seq.prompt + seq.generated):
+                break
+            instance.waiting.popleft()
+            instance.join(seq)
+        if instance.running:
+            instance.decode_run(self.stop_for_arrivals(instance))
+            return True
+        if instance.waiting and not instance.pending:
+            raise RuntimeError("a waiting request can never be admitted")
+        return instance.idle_until_arrival() or bool(instance.waiting)
+
+
+def serve_disaggregated(sequences: list[Sequence], costs: Costs, scheduler: Disaggregated, capacity: int,
+                        block_tokens: int) -> None:
+    """Prefill instances take the requests in turn (round robin, by arrival); each prefilled request's cache is sent
+    to a decode instance (in turn), which it joins when the transfer is done."""
+    size = costs.deployment.gpus
+    for flag, gpus in (("--prefill-gpus", scheduler.prefill_gpus), ("--decode-gpus", scheduler.decode_gpus)):
+        if gpus < size or gpus % size:
+            raise FilmError(f"{flag} {gpus}: give a multiple of the deployment's {size} GPU"
+                            f"{'s' if size > 1 else ''} (each instance holds the whole model)")
+    prefill_instances, decode_instances = scheduler.prefill_gpus // size, scheduler.decode_gpus // size
+    policy = PrefillOnly(scheduler.max_seqs, scheduler.max_batched_tokens)
+    handed = []
+    for number in range(prefill_instances):
+        mine = [replace(seq, answer=1) for seq in sequences[number::prefill_instances]]
+        instance = Instance(costs, capacity, block_tokens, scheduler.max_seqs, scheduler.max_batched_tokens, mine)
+        while policy.step(instance):
+            pass
+        handed += mine
+    for prefilled in handed:
+        original = sequences[prefilled.index]
+        original.first_token = prefilled.first_token
+        original.preemptions = prefilled.preemptions
+    decoding = [Sequence(seq.index, seq.first_token + costs.transfer(seq.prompt), seq.prompt, seq.answer, generated=1)
+                for seq in sorted(sequences, key=lambda seq: (seq.first_token, seq.index))]
+    for seq in decoding:
+        seq.to_prefill = 0
+    policy = DecodeOnly(scheduler.max_seqs, scheduler.max_batched_tokens)
+    for number in range(decode_instances):
+        mine = decoding[number::decode_instances]
+        instance = Instance(costs, capacity, block_tokens, scheduler.max_seqs, scheduler.max_batched_tokens, mine)
+        while policy.step(instance):
+            pass
+        for seq in mine:
+            sequences[seq.index].finish = seq.finish
+            sequences[seq.index].generated = seq.generated
+            sequences[seq.index].preemptions += seq.preemptions

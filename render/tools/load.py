@@ -1,0 +1,281 @@
+"""`film load`: a deployment under a stream of requests, simulated (render/serving/): its latencies, throughput and
+goodput; over a sweep of rates, each scheduler's capacity side by side and a chart of p90 TTFT and TPOT.
+
+The command line parses and prints; this builds the simulation from a LoadRequest and returns what it found."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from render import formatting as fmt
+from render.errors import FilmError
+from render.plan.types import Efficiency
+from render.serving.costs import Costs, kv_blocks
+from render.serving.metrics import CAPACITY_SHARE, Report, Slo, capacity, summarise
+from render.serving.schedulers import SCHEDULERS, Scheduler
+from render.serving.simulate import simulate
+from render.serving.workload import Lengths, Request, at_rate, poisson, read_trace
+from render.specs.types import Deployment
+from render.text import echo
+
+DEFAULT_SLO = Slo(0.5, 0.05)
+SWEEP_RATES = 20
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    deployment: Deployment
+    schedulers: tuple[Scheduler, ...]
+    rate: float | None = None             # requests a second (None with a trace)
+    requests: int = 1000
+    prompt: Lengths = Lengths(2000)
+    answer: Lengths = Lengths(200)
+    seed: int = 0
+    trace: Path | None = None
+    slo: Slo | None = None
+    efficiency: Efficiency | None = None
+    step_overhead: float = 0.0
+    kv_tokens: int | None = None          # the KV cache's capacity as the real server holds it (None: from memory)
+
+    @property
+    def capacity_blocks(self) -> int | None:
+        from render.serving.simulate import BLOCK_TOKENS
+
+        return None if self.kv_tokens is None else self.kv_tokens // BLOCK_TOKENS
+
+    @property
+    def costs(self) -> Costs:
+        if self.efficiency is None:
+            return Costs.of(self.deployment, step_overhead=self.step_overhead)
+        e = self.efficiency
+        return Costs.of(self.deployment, e.compute, e.memory, e.overhead_seconds, self.step_overhead)
+
+    def workload(self, rate: float | None = None) -> tuple[Request, ...]:
+        if self.trace is not None:
+            return read_trace(self.trace)
+        return poisson(rate or self.rate, self.requests, self.prompt, self.answer, self.seed)
+
+    def gpus(self, scheduler: Scheduler) -> int:
+        if scheduler.name == "disaggregated":
+            return scheduler.prefill_gpus + scheduler.decode_gpus
+        return self.deployment.gpus
+
+
+def run(request: LoadRequest) -> list[Report]:
+    """The workload once, under each scheduler."""
+    costs, requests = request.costs, request.workload()
+    return [summarise(simulate(requests, costs, scheduler, request.capacity_blocks), request.rate, request.slo)
+            for scheduler in request.schedulers]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    rates: tuple[float, ...]
+    reports: dict[str, list[Report]]            # scheduler -> a report a rate
+    capacities: dict[str, float | None]         # scheduler -> the highest rate meeting the objectives
+    slo: Slo
+    gpus: dict[str, int] = field(default_factory=dict)
+
+
+def saturation_rate(request: LoadRequest) -> float:
+    """About the most requests a second one instance can take (its decodes at the batch its slots or cache allow,
+    plus each prefill), by the roofline: where a sweep's default rates end."""
+    costs = request.costs
+    scheduler = request.schedulers[0]
+    prompt, answer = request.prompt.mean, request.answer.mean
+    batch = max(1, min(scheduler.max_seqs, kv_blocks(costs.deployment) * 16 // int(prompt + answer)))
+    step = costs.decode_run(batch, batch * (prompt + answer / 2), 1)
+    demand = costs.step(chunks=((int(prompt), 0),)) + answer * step / batch
+    return 1 / demand
+
+
+def sweep(request: LoadRequest, rates: tuple[float, ...] | None = None,
+          progress: Callable[[int, int], None] = lambda done, total: None) -> Sweep:
+    """Every scheduler at every rate (the same arrivals, scaled), and each one's capacity at the objectives."""
+    slo = request.slo or DEFAULT_SLO
+    if rates is None:
+        top = 1.3 * saturation_rate(request)
+        rates = tuple(float(f"{top * (index + 1) / SWEEP_RATES:.3g}") for index in range(SWEEP_RATES))
+    base, costs = request.workload(rates[0]), request.costs
+    total, done = len(request.schedulers) * (len(rates) + 4), 0
+    reports, capacities, gpus = {}, {}, {}
+    for scheduler in request.schedulers:
+        found = []
+        for rate in rates:
+            found.append(summarise(simulate(at_rate(base, rate, request.seed), costs, scheduler,
+                                            request.capacity_blocks), rate, slo))
+            done += 1
+            progress(done, total)
+        reports[scheduler.name] = found
+        gpus[scheduler.name] = request.gpus(scheduler)
+        meeting = [report.rate for report in found if report.met_share >= CAPACITY_SHARE]
+        if not meeting:
+            capacities[scheduler.name] = None
+        else:
+            low = max(meeting)
+            higher = [rate for rate in rates if rate > low]
+            high = min(higher) if higher else low * 1.5
+
+            def share(rate: float, scheduler=scheduler) -> float:
+                served = simulate(at_rate(base, rate, request.seed), costs, scheduler, request.capacity_blocks)
+                return summarise(served, rate, slo).met_share
+
+            capacities[scheduler.name] = capacity(share, low, high, steps=4)
+        done += 4
+        progress(done, total)
+    return Sweep(tuple(rates), reports, capacities, slo, gpus)
+
+
+def describe(request: LoadRequest) -> str:
+    d = request.deployment
+    on = f"{d.gpus}× {d.gpu.name}" if d.gpus > 1 else d.gpu.name
+    shares = f", at {request.efficiency.shares}" if request.efficiency else ", at the ceilings"
+    workload = (f"the trace {request.trace}" if request.trace else
+                f"{request.requests:,} requests, Poisson at {{rate}}, prompts {request.prompt} and answers "
+                f"{request.answer} tokens, seed {request.seed}")
+    return f"{d.model.name} in {d.dtype.name} on {on}{shares}; {workload}"
+
+
+def report_table(reports: list[Report]) -> str:
+    """A report a column: the figures `--json` gives, as a terminal shows them."""
+    def seconds(value: float) -> str:
+        return "—" if math.isnan(value) else fmt.precise_seconds(value)
+
+    rows = [("", *[report.scheduler for report in reports])]
+    for label, pick in (("TTFT p50", lambda r: seconds(r.ttft_seconds.p50)),
+                        ("TTFT p90", lambda r: seconds(r.ttft_seconds.p90)),
+                        ("TTFT p99", lambda r: seconds(r.ttft_seconds.p99)),
+                        ("TPOT mean", lambda r: seconds(r.tpot_seconds.mean)),
+                        ("TPOT p50", lambda r: seconds(r.tpot_seconds.p50)),
+                        ("TPOT p90", lambda r: seconds(r.tpot_seconds.p90)),
+                        ("end to end p50", lambda r: seconds(r.e2e_seconds.p50)),
+                        ("end to end p90", lambda r: seconds(r.e2e_seconds.p90)),
+                        ("throughput", lambda r: f"{r.throughput_tokens_per_second:,.0f} tokens/s, "
+                                                 f"{r.throughput_requests_per_second:.3g} requests/s"),
+                        ("goodput", lambda r: "—" if r.goodput_requests_per_second is None else
+                         f"{r.goodput_requests_per_second:.3g} requests/s ({r.met_share:.0%} meet the objectives)"),
+                        ("pre-emptions", lambda r: f"{r.preemptions:,}")):
+        rows.append((label, *[pick(report) for report in reports]))
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+
+
+def capacity_table(result: Sweep) -> str:
+    middle = len(result.rates) // 2
+    rows = [("scheduler", "GPUs", "capacity", "per GPU", f"p90 TTFT / p90 TPOT at {result.rates[middle]:g}/s")]
+    for name, reports in result.reports.items():
+        found = result.capacities[name]
+        gpus = result.gpus.get(name, 1)
+        at = reports[middle]
+        rows.append((name, str(gpus), "below the sweep" if found is None else f"{found:.3g} requests/s",
+                     "" if found is None else f"{found / gpus:.3g}",
+                     f"{fmt.precise_seconds(at.ttft_seconds.p90)} / {fmt.precise_seconds(at.tpot_seconds.p90)}"))
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+
+
+def scheduler_of(name: str, args, deployment: Deployment) -> Scheduler:
+    """A scheduler by name with the command's settings (those of other schedulers are left at their defaults)."""
+    if name not in SCHEDULERS:
+        raise FilmError(f"--scheduler {echo(name)}: give one of {', '.join(SCHEDULERS)}, or several with commas")
+    kind = SCHEDULERS[name]
+    settings = {"max_seqs": args.max_seqs}
+    if name == "static":
+        settings.update(batch=args.batch, max_wait=args.max_wait)
+    elif name == "chunked":
+        settings["chunk_tokens"] = args.chunk_tokens
+    elif name == "disaggregated":
+        settings.update(prefill_gpus=args.prefill_gpus or deployment.gpus,
+                        decode_gpus=args.decode_gpus or deployment.gpus)
+    return kind(**settings)
+
+
+def sweep_rates(text: str) -> tuple[float, ...] | None:
+    """'auto' (None: up to past saturation), 'LOW:HIGH[:COUNT]' (evenly), or a list '1,2,4'."""
+    from render.serving.workload import check_rate
+
+    if text == "auto":
+        return None
+    try:
+        if ":" in text:
+            parts = text.split(":")
+            if len(parts) not in (2, 3):
+                raise ValueError(text)
+            low, high = float(parts[0]), float(parts[1])
+            count = int(parts[2]) if len(parts) == 3 else SWEEP_RATES
+            if not 2 <= count <= 200:
+                raise FilmError(f"--sweep {echo(text)}: give from 2 to 200 rates")
+            rates = tuple(low + (high - low) * index / (count - 1) for index in range(count))
+        else:
+            rates = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise FilmError(f"--sweep {echo(text)}: give LOW:HIGH[:COUNT] (e.g. 1:40:20) or rates with commas "
+                        f"(1,2,4,8)") from None
+    for rate in rates:
+        check_rate(rate, "--sweep")
+    if list(rates) != sorted(set(rates)):
+        raise FilmError(f"--sweep {echo(text)}: give increasing rates")
+    return rates
+
+
+def progress_bar(width: int = 30):
+    """A progress bar on standard error for a long sweep (only where it is a terminal)."""
+    import sys
+
+    def show(done: int, total: int) -> None:
+        if not sys.stderr.isatty():
+            return
+        filled = round(width * done / total)
+        end = "\n" if done >= total else ""
+        print(f"\rload: [{'#' * filled}{'.' * (width - filled)}] {done}/{total} runs", end=end, file=sys.stderr,
+              flush=True)
+
+    return show
+
+
+def write_sweep_chart(folder: Path, request: LoadRequest, result: Sweep) -> tuple[Path, Path]:
+    from render.publish.load_chart import write_charts
+
+    d = request.deployment
+    title = (f"{d.model.name} in {d.dtype.name} on {d.gpus}× {d.gpu.name}" if d.gpus > 1 else
+             f"{d.model.name} in {d.dtype.name} on {d.gpu.name}") + \
+        f": prompts {request.prompt}, answers {request.answer} tokens"
+    return write_charts(folder, result.rates, result.reports, result.slo, title)
+
+
+def sweep_json(result: Sweep) -> dict:
+    return {"rates": list(result.rates), "slo": str(result.slo),
+            "capacity_requests_per_second": result.capacities, "gpus": result.gpus,
+            "reports": {name: [report.as_json() for report in reports] for name, reports in result.reports.items()}}
+
+
+def compare(dataset, request: LoadRequest) -> list[tuple[str, float, float, float]]:
+    """A load dataset's arrivals and lengths through the simulator: (figure, predicted, measured, relative error)."""
+    served = simulate(dataset.trace(), request.costs, request.schedulers[0], request.capacity_blocks)
+    ttft = np.array([timed.ttft_seconds for timed in dataset.requests])
+    e2e = np.array([timed.e2e_seconds for timed in dataset.requests])
+    tpot = np.array([timed.tpot_seconds for timed in dataset.requests if timed.tpot_seconds is not None])
+    rows = []
+    for name, predicted, measured in (
+            ("TTFT p50 (s)", np.percentile(served.ttft, 50), np.percentile(ttft, 50)),
+            ("TTFT p90 (s)", np.percentile(served.ttft, 90), np.percentile(ttft, 90)),
+            ("TTFT p99 (s)", np.percentile(served.ttft, 99), np.percentile(ttft, 99)),
+            ("TPOT mean (s)", np.mean(served.tpot), np.mean(tpot)),
+            ("TPOT p50 (s)", np.percentile(served.tpot, 50), np.percentile(tpot, 50)),
+            ("TPOT p90 (s)", np.percentile(served.tpot, 90), np.percentile(tpot, 90)),
+            ("end to end p50 (s)", np.percentile(served.e2e, 50), np.percentile(e2e, 50)),
+            ("end to end p90 (s)", np.percentile(served.e2e, 90), np.percentile(e2e, 90))):
+        rows.append((name, float(predicted), float(measured), float(predicted / measured - 1)))
+    return rows
+
+
+def compare_table(rows) -> str:
+    lines = [f"{'figure':<20}{'predicted':>12}{'measured':>12}{'error':>10}"]
+    lines += [f"{name:<20}{predicted:>12.4g}{measured:>12.4g}{fmt.signed_percent(error):>10}"
+              for name, predicted, measured, error in rows]
+    return "\n".join(lines)

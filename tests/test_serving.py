@@ -1,0 +1,322 @@
+"""The serving simulator (render/serving/) against queueing theory, the roofline, and what each scheduler is for.
+
+Every figure here is the simulator's own arithmetic, seeded: none depends on the machine's speed."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+
+from render.errors import FilmError
+from render.serving.costs import Costs, kv_blocks
+from render.serving.metrics import Slo, summarise
+from render.serving.schedulers import Chunked, Continuous, Disaggregated, Static
+from render.serving.simulate import simulate
+from render.serving.workload import Lengths, Request, at_rate, poisson, read_trace
+from render.specs import roofline as rl
+from render.specs.catalog import load_catalog
+from render.specs.types import Deployment
+
+
+@pytest.fixture(scope="module")
+def h100():
+    catalog = load_catalog()
+    return Deployment(catalog.gpu("h100-sxm"), catalog.model("llama-3.1-8b"), catalog.dtype("bf16"))
+
+
+def service_seconds(costs: Costs, prompt: int, answer: int) -> float:
+    """One request alone: its prefill, then its answer's other tokens one step each (by the roofline)."""
+    return costs.step(chunks=((prompt, 0),)) + costs.decode_run(1, prompt, answer - 1)
+
+
+@pytest.mark.parametrize("load", [0.3, 0.5, 0.6])
+def test_one_slot_and_fixed_lengths_is_md1_and_waits_as_pollaczek_khinchine_says(h100, load):
+    costs = Costs.of(h100)
+    prompt, answer = 100, 10
+    service = service_seconds(costs, prompt, answer)
+    rate = load / service
+    requests = poisson(rate, 50_000, Lengths(prompt), Lengths(answer), seed=7)
+    served = simulate(requests, costs, Continuous(max_seqs=1))
+    prefill = costs.step(chunks=((prompt, 0),))
+    waits = served.first_token - prefill - served.arrival
+    assert np.allclose(served.finish - served.first_token + prefill, service)  # every service took S
+    # Exactly Lindley's recursion for these arrivals: W(n+1) = max(0, W(n) + S − A(n+1))...
+    lindley = np.zeros(len(waits))
+    gaps = np.diff(served.arrival)
+    for n, gap in enumerate(gaps):
+        lindley[n + 1] = max(0.0, lindley[n] + service - gap)
+    assert np.allclose(waits, lindley, rtol=1e-9, atol=1e-9)
+    # ...whose mean is M/D/1's, W_q = λ S² / (2 (1 − ρ)) (over 50,000 requests one standard deviation is about 1.5%).
+    assert np.mean(waits) == pytest.approx(rate * service ** 2 / (2 * (1 - load)), rel=0.02)
+
+
+def test_littles_law_holds_for_a_busy_continuous_batch(h100):
+    served = simulate(poisson(12, 3000, Lengths(1500, 800), Lengths(150, 100), seed=3), Costs.of(h100), Continuous())
+    events = sorted([(t, 1) for t in served.arrival] + [(t, -1) for t in served.finish])
+    area, inside, last = 0.0, 0, events[0][0]
+    for moment, change in events:  # the number in the system, integrated over time
+        area += inside * (moment - last)
+        inside, last = inside + change, moment
+    span = events[-1][0] - events[0][0]
+    mean_inside = area / span
+    rate = len(served.arrival) / span
+    assert mean_inside == pytest.approx(rate * np.mean(served.finish - served.arrival), rel=0.01)
+
+
+@pytest.mark.parametrize("shares", [None, (0.73, 0.74, 0.277)])
+def test_a_lone_request_waits_exactly_what_the_roofline_says(h100, shares):
+    costs = Costs.of(h100, *shares) if shares else Costs.of(h100)
+    deployment = rl.achieved(h100.gpu, *shares[:2]) if shares else h100.gpu
+    running = dataclasses.replace(h100, gpu=deployment)
+    overhead = shares[2] if shares else 0.0
+    for scheduler in (Continuous(), Chunked(chunk_tokens=4096), Static(batch=1), Disaggregated()):
+        served = simulate(poisson(1e-4, 4, Lengths(2000), Lengths(200), seed=1), costs, scheduler)
+        ttft = rl.time_on(running, rl.prefill(running, 2000)).seconds + overhead
+        tpot = np.mean([rl.time_on(running, rl.decode_step(running, 1, 2000 + j)).seconds for j in range(199)])
+        if isinstance(scheduler, Disaggregated):  # its second token waits for the cache to cross to the decoder
+            kv = rl.kv_bytes_per_token_per_gpu(h100.model, h100.dtype, 1)
+            tpot += kv * 2000 / h100.gpu.interconnect_bandwidth / 199
+        assert served.ttft == pytest.approx(np.full(4, ttft), rel=1e-12), scheduler.name
+        assert served.tpot == pytest.approx(np.full(4, tpot), rel=1e-9), scheduler.name
+
+
+def test_chunked_prefill_keeps_decodes_moving_when_long_prompts_arrive(h100):
+    requests = poisson(3, 1500, Lengths(8000, 4000), Lengths(300, 100), seed=5)
+    costs = Costs.of(h100)
+    whole = summarise(simulate(requests, costs, Continuous()))
+    chunked = summarise(simulate(requests, costs, Chunked(chunk_tokens=512)))
+    assert chunked.tpot_seconds.p90 < 0.8 * whole.tpot_seconds.p90, (chunked.tpot_seconds, whole.tpot_seconds)
+
+
+def test_continuous_batching_answers_sooner_than_static_at_the_same_throughput(h100):
+    requests = poisson(4, 2000, Lengths(1000, 500), Lengths(200, 150), seed=9)
+    costs = Costs.of(h100)
+    static = summarise(simulate(requests, costs, Static(batch=16, max_wait=1.0)))
+    continuous = summarise(simulate(requests, costs, Continuous()))
+    assert continuous.throughput_tokens_per_second == pytest.approx(static.throughput_tokens_per_second, rel=0.05)
+    assert continuous.ttft_seconds.p50 < 0.5 * static.ttft_seconds.p50
+
+
+def test_disaggregation_takes_prefills_stalls_out_of_decode_for_the_cost_of_the_transfer(h100):
+    requests = poisson(6, 1500, Lengths(4000, 2000), Lengths(200, 100), seed=11)
+    costs = Costs.of(h100)
+    together = simulate(requests, costs, Continuous())
+    apart = simulate(requests, costs, Disaggregated(prefill_gpus=1, decode_gpus=1))
+    assert np.percentile(apart.tpot, 90) < 0.8 * np.percentile(together.tpot, 90)
+    # Each answer's second token waited for its cache to cross: at least the transfer after the first.
+    transfer = np.array([costs.transfer(int(p)) for p in apart.prompt_tokens])
+    assert np.all(apart.finish - apart.first_token >= transfer)
+    with pytest.raises(FilmError, match="--decode-gpus 3: give a multiple of the deployment's 2 GPUs"):
+        simulate(requests, Costs.of(dataclasses.replace(h100, gpus=2)), Disaggregated(prefill_gpus=2, decode_gpus=3))
+
+
+def test_the_kv_cache_binds_where_it_should_and_no_token_is_generated_twice(h100):
+    requests = poisson(2, 400, Lengths(12000, 3000), Lengths(800, 400), seed=2)
+    costs = Costs.of(h100)
+    roomy = simulate(requests, costs, Continuous())
+    assert roomy.capacity_blocks == kv_blocks(h100) and int(np.sum(roomy.preemptions)) == 0
+    tight = simulate(requests, costs, Continuous(), capacity_blocks=2500)  # 40,000 tokens: three long requests
+    assert int(np.sum(tight.preemptions)) > 0
+    for served in (roomy, tight):
+        assert np.array_equal(served.generated, served.answer_tokens)  # every token once, pre-empted or not
+        assert np.all(served.first_token >= served.arrival) and np.all(served.finish >= served.first_token)
+    assert np.mean(tight.e2e) > np.mean(roomy.e2e)
+    with pytest.raises(FilmError, match="needs more KV cache than the deployment holds"):
+        simulate((Request(0.0, 50_000, 10),), costs, Continuous(), capacity_blocks=2500)
+
+
+@pytest.mark.parametrize("scheduler", [Continuous(), Chunked(), Static(), Disaggregated()])
+def test_the_same_seed_gives_the_same_result(h100, scheduler):
+    costs = Costs.of(h100)
+    first = simulate(poisson(8, 500, Lengths(2000, 1000), Lengths(200, 100), seed=4), costs, scheduler)
+    again = simulate(poisson(8, 500, Lengths(2000, 1000), Lengths(200, 100), seed=4), costs, scheduler)
+    other = simulate(poisson(8, 500, Lengths(2000, 1000), Lengths(200, 100), seed=5), costs, scheduler)
+    assert np.array_equal(first.finish, again.finish) and np.array_equal(first.first_token, again.first_token)
+    assert not np.array_equal(first.finish, other.finish)
+
+
+def test_goodput_counts_the_requests_that_meet_both_objectives(h100):
+    served = simulate(poisson(20, 1000, Lengths(2000), Lengths(200), seed=1), Costs.of(h100), Continuous())
+    report = summarise(served, 20, Slo(0.5, 0.05))
+    met = (served.ttft <= 0.5) & (np.where(served.answer_tokens > 1, 0, 0) == 0)
+    tpot = (served.finish - served.first_token) / (served.answer_tokens - 1)
+    met = (served.ttft <= 0.5) & (tpot <= 0.05)
+    span = np.max(served.finish)
+    assert report.goodput_requests_per_second == pytest.approx(np.sum(met) / span)
+    assert report.met_share == pytest.approx(np.mean(met)) and 0 < report.met_share < 1
+
+
+def test_lengths_are_log_normal_with_the_mean_and_spread_given():
+    requests = poisson(1, 40_000, Lengths(2000, 500), Lengths(200), seed=3)
+    prompts = np.array([r.prompt_tokens for r in requests])
+    assert np.mean(prompts) == pytest.approx(2000, rel=0.01) and np.std(prompts) == pytest.approx(500, rel=0.03)
+    assert {r.answer_tokens for r in requests} == {200}
+    gaps = np.diff([0.0] + [r.arrival for r in requests])
+    assert np.mean(gaps) == pytest.approx(1.0, rel=0.02) and np.std(gaps) == pytest.approx(1.0, rel=0.03)
+    assert [r.prompt_tokens for r in at_rate(requests, 5)] == list(prompts)
+
+
+def test_a_trace_is_read_with_its_lines_checked(tmp_path):
+    import os
+
+    good = tmp_path / "trace.csv"
+    good.write_text("arrival_seconds,prompt_tokens,answer_tokens\n0.0,100,20\n0.5,2000,200\n")
+    assert read_trace(good) == (Request(0.0, 100, 20), Request(0.5, 2000, 200))
+    lines = tmp_path / "trace.jsonl"
+    lines.write_text('{"arrival_seconds": 1, "prompt_tokens": 10, "answer_tokens": 2}\n')
+    assert read_trace(lines) == (Request(1.0, 10, 2),)
+    cases = {"0.0,100,20\n1.0,100,20\n0.5,100,20\n": r"trace.csv:3: arrives at 0.5 s, before the row above \(1 s\)",
+             "0.0,100,0\n": r"trace.csv:1: answer_tokens is 0.0; it must be a whole number of tokens from 1",
+             "0.0,1e99,20\n": r"trace.csv:1: prompt_tokens is 1e\+99",
+             "nan,100,20\n": r"trace.csv:1: arrival_seconds is nan",
+             "0.0,100\n": r"trace.csv:1: 2 columns where the trace has 3",
+             "arrival,prompt_tokens,answer_tokens\n": r"trace.csv:1: the header lacks arrival_seconds"}
+    for text, message in cases.items():
+        good.write_text(text)
+        with pytest.raises(FilmError, match=message):
+            read_trace(good)
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(FilmError, match="is a FIFO"):
+        read_trace(fifo)
+    huge = tmp_path / "huge.csv"
+    with huge.open("wb") as file:
+        file.truncate(65 * 2**20)
+    with pytest.raises(FilmError, match="is over 64 MiB"):
+        read_trace(huge)
+
+
+# -- film load, as a user runs it ---------------------------------------------------------------------------
+
+
+def film_load(*args: str, cwd=None):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    return subprocess.run([sys.executable, "-m", "render.cli", "load", *args], cwd=cwd or ROOT, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_film_load_prints_its_figures_and_json_holds_every_named_key():
+    import json
+
+    result = film_load("--rate", "10", "--requests", "300", "--slo", "ttft=0.5,tpot=0.05", "--json")
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    for key in ("p50", "p90", "p99"):
+        assert figures["ttft_seconds"][key] > 0
+    for key in ("mean", "p50", "p90"):
+        assert figures["tpot_seconds"][key] > 0
+    assert figures["e2e_seconds"]["p50"] > 0 and figures["e2e_seconds"]["p90"] >= figures["e2e_seconds"]["p50"]
+    assert figures["throughput_tokens_per_second"] > 0 and 0 < figures["goodput_requests_per_second"] <= 10 * 1.5
+    text = film_load("--rate", "10", "--requests", "300", "--scheduler", "continuous,chunked")
+    assert text.returncode == 0 and "Llama 3.1 8B in BF16 on H100 SXM, at the ceilings; 300 requests, Poisson at " \
+        "10 a second, prompts 2000 and answers 200 tokens" in text.stdout, text.stdout
+    assert "continuous" in text.stdout and "chunked" in text.stdout and "TTFT p90" in text.stdout
+
+
+def test_a_sweep_gives_each_schedulers_capacity_and_a_chart_in_the_films_palette(tmp_path):
+    from PIL import Image
+
+    from scenes import style
+
+    result = film_load("--sweep", "2:30:8", "--requests", "300", "--slo", "ttft=0.5,tpot=0.05", "--build",
+                       str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    table = {line.split()[0]: line for line in lines if line.split() and line.split()[0] in
+             ("static", "continuous", "chunked", "disaggregated")}
+    assert set(table) == {"static", "continuous", "chunked", "disaggregated"}
+    assert "requests/s" in table["chunked"] and "requests/s" in table["continuous"]
+    png, svg = tmp_path / "load" / "sweep.png", tmp_path / "load" / "sweep.svg"
+    assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()
+    picture = Image.open(png).convert("RGB")
+    colours = {colour for _, colour in picture.getcolors(1 << 20)}
+
+    def present(hex_colour: str) -> bool:
+        wanted = tuple(int(hex_colour[index:index + 2], 16) for index in (1, 3, 5))
+        return any(max(abs(a - b) for a, b in zip(colour, wanted)) <= 8 for colour in colours)
+
+    assert picture.size == (1280, 560) and picture.getpixel((5, 5)) == tuple(
+        int(style.BACKGROUND[index:index + 2], 16) for index in (1, 3, 5))
+    for colour in (style.MEMORY, style.COMPUTE, style.KV_CACHE, style.HIGHLIGHT):  # the lines and the objective
+        assert present(colour), colour
+
+
+@pytest.mark.parametrize("args, says", [
+    (("--rate", "0"), "--rate 0.0: give requests a second, from 1e-06 to 1,000,000"),
+    (("--rate", "nan"), "--rate nan: give requests a second"),
+    (("--prompt-tokens", "0"), "--prompt-tokens '0': the mean must be from 1 to 10,000,000 tokens"),
+    (("--answer-tokens", "2000~x"), "--answer-tokens '2000~x': give tokens, fixed (2000) or a log-normal"),
+    (("--slo", "ttft=-1"), "--slo 'ttft=-1': ttft='-1' must be from 0.000001 to 3600 seconds"),
+    (("--slo", "latency=1"), "--slo 'latency=1': give ttft=SECONDS and/or tpot=SECONDS"),
+    (("--scheduler", "fifo"), "--scheduler 'fifo': give one of static, continuous, chunked, disaggregated"),
+    (("--sweep", "5:1"), "--sweep '5:1': give increasing rates"),
+    (("--scheduler", "disaggregated", "--gpus", "2", "--decode-gpus", "3"),
+     "--decode-gpus 3: give a multiple of the deployment's 2 GPUs"),
+    (("--prompt-tokens", "600000"), "needs more KV cache than the deployment holds"),
+])
+def test_bad_load_settings_are_one_message(args, says):
+    result = film_load("--requests", "50", *args)
+    assert result.returncode in (1, 2) and "Traceback" not in result.stderr, result.stderr
+    assert says in result.stderr and len(result.stderr.strip().splitlines()) <= 3, result.stderr
+
+
+# -- film measure --load against a real server, and film load --compare ------------------------------------------
+
+
+def test_measure_load_against_llama_cpp_records_every_request_and_compare_prints_every_figure(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    from render.measure.load import read_load
+    from render.tools.llama_server import LlamaServer, write_tiny_model
+
+    model = write_tiny_model(tmp_path / "tiny.gguf", context=2048)
+    out = tmp_path / "load.yaml"
+    with LlamaServer(model, context=2048, slots=4) as server:
+        result = subprocess.run([sys.executable, "-m", "render.cli", "measure", "--load", "--base-url", server.url,
+                                 "--model", "tiny-random-llama", "--prompt-tokens", "64", "--answer-tokens", "8",
+                                 "--rate", "4", "--requests", "30", "--seed", "2", "--out", str(out)], cwd=ROOT,
+                                capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert f"wrote {out}: 30 requests timed (0 failed)" in result.stdout.replace(str(ROOT) + "/", "")
+    dataset = read_load(out)
+    assert len(dataset.requests) == 30 and dataset.rate == 4 and dataset.model_reported == "tiny-random-llama"
+    planned = poisson(4, 30, Lengths(64), Lengths(8), seed=2)
+    for timed, asked in zip(dataset.requests, planned):
+        assert 0 < timed.ttft_seconds <= timed.e2e_seconds and timed.answer_tokens == 8
+        assert abs(timed.prompt_tokens - 64) <= 3  # the server's own count, as calibrated
+        assert timed.arrival_seconds >= asked.arrival - 0.05  # sent when its arrival came, not before
+    arrivals = [timed.arrival_seconds for timed in dataset.requests]
+    assert arrivals == sorted(arrivals)
+    compared = film_load("--compare", str(out), "--kv-tokens", "8192", "--max-seqs", "4")
+    assert compared.returncode == 0, compared.stderr
+    names = [line.split("  ")[0] for line in compared.stdout.splitlines()[1:]]
+    assert names == ["TTFT p50 (s)", "TTFT p90 (s)", "TTFT p99 (s)", "TPOT mean (s)", "TPOT p50 (s)", "TPOT p90 (s)",
+                     "end to end p50 (s)", "end to end p90 (s)"], compared.stdout
+    assert all(re.search(r"[+−]\d+\.\d%$", line) for line in compared.stdout.splitlines()[1:]), compared.stdout
+
+
+def test_a_damaged_load_dataset_is_one_message_with_its_line(tmp_path):
+    from render.measure.load import read_load
+
+    path = tmp_path / "load.yaml"
+    path.write_text("kind: load\nrate: 2\nrequests:\n  - {arrival_seconds: 0.5, prompt_tokens: 64, answer_tokens: 8, "
+                    "ttft_seconds: 0.1, e2e_seconds: 0.3}\n  - {arrival_seconds: 0.2, prompt_tokens: 64, "
+                    "answer_tokens: 8, ttft_seconds: 0.1, e2e_seconds: 0.3}\n")
+    with pytest.raises(FilmError, match=r"load.yaml:5: sent before the request above"):
+        read_load(path)
+    path.write_text("kind: load\nrequests:\n  - {arrival_seconds: 0.5, prompt_tokens: -1, answer_tokens: 8, "
+                    "ttft_seconds: 0.1, e2e_seconds: 0.3}\n")
+    with pytest.raises(FilmError, match=r"load.yaml:3: prompt_tokens is -1; it must be a number from 1"):
+        read_load(path)
+    path.write_text("id: x\n")
+    with pytest.raises(FilmError, match="not a load dataset"):
+        read_load(path)
