@@ -149,6 +149,10 @@ def rendered(lines: str) -> list[str]:
 
 
 def test_an_edit_to_the_films_formulas_renders_again_the_beats_that_use_them(tmp_path, default_tiny_film):
+    """Real runs of `film film` (make film's and make preview's command, at the tests' size), whose every printed
+    line is also read against the project's message forms (test_output.py)."""
+    from test_output import strays
+
     project = copy_project(tmp_path / "project", cache=default_tiny_film.build / "cache")
     (project / "none").mkdir()
 
@@ -158,12 +162,14 @@ def test_an_edit_to_the_films_formulas_renders_again_the_beats_that_use_them(tmp
                                 cwd=project, capture_output=True, text=True, timeout=900,
                                 env={**os.environ, "PYTHONPATH": str(project)})
         assert result.returncode == 0, result.stderr[-3000:]
+        lines = (result.stderr + result.stdout).splitlines()
+        assert any(line.startswith("publishing: ") and "page/index.html" in line for line in lines)  # (font cut)
+        assert not strays(lines), strays(lines)  # only the project's own messages, never a library's
+        assert (project / result.stdout.strip().splitlines()[-1]).resolve() == \
+            (project / "build" / "preview" / "film.mp4").resolve()  # the film's path, last
         return rendered(result.stdout + result.stderr)
 
-    assert film() == []  # the cache copied from the suite's tiny film: every beat reused
-    page = project / "render" / "publish" / "page.py"
-    page.write_text(page.read_text() + "\n# an edit to the page, which no beat draws\n")
-    assert film() == []
+    assert film() == []  # the cache copied from the suite's tiny film: every beat reused (a page edit, too: above)
     formulas = project / "render" / "formulas.py"
     formulas.write_text(formulas.read_text() + "\n# an edit to the film's formulas\n")
     again = film()

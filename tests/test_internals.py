@@ -94,31 +94,9 @@ def test_no_module_replaces_an_internal_the_list_lacks():
     assert not unlisted, f"add these to render/video/internals.py's PATCHED: {unlisted}"
 
 
-def test_an_untested_release_is_refused_with_one_message(monkeypatch):
+def refusal(monkeypatch, version) -> str:
+    """The internals check's message with importlib.metadata.version replaced by `version` (then restored)."""
     internals.check_versions.cache_clear()
-    real = importlib.metadata.version
-    monkeypatch.setattr(importlib.metadata, "version", lambda name: "0.23.1" if name == "manim" else real(name))
-    try:
-        with pytest.raises(FilmError) as error:
-            internals.check_versions()
-    finally:
-        monkeypatch.undo()
-        internals.check_versions.cache_clear()
-    message = str(error.value)
-    assert message.startswith("manim 0.23.1 is installed, but the renderer reaches into its internals (")
-    assert "Mobject.__deepcopy__" in message and "tested on 0.22.x" in message and "make setup" in message
-    internals.check_versions()  # the installed versions are the tested ones
-
-
-def test_a_library_without_metadata_is_an_untested_release_with_one_message(monkeypatch):
-    internals.check_versions.cache_clear()
-    real = importlib.metadata.version
-
-    def version(name):
-        if name == "svgelements":  # its dist-info moved aside: importable, but no release to read
-            raise importlib.metadata.PackageNotFoundError(name)
-        return real(name)
-
     monkeypatch.setattr(importlib.metadata, "version", version)
     try:
         with pytest.raises(FilmError) as error:
@@ -126,7 +104,26 @@ def test_a_library_without_metadata_is_an_untested_release_with_one_message(monk
     finally:
         monkeypatch.undo()
         internals.check_versions.cache_clear()
-    message = str(error.value)
+    return str(error.value)
+
+
+def test_an_untested_release_is_refused_with_one_message(monkeypatch):
+    real = importlib.metadata.version
+    message = refusal(monkeypatch, lambda name: "0.23.1" if name == "manim" else real(name))
+    assert message.startswith("manim 0.23.1 is installed, but the renderer reaches into its internals (")
+    assert "Mobject.__deepcopy__" in message and "tested on 0.22.x" in message and "make setup" in message
+    internals.check_versions()  # the installed versions are the tested ones
+
+
+def test_a_library_without_metadata_is_an_untested_release_with_one_message(monkeypatch):
+    real = importlib.metadata.version
+
+    def version(name):
+        if name == "svgelements":  # its dist-info moved aside: importable, but no release to read
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    message = refusal(monkeypatch, version)
     assert message.startswith("svgelements has no package metadata (its dist-info is missing)"), message
     assert "Path.__deepcopy__" in message and "tested on 1.9.x" in message and "make setup" in message
     assert "\n" not in message

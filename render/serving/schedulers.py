@@ -47,6 +47,15 @@ class Scheduler:
                 break
         return taken
 
+    def decode_or_wait(self, instance: Instance) -> bool:
+        """Nothing to prefill: the decoding sequences' next run of steps, else the clock to the next arrival."""
+        if instance.running:
+            instance.decode_run(self.stop_for_arrivals(instance))
+            return True
+        if instance.waiting and not instance.pending:
+            raise RuntimeError("a waiting request can never be admitted")  # (simulate() refuses such requests)
+        return instance.idle_until_arrival() or bool(instance.waiting)
+
     def stop_for_arrivals(self, instance: Instance) -> float | None:
         """The moment a decode run must end for the scheduler to see an arrival: the next arrival, where a slot is
         free for it (where none is, only a finishing sequence can change anything)."""
@@ -65,12 +74,7 @@ class Continuous(Scheduler):
         if taken:
             instance.prefill_step([(seq, seq.to_prefill) for seq in taken], decodes=False)
             return True
-        if instance.running:
-            instance.decode_run(self.stop_for_arrivals(instance))
-            return True
-        if instance.waiting and not instance.pending:
-            raise RuntimeError("a waiting request can never be admitted")  # (simulate() refuses such requests)
-        return instance.idle_until_arrival() or bool(instance.waiting)
+        return self.decode_or_wait(instance)
 
 
 @dataclass(frozen=True)
@@ -99,12 +103,7 @@ class Chunked(Scheduler):
         if chunks:
             instance.prefill_step(chunks, decodes=True)
             return True
-        if instance.running:
-            instance.decode_run(self.stop_for_arrivals(instance))
-            return True
-        if instance.waiting and not instance.pending:
-            raise RuntimeError("a waiting request can never be admitted")
-        return instance.idle_until_arrival() or bool(instance.waiting)
+        return self.decode_or_wait(instance)
 
     def admit_waiting(self, instance: Instance, budget: int) -> list:
         """As the base, but a chunk of a long prompt fits any budget: admitted while slots and blocks allow."""

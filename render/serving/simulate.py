@@ -100,12 +100,7 @@ class DecodeOnly(Continuous):
                 break
             instance.waiting.popleft()
             instance.join(seq)
-        if instance.running:
-            instance.decode_run(self.stop_for_arrivals(instance))
-            return True
-        if instance.waiting and not instance.pending:
-            raise RuntimeError("a waiting request can never be admitted")
-        return instance.idle_until_arrival() or bool(instance.waiting)
+        return self.decode_or_wait(instance)
 
 
 def serve_disaggregated(sequences: list[Sequence], costs: Costs, scheduler: Disaggregated, capacity: int,
