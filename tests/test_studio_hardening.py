@@ -231,3 +231,36 @@ def test_a_problem_raised_inside_a_library_is_placed_in_the_projects_file_not_in
     except ValueError as error:
         problem = problem_from_error(error)
     assert problem.file == "tests/test_studio_hardening.py" and ".venv" not in problem.file, problem
+
+
+def test_a_drawing_process_whose_task_was_cut_short_as_the_studio_stopped_ends_quietly():
+    """The fork server's child reads its task from a pipe the stopping studio closed half-way: multiprocessing's
+    spawn raises UnpicklingError ('pickle data was truncated'), which the studio's excepthook keeps off the terminal;
+    any other error still prints. (In a process of its own: the module ignores SIGINT where it is imported.)"""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    probe = r"""
+import os, pickle, sys, traceback
+from multiprocessing import spawn
+from render.studio.ignore_ctrl_c import studio_gone_before_the_task
+def say(error):
+    print("quiet" if studio_gone_before_the_task(type(error), error, error.__traceback__) else "loud",
+          type(error).__name__)
+read, write = os.pipe()
+os.write(write, pickle.dumps({"a task": list(range(1000))})[:40])  # the studio gone mid-write
+os.close(write)
+try:
+    spawn._main(read, -1)
+except Exception as error:
+    say(error)
+try:
+    pickle.loads(b"\x80\x04\x95")
+except Exception as error:
+    say(error)
+"""
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == ["quiet", "UnpicklingError", "loud", "UnpicklingError"], \
+        result.stdout + result.stderr
