@@ -92,7 +92,10 @@ class Costs:
         return tokens * self.kv_bytes_per_token_per_gpu / self.deployment.gpu.interconnect_bandwidth
 
 
-def kv_blocks(deployment: Deployment, block_tokens: int = 16, memory_share: float = 0.9) -> int:
+BLOCK_TOKENS = 16  # a KV block's tokens (vLLM's default)
+
+
+def kv_blocks(deployment: Deployment, block_tokens: int = BLOCK_TOKENS, memory_share: float = 0.9) -> int:
     """The KV cache's capacity in blocks of `block_tokens` tokens (as vLLM's paged cache): each GPU's memory at
     `memory_share` (the rest is activations, workspace, the CUDA context), less its share of the weights, at the KV
     format's bytes per token (Vidur's memory planner, with the roofline's bytes)."""

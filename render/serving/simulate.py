@@ -11,12 +11,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from render.errors import FilmError
-from render.serving.costs import Costs, kv_blocks
+from render.serving.costs import BLOCK_TOKENS, Costs, kv_blocks
 from render.serving.engine import Instance, Sequence
 from render.serving.schedulers import Continuous, Disaggregated, Scheduler
 from render.serving.workload import Request
 
-BLOCK_TOKENS = 16
 
 
 @dataclass(frozen=True)

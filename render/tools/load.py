@@ -15,7 +15,7 @@ import numpy as np
 from render import formatting as fmt
 from render.errors import FilmError
 from render.plan.types import Efficiency
-from render.serving.costs import Costs, kv_blocks
+from render.serving.costs import BLOCK_TOKENS, Costs, kv_blocks
 from render.serving.metrics import CAPACITY_SHARE, Report, Slo, capacity, summarise
 from render.serving.schedulers import SCHEDULERS, Scheduler
 from render.serving.simulate import simulate
@@ -44,8 +44,6 @@ class LoadRequest:
 
     @property
     def capacity_blocks(self) -> int | None:
-        from render.serving.simulate import BLOCK_TOKENS
-
         return None if self.kv_tokens is None else self.kv_tokens // BLOCK_TOKENS
 
     @property
@@ -88,7 +86,8 @@ def saturation_rate(request: LoadRequest) -> float:
     costs = request.costs
     scheduler = request.schedulers[0]
     prompt, answer = request.prompt.mean, request.answer.mean
-    batch = max(1, min(scheduler.max_seqs, kv_blocks(costs.deployment) * 16 // int(prompt + answer)))
+    blocks = request.capacity_blocks if request.capacity_blocks is not None else kv_blocks(costs.deployment)
+    batch = max(1, min(scheduler.max_seqs, blocks * BLOCK_TOKENS // int(prompt + answer)))
     step = costs.decode_run(batch, batch * (prompt + answer / 2), 1)
     demand = costs.step(chunks=((int(prompt), 0),)) + answer * step / batch
     return 1 / demand
