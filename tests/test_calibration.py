@@ -419,3 +419,84 @@ def test_the_sources_own_figures_are_described_by_the_fit(seed):
     fit = calibrate(dataset, h100)
     assert misfit([point for point in fit.points if point.kind == "ttft"], 2) is None
     assert not any("does not describe" in note for note in fit.notes)
+
+
+def serial_timings(deployment: Deployment, overhead: float, compute: float, memory: float, lengths, streams=(1, 4),
+                   slower: dict | None = None) -> tuple[MeasuredPrompt, ...]:
+    """What an endpoint whose steps do arithmetic and memory traffic one after the other measures: the roofline on
+    the deployment as it runs (rl.achieved, overlap 0), four significant figures; `slower` multiplies a level's step."""
+    reached = deployment.on(rl.achieved(deployment.gpu, compute, memory, overlap=0.0))
+
+    def step(tokens: int, count: int) -> float:
+        return rl.time_on(reached, rl.decode_step(reached, count, tokens)).seconds * (slower or {}).get(count, 1)
+
+    prompts = []
+    for tokens in lengths:
+        ttft = overhead + rl.time_on(reached, rl.prefill(reached, tokens)).seconds
+        levels = tuple(ConcurrencyLevel(streams=count, aggregate_tokens_per_second=0.0,
+                                        decode_tokens_per_second=float(f"{1 / step(tokens, count):.4g}"))
+                       for count in streams)
+        prompts.append(MeasuredPrompt(prompt_tokens=tokens, ttft_seconds=float(f"{ttft:.4g}"),
+                                      decode_tokens_per_second=levels[0].decode_tokens_per_second,
+                                      concurrency=levels))
+    return tuple(prompts)
+
+
+def test_steps_whose_arithmetic_and_memory_traffic_do_not_overlap_are_fitted_one_after_the_other(seed):
+    """A CPU's llama.cpp (the bench's real server): four streams' decode step takes nearly twice one stream's, which
+    the roofline's overlapped steps (memory-bound, the same at 1 and 4 streams) cannot say; the serial model can."""
+    from render.tools.calibrate import report
+    from render.tools.llama_server import WIDE, tiny_deployment
+
+    dataset, _ = seed
+    cpu = tiny_deployment(WIDE)
+    lengths = (48, 112, 224, 448)
+    made = dataclasses.replace(dataset, prompts=serial_timings(cpu, 0.004, 0.42, 0.9, lengths),
+                               compared_gpu_is_assumption=False)
+    fit = calibrate(made, cpu)
+    assert fit.overlap == 0 and fit.prefill_fit is None and fit.decode_fit is None
+    assert fit.overhead_seconds.value == pytest.approx(0.004, rel=0.02)
+    assert fit.compute_efficiency.value == pytest.approx(0.42, rel=1e-3)
+    assert fit.memory_efficiency.value == pytest.approx(0.9, rel=1e-3)
+    assert len(fit.points) == 12 and all(abs(point.relative_residual) < 1e-3 for point in fit.points)
+    one, four = (next(point.measured for point in fit.points if point.kind == "decode" and point.streams == count
+                      and point.prompt_tokens == 112) for count in (1, 4))
+    assert four > 1.5 * one  # what the overlapped model (memory-bound at both, nearly equal steps) cannot describe
+    assert fit.predicted_step(112, 4).value == pytest.approx(four, rel=1e-3)
+    assert fit.predicted_ttft(112).value == pytest.approx(made.prompts[1].ttft_seconds, rel=1e-3)
+    text = report(fit)
+    assert "arithmetic and memory traffic do not overlap here: a decode step takes" in text, text
+    assert "(overlap 0)" in text and "this model does not describe the data" not in text
+    # Carried into what the expected numbers and the simulator run on: the same roofline, overlap 0.
+    reached = cpu.on(rl.achieved(cpu.gpu, fit.compute_efficiency.value, fit.memory_efficiency.value, fit.overlap))
+    assert rl.time_on(reached, rl.decode_step(reached, 4, 112)).seconds == pytest.approx(four, rel=1e-3)
+
+    # Steps the roofline overlaps (the same lengths and streams, made by the overlapped model) keep overlap 1.
+    overlapped = dataclasses.replace(dataset, prompts=timings_from(cpu, 0.004, 0.42, 0.9, lengths))
+    assert calibrate(overlapped, cpu).overlap == 1
+    # Data neither model describes (four streams' step three times the serial model's) is refused, and named.
+    neither = dataclasses.replace(made, prompts=serial_timings(cpu, 0.004, 0.42, 0.9, lengths, slower={4: 3}))
+    refused = calibrate(neither, cpu)
+    assert refused.memory_efficiency is None and refused.overlap == 1
+    assert any("the decode step at 48 cached tokens, 4 streams takes" in note for note in refused.notes), refused.notes
+
+
+def test_an_overlap_given_by_hand_is_ranged_and_carried_into_the_expected_numbers():
+    from render.errors import FilmError
+    from render.plan.resolve import resolve_plan
+
+    plan = resolve_plan(efficiency="compute=0.5,memory=0.8,overlap=0")
+    best = resolve_plan()
+    assert plan.choice.efficiency.overlap == 0 and plan.choice.name.endswith("-expected-c0.5-m0.8-v0")
+    prefill = best.numbers.prefill
+    # Prefill's arithmetic and its weight reads, one after the other, at the shares
+    timing = rl.time_on(plan.choice.deployment, rl.prefill(plan.choice.deployment, plan.parameters.prompt_tokens))
+    assert plan.expected.prefill.seconds == pytest.approx(timing.compute_seconds / 0.5 + timing.memory_seconds / 0.8)
+    assert plan.expected.prefill.seconds > prefill.seconds / 0.5
+    assert any("one after the other" in note.text and note.setting.endswith(",overlap=0") for note in plan.notes)
+    for given, message in (("compute=0.5,memory=0.8,overlap=2", "overlap=2 must be from 0 (arithmetic and memory "
+                                                                 "traffic one after the other) to 1"),
+                           ("compute=0.5,memory=0.8,overlap=nan", "overlap=nan must be from 0")):
+        with pytest.raises(FilmError) as refused:
+            resolve_plan(efficiency=given)
+        assert str(refused.value).startswith(f"EFFICIENCY={given}: {message}")

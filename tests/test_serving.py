@@ -66,10 +66,10 @@ def test_littles_law_holds_for_a_busy_continuous_batch(h100):
     assert mean_inside == pytest.approx(rate * np.mean(served.finish - served.arrival), rel=0.01)
 
 
-@pytest.mark.parametrize("shares", [None, (0.73, 0.74, 0.277)])
+@pytest.mark.parametrize("shares", [None, (0.73, 0.74, 0.277, 1.0), (0.42, 0.9, 0.004, 0.0)])
 def test_a_lone_request_waits_exactly_what_the_roofline_says(h100, shares):
-    costs = Costs.of(h100, *shares) if shares else Costs.of(h100)
-    deployment = rl.achieved(h100.gpu, *shares[:2]) if shares else h100.gpu
+    costs = Costs.of(h100, *shares[:3], overlap=shares[3]) if shares else Costs.of(h100)
+    deployment = rl.achieved(h100.gpu, *shares[:2], overlap=shares[3]) if shares else h100.gpu
     running = dataclasses.replace(h100, gpu=deployment)
     overhead = shares[2] if shares else 0.0
     for scheduler in (Continuous(), Chunked(chunk_tokens=4096), Static(batch=1), Disaggregated()):
@@ -81,6 +81,19 @@ def test_a_lone_request_waits_exactly_what_the_roofline_says(h100, shares):
             tpot += kv * 2000 / h100.gpu.interconnect_bandwidth / 199
         assert served.ttft == pytest.approx(np.full(4, ttft), rel=1e-12), scheduler.name
         assert served.tpot == pytest.approx(np.full(4, tpot), rel=1e-9), scheduler.name
+
+
+@pytest.mark.parametrize("overlap", [1.0, 0.5, 0.0])
+def test_a_run_of_decode_steps_is_the_sum_of_its_steps(h100, overlap):
+    """decode_run's closed form against the roofline step by step, on both sides of the ridge (a batch of 4,096
+    starts bound by arithmetic and crosses to memory as its caches grow), at any overlap."""
+    costs = Costs.of(h100, 0.6, 0.8, overlap=overlap)
+    for batch, context, steps in ((1, 2000, 199), (64, 64 * 1000, 50), (4096, 4096 * 300, 400), (4096, 0, 3)):
+        each = sum(costs.step(batch, context + j * batch) for j in range(steps))
+        assert costs.decode_run(batch, context, steps) == pytest.approx(each, rel=1e-9), (batch, context)
+    bounds = {rl.time_on(costs.deployment, rl.decode_step(costs.deployment, 4096, 300 + j)).bound
+              for j in (0, 399)}
+    assert bounds == {"compute", "memory"}  # (the third run crosses the ridge)
 
 
 def test_chunked_prefill_keeps_decodes_moving_when_long_prompts_arrive(h100):
@@ -280,12 +293,20 @@ def test_measure_load_against_llama_cpp_records_every_request_and_compare_prints
 
     model = write_tiny_model(tmp_path / "tiny.gguf", context=2048)
     out = tmp_path / "load.yaml"
+    again = tmp_path / "again.yaml"
     with LlamaServer(model, context=2048, slots=4) as server:
-        result = subprocess.run([sys.executable, "-m", "render.cli", "measure", "--load", "--base-url", server.url,
-                                 "--model", "tiny-random-llama", "--prompt-tokens", "64", "--answer-tokens", "8",
-                                 "--rate", "4", "--requests", "30", "--seed", "2", "--out", str(out)], cwd=ROOT,
-                                capture_output=True, text=True, timeout=300)
+        results = [subprocess.run([sys.executable, "-m", "render.cli", "measure", "--load", "--base-url", server.url,
+                                   "--model", "tiny-random-llama", "--prompt-tokens", "64", "--answer-tokens", "8",
+                                   "--rate", "4", "--requests", "30", "--seed", "2", "--out", str(path)], cwd=ROOT,
+                                  capture_output=True, text=True, timeout=300) for path in (out, again)]
+    result = results[0]
     assert result.returncode == 0, result.stderr
+    # The same seed again on the same server: the same arrivals and lengths, but prompts no cache of the first run's
+    # can serve (llama.cpp keeps finished prompts in memory): the server's own count of cached tokens says so.
+    assert results[1].returncode == 0 and "from its cache" not in results[1].stdout, results[1].stdout
+    repeated = read_load(again).requests
+    assert all(timed.cached_tokens is not None and timed.cached_tokens < 0.5 * timed.prompt_tokens
+               for timed in repeated), [timed.cached_tokens for timed in repeated]
     assert f"wrote {out}: 30 requests timed (0 failed)" in result.stdout.replace(str(ROOT) + "/", "")
     dataset = read_load(out)
     assert len(dataset.requests) == 30 and dataset.rate == 4 and dataset.model_reported == "tiny-random-llama"

@@ -49,6 +49,7 @@ class Run:
     gaps: list[float]
     usage_reported: bool
     started: float = 0.0         # perf_counter at send, for a round's wall time
+    cached_tokens: int | None = None  # of the prompt, served from the server's cache (usage's prompt_tokens_details)
 
     @property
     def tpot(self) -> float | None:
@@ -393,9 +394,11 @@ class Endpoint:
         if completion:
             details = usage.get("completion_tokens_details") or {}
             reasoning = self.token_count(details, "reasoning_tokens") if isinstance(details, dict) else None
+            prompt_details = usage.get("prompt_tokens_details")
+            cached = self.token_count(prompt_details, "cached_tokens") if isinstance(prompt_details, dict) else None
             return Run(first - started, ttfc, end - started, completion,
                        reasoning if reasoning is not None else reasoning_chunks,
-                       self.token_count(usage, "prompt_tokens"), gaps, True, started)
+                       self.token_count(usage, "prompt_tokens"), gaps, True, started, cached)
         return Run(first - started, ttfc, end - started, len(chunk_times), reasoning_chunks, None, gaps, False,
                    started)
 

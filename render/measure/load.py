@@ -33,6 +33,7 @@ from render.text import clean_text, echo
 
 KIND = "load"
 MAX_IN_FLIGHT = 256
+CACHED_SHARE = 0.5  # of a prompt's tokens served from the server's cache (more than its template and first word)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Timed:
     answer_tokens: int         # tokens it streamed
     ttft_seconds: float
     e2e_seconds: float
+    cached_tokens: int | None = None  # of its prompt, served from the server's cache, where the server says
 
     @property
     def tpot_seconds(self) -> float | None:
@@ -68,7 +70,9 @@ class LoadDataset:
 def measure_load(endpoint: Endpoint, rate: float, count: int, prompt: Lengths, answer: Lengths, seed: int = 0,
                  max_seconds: float = 600.0, say=print) -> LoadDataset:
     planned = poisson(rate, count, prompt, answer, seed)
-    prompts = Prompts(seed)
+    # The seed fixes the arrivals and lengths; the openings are fresh each run, so no server's cache of earlier
+    # prompts (llama.cpp keeps finished ones in memory) serves a run repeated with the same seed.
+    prompts = Prompts()
     try:
         calibrated = calibrate(endpoint, prompts, int(round(prompt.mean)))
     except RunFailed as failure:
@@ -92,7 +96,7 @@ def measure_load(endpoint: Endpoint, rate: float, count: int, prompt: Lengths, a
             return
         tokens = run.prompt_tokens if run.prompt_tokens is not None else request.prompt_tokens
         results[index] = Timed(round(sent - start, 6), tokens, run.output_tokens, round(run.ttft, 6),
-                               round(run.total, 6))
+                               round(run.total, 6), run.cached_tokens)
 
     with ThreadPoolExecutor(min(count, MAX_IN_FLIGHT)) as pool:
         for index, (request, text) in enumerate(zip(planned, texts)):
@@ -107,6 +111,10 @@ def measure_load(endpoint: Endpoint, rate: float, count: int, prompt: Lengths, a
     if len(timed) < max(1, count // 2):
         raise FilmError(f"only {len(timed):,} of {count:,} requests succeeded; failures: "
                         f"{'; '.join(sorted(set(failures))[:3])}. Nothing was written")
+    served = sum((t.cached_tokens or 0) > CACHED_SHARE * t.prompt_tokens for t in timed)
+    if served:
+        say(f"load: the server served {served:,} of the {len(timed):,} prompts mostly from its cache, so their prefill "
+            f"was not timed (the simulator assumes none is cached): another client sent the same prompts?")
     host = endpoint.host + (f":{endpoint.port}" if endpoint.port else "")
     return LoadDataset(rate, seed, str(prompt), str(answer), endpoint.reported_model, host, timed, len(failures))
 
@@ -117,7 +125,9 @@ def load_text(record: LoadDataset) -> str:
                 "prompt_tokens": record.prompt, "answer_tokens": record.answer, "failed": record.failed,
                 "requests": [{"arrival_seconds": t.arrival_seconds, "prompt_tokens": t.prompt_tokens,
                               "answer_tokens": t.answer_tokens, "ttft_seconds": t.ttft_seconds,
-                              "e2e_seconds": t.e2e_seconds} for t in record.requests]}
+                              "e2e_seconds": t.e2e_seconds,
+                              **({} if t.cached_tokens is None else {"cached_tokens": t.cached_tokens})}
+                             for t in record.requests]}
     return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=120)
 
 
@@ -153,8 +163,14 @@ def read_load(path: Path) -> LoadDataset:
                             f"the order its requests were sent")
         if values[4] < values[3]:
             raise FilmError(f"{row.where('e2e_seconds')}: ends before its first token")
+        cached = row.get("cached_tokens")
+        if cached is not None and (isinstance(cached, bool) or not isinstance(cached, int)
+                                   or not 0 <= cached <= values[1]):
+            raise FilmError(f"{row.where('cached_tokens')}: cached_tokens is {echo(cached)}; it must be a whole number "
+                            f"from 0 to the prompt's {values[1]:g} tokens")
         previous = values[0]
-        timed.append(Timed(float(values[0]), int(values[1]), int(values[2]), float(values[3]), float(values[4])))
+        timed.append(Timed(float(values[0]), int(values[1]), int(values[2]), float(values[3]), float(values[4]),
+                           cached))
     rate, seed = document.get("rate"), document.get("seed")
     return LoadDataset(float(rate) if isinstance(rate, (int, float)) else math.nan,
                        int(seed) if isinstance(seed, int) else 0, clean_text(str(document.get("prompt_tokens")), 40),

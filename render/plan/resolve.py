@@ -64,10 +64,10 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
     if choice.efficiency:
         # The same formulas on the GPUs as the deployment reaches them (the comparison GPU at the same shares)
         efficiency = choice.efficiency
-        reached = choice.deployment.on(rl.achieved(choice.gpu, efficiency.compute, efficiency.memory))
+        shares = (efficiency.compute, efficiency.memory, efficiency.overlap)
+        reached = choice.deployment.on(rl.achieved(choice.gpu, *shares))
         achieved = compute.spec_sheet(reached)
-        expected = compute.film_numbers(reached, rl.achieved(choice.compare_gpu, efficiency.compute, efficiency.memory),
-                                        params, lever)
+        expected = compute.film_numbers(reached, rl.achieved(choice.compare_gpu, *shares), params, lever)
 
     notes = plan_notes(choice, spec, catalog, dataset, measured_gpu)
 
@@ -241,18 +241,20 @@ def resolve_choice(catalog: Catalog, storyboard: Storyboard, request: FilmReques
 
 
 # What EFFICIENCY= may give by hand: each share of a ceiling, and the fixed wait, with its unit and range.
-EFFICIENCY_KEYS = {"compute": "of peak arithmetic", "memory": "of bandwidth", "overhead": "seconds per request"}
+EFFICIENCY_KEYS = {"compute": "of peak arithmetic", "memory": "of bandwidth", "overhead": "seconds per request",
+                   "overlap": "of the shorter of arithmetic and memory traffic hidden under the longer"}
 MAX_OVERHEAD_SECONDS = 60.0
 MIN_SHARE = 0.01  # the least share of a ceiling EFFICIENCY= may give: every number the film derives stays in range
 
 
 def efficiency_of(catalog: Catalog, text: str, embedding_rows: bool = False) -> Efficiency:
-    """EFFICIENCY=: a measured dataset's id (its fit's shares and overhead) or compute=0.6,memory=0.8[,overhead=0.2]
-    (shares as fractions or percentages)."""
+    """EFFICIENCY=: a measured dataset's id (its fit's shares, overhead and overlap) or
+    compute=0.6,memory=0.8[,overhead=0.2][,overlap=0] (shares as fractions or percentages)."""
     text = text.strip()
     if "=" not in text:
         return fitted_efficiency(catalog, text, embedding_rows)
-    usage = "give EFFICIENCY=compute=0.6,memory=0.8 (shares of the ceilings; overhead=0.2 adds seconds per request)"
+    usage = ("give EFFICIENCY=compute=0.6,memory=0.8 (shares of the ceilings; overhead=0.2 adds seconds per request; "
+             "overlap=0 runs a step's arithmetic and memory traffic one after the other)")
     given: dict[str, float] = {}
     for part in text.split(","):
         key, _, value = (piece.strip() for piece in part.partition("="))
@@ -266,7 +268,10 @@ def efficiency_of(catalog: Catalog, text: str, embedding_rows: bool = False) -> 
             raise FilmError(f"EFFICIENCY={text}: {key}={echo(value)} is not a number; {usage}") from None
         if key == "overhead" and not 0 <= number <= MAX_OVERHEAD_SECONDS:
             raise FilmError(f"EFFICIENCY={text}: overhead={value} must be from 0 to {MAX_OVERHEAD_SECONDS:g} seconds")
-        if key != "overhead" and not (math.isfinite(number) and MIN_SHARE <= number <= 1):
+        if key == "overlap" and not (math.isfinite(number) and 0 <= number <= 1):
+            raise FilmError(f"EFFICIENCY={text}: overlap={value} must be from 0 (arithmetic and memory traffic one "
+                            f"after the other) to 1 (the shorter wholly hidden under the longer, the roofline's ideal)")
+        if key in ("compute", "memory") and not (math.isfinite(number) and MIN_SHARE <= number <= 1):
             raise FilmError(f"EFFICIENCY={text}: {key}={value} must be a share of the ceiling from {MIN_SHARE:g} to 1 "
                             f"(0.6 or 60%): a deployment does not beat its datasheet, and below {MIN_SHARE:.0%} of it "
                             f"no number the film speaks is worth saying")
@@ -274,7 +279,7 @@ def efficiency_of(catalog: Catalog, text: str, embedding_rows: bool = False) -> 
     missing = [key for key in ("compute", "memory") if key not in given]
     if missing:
         raise FilmError(f"EFFICIENCY={text}: {' and '.join(missing)} missing; {usage}")
-    return Efficiency(given["compute"], given["memory"], given.get("overhead", 0.0))
+    return Efficiency(given["compute"], given["memory"], given.get("overhead", 0.0), overlap=given.get("overlap", 1.0))
 
 
 def fitted_efficiency(catalog: Catalog, dataset_id: str, embedding_rows: bool) -> Efficiency:
@@ -305,7 +310,7 @@ def fitted_efficiency(catalog: Catalog, dataset_id: str, embedding_rows: bool) -
                             f"({dataset.path}: compared_gpu) is not what served it; fix that, or give "
                             f"EFFICIENCY=compute=…,memory=…")
     overhead = fit.overhead_seconds.value if fit.overhead_seconds else 0.0
-    return Efficiency(fit.compute_efficiency.value, fit.memory_efficiency.value, overhead, dataset_id)
+    return Efficiency(fit.compute_efficiency.value, fit.memory_efficiency.value, overhead, dataset_id, fit.overlap)
 
 
 def efficiency_note(choice: Choice, catalog: Catalog) -> Note:
@@ -318,7 +323,8 @@ def efficiency_note(choice: Choice, catalog: Catalog) -> Note:
         return Note(f"Expected numbers assume {choice.times(choice.gpu.name)} reaches {shares}{overhead}, as given; "
                     f"the ceilings are the datasheet's.",
                     f"EFFICIENCY=compute={efficiency.compute:g},memory={efficiency.memory:g}"
-                    + (f",overhead={efficiency.overhead_seconds:g}" if efficiency.overhead_seconds else ""))
+                    + (f",overhead={efficiency.overhead_seconds:g}" if efficiency.overhead_seconds else "")
+                    + (f",overlap={efficiency.overlap:g}" if efficiency.overlap != 1 else ""))
     dataset = catalog.measured(efficiency.fitted_from)
     measured_on = catalog.gpu(dataset.compared_gpu)
     carried = ("" if measured_on.id == choice.gpu.id and choice.gpus == 1 else

@@ -54,12 +54,18 @@ class Efficiency:
     memory: float             # of bandwidth (decode's weight and cache reads)
     overhead_seconds: float   # waited per request outside prefill: network, queueing, the template
     fitted_from: str = ""     # the measured dataset's id; empty: given by hand
+    overlap: float = 1.0      # of the shorter of a step's arithmetic and memory traffic hidden under the longer
 
     @property
     def shares(self) -> str:
-        """'73% of peak arithmetic and 74% of bandwidth'."""
-        return (f"{formatting.percent(self.compute, short=True)} of peak arithmetic and "
+        """'73% of peak arithmetic and 74% of bandwidth' (', one after the other' where they do not overlap)."""
+        said = (f"{formatting.percent(self.compute, short=True)} of peak arithmetic and "
                 f"{formatting.percent(self.memory, short=True)} of bandwidth")
+        if self.overlap == 1:
+            return said
+        if self.overlap == 0:
+            return f"{said}, one after the other"
+        return f"{said}, {formatting.percent(self.overlap, short=True)} overlapped"
 
     @property
     def source(self) -> str:
@@ -77,7 +83,8 @@ class Efficiency:
         if self.fitted_from:
             return f"expected-{self.fitted_from}"
         overhead = f"-o{self.overhead_seconds:g}" if self.overhead_seconds else ""
-        return f"expected-c{self.compute:g}-m{self.memory:g}{overhead}"
+        overlap = f"-v{self.overlap:g}" if self.overlap != 1 else ""
+        return f"expected-c{self.compute:g}-m{self.memory:g}{overhead}{overlap}"
 
 
 @dataclass(frozen=True)

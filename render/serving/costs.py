@@ -25,8 +25,9 @@ class Costs:
 
     @classmethod
     def of(cls, deployment: Deployment, compute: float = 1.0, memory: float = 1.0, request_overhead: float = 0.0,
-           step_overhead: float = 0.0) -> "Costs":
-        gpu = deployment.gpu if (compute, memory) == (1.0, 1.0) else rl.achieved(deployment.gpu, compute, memory)
+           step_overhead: float = 0.0, overlap: float = 1.0) -> "Costs":
+        gpu = deployment.gpu if (compute, memory, overlap) == (1.0, 1.0, 1.0) \
+            else rl.achieved(deployment.gpu, compute, memory, overlap)
         return cls(replace(deployment, gpu=gpu), step_overhead, request_overhead)
 
     def step(self, decodes: int = 0, decode_context: float = 0, chunks: tuple[tuple[int, int], ...] = ()) -> float:
@@ -59,19 +60,23 @@ class Costs:
 
     def decode_run(self, batch: int, context: float, steps: int) -> float:
         """Seconds of `steps` decode steps of `batch` sequences whose caches start at `context` tokens in all and
-        grow by `batch` a step: sum over j < steps of max(arithmetic, (W + (context + j·batch)·k) / M) + fixed."""
+        grow by `batch` a step: sum over j < steps of max(a, m_j) + (1 - overlap)·min(a, m_j) + fixed, where a is
+        the arithmetic's seconds and m_j = (W + (context + j·batch)·k) / M the memory traffic's."""
         if steps <= 0:
             return 0.0
         compute, weights, per_token, fixed = self.decode_terms(batch)
+        hidden = 1 - self.deployment.gpu.overlap  # the share of the shorter part not hidden under the longer
         start = weights + context * per_token  # the first step's memory seconds (bytes / bandwidth, as time_on)
         rise = batch * per_token
-        if rise <= 0:
-            return steps * (max(compute, start) + fixed)
         # Steps before `crossing` are bound by arithmetic, the rest by memory traffic.
-        crossing = min(steps, max(0, math.ceil((compute - start) / rise))) if compute > start else 0
+        if rise <= 0:
+            crossing = steps if compute > start else 0
+        else:
+            crossing = min(steps, max(0, math.ceil((compute - start) / rise))) if compute > start else 0
         memory_steps = steps - crossing
-        index_sum = (crossing + steps - 1) * memory_steps / 2  # the indices crossing … steps-1
-        return crossing * compute + memory_steps * start + rise * index_sum + steps * fixed
+        early = crossing * start + rise * crossing * (crossing - 1) / 2  # memory seconds of steps 0 … crossing-1
+        late = memory_steps * start + rise * (crossing + steps - 1) * memory_steps / 2  # of crossing … steps-1
+        return crossing * compute + hidden * early + late + hidden * memory_steps * compute + steps * fixed
 
     def steps_until(self, batch: int, context: float, seconds: float, most: int) -> int:
         """The fewest decode steps (at least 1, at most `most`) that take `seconds` or more: a run stops at the first

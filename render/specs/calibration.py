@@ -21,6 +21,17 @@ scaled up by the residuals where there are more points than unknowns (and by Stu
 number); where there are exactly as many, it comes from the figures' precision alone, and the fit
 says so.
 
+Those are the roofline's overlapped steps: prefill bound by its arithmetic, decode by its memory traffic, the other
+hidden underneath. Where a step's two parts follow one another instead (a CPU's small batches: the bench's llama.cpp
+takes nearly twice as long for four streams' step as for one's, which a memory-bound step cannot), the overlapped
+model misses the concurrency levels, and the serial one is fitted over both phases at once, three unknowns:
+
+    TTFT(N)           = overhead + arithmetic(N) / compute efficiency + memory(N) / memory efficiency
+    decode step(C, s) =            arithmetic(C, s) / compute efficiency + memory(C, s) / memory efficiency
+
+It is taken only where the overlapped model is refused and it describes every figure; the fit then says overlap 0,
+which EFFICIENCY= carries to the roofline (rl.achieved) for the expected numbers and the serving simulator.
+
 The check of the decode fit is its slope: decode time against cached context is a line whose slope
 is the KV bytes per token over the achieved bandwidth. Fitted freely (two or more contexts), the
 slope gives an efficiency of its own, which should agree with the one from the step times.
@@ -114,30 +125,35 @@ class Calibration:
     notes: tuple[str, ...]
     prefill_fit: LinearFit | None = None  # (overhead, 1 / compute efficiency) and their covariance
     decode_fit: LinearFit | None = None   # (1 / memory efficiency,) and its variance
+    overlap: float = 1.0                  # 1: the roofline's overlapped model; 0: the serial one (serial_fit)
+    serial_fit: LinearFit | None = None   # (overhead, 1 / compute efficiency, 1 / memory efficiency), both phases
 
     @property
     def prefill_exactly_determined(self) -> bool:
-        return self.prefill_fit is not None and self.prefill_fit.exactly_determined
+        fit = self.serial_fit or self.prefill_fit
+        return fit is not None and fit.exactly_determined
 
     @property
     def decode_exactly_determined(self) -> bool:
-        return self.decode_fit is not None and self.decode_fit.exactly_determined
+        fit = self.serial_fit or self.decode_fit
+        return fit is not None and fit.exactly_determined
 
     def predicted_ttft(self, prompt_tokens: float) -> Estimate | None:
         """What a prompt of this length should wait for its first token, by the fit."""
+        if self.serial_fit is not None:
+            return predicted(self.serial_fit, serial_row(self.deployment, rl.prefill(self.deployment, prompt_tokens), 1))
         if self.prefill_fit is None or self.compute_efficiency is None:
             return None
-        row = np.array([1.0, prefill_compute_seconds(self.deployment, prompt_tokens)])
-        return Estimate(float(row @ self.prefill_fit.coefficients),
-                        math.sqrt(max(float(row @ self.prefill_fit.covariance @ row), 0.0)))
+        return predicted(self.prefill_fit, np.array([1.0, prefill_compute_seconds(self.deployment, prompt_tokens)]))
 
     def predicted_step(self, context: float, streams: int = 1) -> Estimate | None:
         """One decode step's seconds with `streams` sequences of `context` cached tokens, by the fit."""
+        if self.serial_fit is not None:
+            return predicted(self.serial_fit,
+                             serial_row(self.deployment, rl.decode_step(self.deployment, streams, context), 0))
         if self.decode_fit is None or self.memory_efficiency is None:
             return None
-        ideal = decode_memory_seconds(self.deployment, context, streams)
-        return Estimate(float(self.decode_fit.coefficients[0] * ideal),
-                        math.sqrt(max(float(self.decode_fit.covariance[0, 0]), 0.0)) * ideal)
+        return predicted(self.decode_fit, np.array([decode_memory_seconds(self.deployment, context, streams)]))
 
     def predicted_throughput(self, context: float, streams: int) -> Estimate | None:
         """All the streams' tokens a second together, by the fit."""
@@ -155,11 +171,22 @@ class Calibration:
 
     def overhead_share(self, prompt_tokens: int) -> float | None:
         """The part of a prompt's fitted TTFT that is not prefill."""
-        if self.overhead_seconds is None or self.compute_efficiency is None:
+        ttft = self.predicted_ttft(prompt_tokens)
+        if self.overhead_seconds is None or self.compute_efficiency is None or ttft is None:
             return None
-        ttft = self.overhead_seconds.value + prefill_compute_seconds(self.deployment, prompt_tokens) \
-            / self.compute_efficiency.value
-        return self.overhead_seconds.value / ttft
+        return self.overhead_seconds.value / ttft.value
+
+
+def predicted(fit: LinearFit, row: np.ndarray) -> Estimate:
+    """A linear fit's value at one row of its design, with the uncertainty its covariance gives."""
+    return Estimate(float(row @ fit.coefficients), math.sqrt(max(float(row @ fit.covariance @ row), 0.0)))
+
+
+def serial_row(deployment: Deployment, step: rl.Step, overhead: float) -> np.ndarray:
+    """A step's row of the serial model's design: (overhead's 1 or 0, arithmetic seconds, memory seconds), each at
+    the datasheet's ceilings (so their fitted coefficients are one over the shares)."""
+    timing = rl.time_on(deployment, step)
+    return np.array([overhead, timing.compute_seconds, timing.memory_seconds])
 
 
 def written_precision(value: float, approximate: bool = False, written: str | None = None) -> float:
@@ -210,7 +237,7 @@ def decode_memory_seconds(deployment: Deployment, context: float, streams: int =
 
 def nonnegative_least_squares(design: np.ndarray, target: np.ndarray) -> np.ndarray:
     """x >= 0 minimising |design @ x - target|: every set of free unknowns solved, the best feasible kept (exact;
-    2^n sets, for the one or two unknowns of these fits)."""
+    2^n sets, for the one to three unknowns of these fits)."""
     unknowns = design.shape[1]
     best, best_residual = np.zeros(unknowns), float(np.sum(target ** 2))
     for mask in range(1, 2 ** unknowns):
@@ -262,6 +289,7 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
     notes: list[str] = []
     points: list[Point] = []
     overhead = compute = memory = slope = prefill_fit = decode_fit = None
+    refusals: list[str] = []  # the overlapped model's misfits: said unless the serial model describes the data
     gpu_named = f"{deployment.gpu.name}" + (f" x{deployment.gpus}" if deployment.gpus > 1 else "")
 
     timed = [prompt for prompt in dataset.prompts if prompt.ttft_seconds is not None]
@@ -280,7 +308,7 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
         points += ttft_points
         missed = misfit(ttft_points, 2)
         if missed is not None:
-            notes.append(prefill_misfit_note(missed, timed, ideal))
+            refusals.append(prefill_misfit_note(missed, timed, ideal))
             overhead = compute = prefill_fit = None
         elif compute is None:
             notes.append("TTFT does not grow with the prompt here, so prefill's arithmetic cannot be told apart from "
@@ -295,6 +323,7 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
              for prompt in dataset.prompts if prompt.decode_tokens_per_second]
     steps += [(prompt.prompt_tokens, level.streams, level.decode_tokens_per_second, None) for prompt in dataset.prompts
               for level in prompt.concurrency if level.streams > 1 and level.decode_tokens_per_second]
+    every_step = steps
     # A step at many streams may be bound by arithmetic, not bandwidth: only memory-bound steps measure bandwidth.
     steps = [step for step in steps if rl.time_on(deployment, rl.decode_step(deployment, step[1], step[0])).bound
              == "memory"]
@@ -311,7 +340,7 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
         points += decode_points
         missed = misfit(decode_points, 1)
         if missed is not None:
-            notes.append(f"this model does not describe the data: the decode step at {missed.prompt_tokens:,} cached "
+            refusals.append(f"this model does not describe the data: the decode step at {missed.prompt_tokens:,} cached "
                          f"tokens{f', {missed.streams} streams' if missed.streams > 1 else ''} takes "
                          f"{missed.measured * 1e3:.3g} ms, {ratio_words(missed)}the fit's {missed.fitted * 1e3:.3g} "
                          f"ms, far beyond its figures' precision: the step does not grow as the bytes it reads do, "
@@ -320,6 +349,30 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
         slope = kv_slope(deployment, [step[:3] for step in steps if step[1] == 1], memory)
     else:
         notes.append("no decode rate was measured: the achieved bandwidth is unknown")
+
+    overlap, serial = 1.0, None
+    if refusals and len(lengths) >= 2 and any(streams > 1 for _, streams, _, _ in every_step):
+        serial = serial_fit(deployment, timed, every_step)
+    if serial is not None:
+        # The roofline's overlapped model is refused and the serial one describes every figure: the steps' arithmetic
+        # and memory traffic follow one another (a CPU's small batches), and both phases are fitted together.
+        fitted_serial, points = serial
+        overlap, prefill_fit, decode_fit = 0.0, None, None
+        coefficients, covariance = fitted_serial.coefficients, fitted_serial.covariance
+        overhead = Estimate(float(coefficients[0]), math.sqrt(max(float(covariance[0, 0]), 0.0)))
+        compute = inverse(float(coefficients[1]), float(covariance[1, 1]))
+        memory = inverse(float(coefficients[2]), float(covariance[2, 2]))
+        slope = kv_slope(deployment, [step[:3] for step in every_step if step[1] == 1], memory)
+        most = max(streams for _, streams, _, _ in every_step)
+        one = [point for point in points if point.kind == "decode" and point.streams == 1]
+        many = [point for point in points if point.kind == "decode" and point.streams == most]
+        notes.append(f"arithmetic and memory traffic do not overlap here: a decode step takes "
+                     f"{np.mean([p.measured for p in one]) * 1e3:.3g} ms at one stream and "
+                     f"{np.mean([p.measured for p in many]) * 1e3:.3g} ms at {most}, growing with the streams' "
+                     f"arithmetic where the roofline's overlapped steps would not, so both phases are fitted with the "
+                     f"two one after the other (overlap 0), as a CPU's small batches run")
+    else:
+        notes += refusals
 
     compute = telling(compute, "prefill's arithmetic", "TTFT hardly grows with the prompt here, so prefill's "
                       "arithmetic cannot be told apart from the overhead: measure longer prompts (thousands of tokens)",
@@ -344,14 +397,47 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
                          f"within the uncertainty): decode is bound by memory traffic, weights and cache alike")
     if dataset.compared_gpu_is_assumption:
         notes.append(f"the provider does not say its hardware: the fractions are of an assumed {gpu_named}")
-    exact = [name for name, fit in (("the overhead and prefill", prefill_fit), ("decode", decode_fit))
+    exact = [name for name, fit in (("the overhead and prefill", prefill_fit), ("decode", decode_fit),
+                                    ("the serial fit", serial[0] if serial else None))
              if fit is not None and fit.exactly_determined]
     if exact:
         which = " and ".join(exact)
         notes.append(f"{which}: as many figures as unknowns, so nothing is left over to check the fit by; the "
                      "uncertainties come from the figures' written precision alone")
     return Calibration(dataset.id, deployment, overhead, compute, memory, slope, tuple(points), tuple(notes),
-                       prefill_fit, decode_fit)
+                       prefill_fit, decode_fit, overlap, serial[0] if serial else None)
+
+
+def serial_fit(deployment: Deployment, timed: list, steps: list) -> tuple[LinearFit, list[Point]] | None:
+    """The serial model, where a step's arithmetic and memory traffic do not overlap (Gpu.overlap 0): one fit of
+    (overhead, 1 / compute efficiency, 1 / memory efficiency) over both phases,
+
+        TTFT(N)             = overhead + arithmetic(N) / compute efficiency + memory(N) / memory efficiency
+        decode step(C, s)   =            arithmetic(C, s) / compute efficiency + memory(C, s) / memory efficiency
+
+    each term the roofline's own at the ceilings. None unless it describes every figure (more of them than its
+    three unknowns, no misfit) with both shares above zero."""
+    rows, measured, sigma, keys = [], [], [], []
+    for prompt in timed:
+        rows.append(serial_row(deployment, rl.prefill(deployment, prompt.prompt_tokens), 1))
+        measured.append(prompt.ttft_seconds)
+        sigma.append(written_precision(prompt.ttft_seconds, prompt.ttft_approximate, prompt.ttft_written))
+        keys.append(("ttft", prompt.prompt_tokens, 1, prompt.ttft_approximate))
+    for context, streams, rate, written in steps:
+        rows.append(serial_row(deployment, rl.decode_step(deployment, streams, context), 0))
+        measured.append(1 / rate)
+        sigma.append(written_precision(rate, written=written) / rate ** 2)
+        keys.append(("decode", context, streams, False))
+    if len(rows) <= 3:
+        return None
+    design = np.array(rows)
+    fit = weighted_fit(design, np.array(measured), np.array(sigma))
+    fitted = design @ fit.coefficients
+    points = [Point(kind, tokens, streams, float(value), float(error), float(model), approximate)
+              for (kind, tokens, streams, approximate), value, error, model in zip(keys, measured, sigma, fitted)]
+    if fit.coefficients[1] <= 0 or fit.coefficients[2] <= 0 or misfit(points, 3) is not None:
+        return None
+    return fit, points
 
 
 def times(ratio: float) -> str:

@@ -67,10 +67,12 @@ class Timing:
     compute_seconds: float
     memory_seconds: float
     communication_seconds: float = 0.0
+    overlap: float = 1.0  # the GPU's (Gpu.overlap): 1, the shorter of the two hides under the longer
 
     @property
     def seconds(self) -> float:
-        return max(self.compute_seconds, self.memory_seconds) + self.communication_seconds
+        longer, shorter = max(self.compute_seconds, self.memory_seconds), min(self.compute_seconds, self.memory_seconds)
+        return longer + (1 - self.overlap) * shorter + self.communication_seconds
 
     @property
     def bound(self) -> str:
@@ -232,19 +234,21 @@ def communication_seconds(deployment: Deployment, tokens: float) -> float:
     return 2 * model.layers * (gpu.allreduce_latency_seconds + transfer)
 
 
-def achieved(gpu: Gpu, compute: float, memory: float) -> Gpu:
+def achieved(gpu: Gpu, compute: float, memory: float, overlap: float = 1.0) -> Gpu:
     """The GPU as a deployment reaches it: `compute` of its peak arithmetic and `memory` of its bandwidth (the
-    interconnect as it is). Every formula run on it gives expected figures rather than ceilings."""
+    interconnect as it is), `overlap` of the shorter of the two hidden under the longer (1, the roofline's ideal).
+    Every formula run on it gives expected figures rather than ceilings."""
     return replace(gpu, bf16_flops=gpu.bf16_flops * compute,
                    fp8_flops=None if gpu.fp8_flops is None else gpu.fp8_flops * compute,
-                   bandwidth=gpu.bandwidth * memory)
+                   bandwidth=gpu.bandwidth * memory, overlap=overlap)
 
 
 def time_on(deployment: Deployment, step: Step) -> Timing:
-    """The roofline: whichever of arithmetic and memory traffic takes longer, then the all-reduces."""
+    """The roofline: whichever of arithmetic and memory traffic takes longer (and the part of the other the GPU does
+    not overlap with it: none at the ceilings), then the all-reduces."""
     gpu, dtype = deployment.gpu, deployment.dtype
     return Timing(step, step.operations_per_gpu / peak_flops(gpu, dtype), step.bytes / gpu.bandwidth,
-                  communication_seconds(deployment, step.tokens))
+                  communication_seconds(deployment, step.tokens), gpu.overlap)
 
 
 def decode_tokens_per_second(deployment: Deployment, batch: int = 1, context: float = 0) -> float:

@@ -32,6 +32,9 @@ class Gpu:
     interconnect_source: str
     # the vendor's name for what sm_count counts: NVIDIA's streaming multiprocessors, AMD's compute units
     compute_unit: str = datum(one_of=("SM", "CU"), why="what sm_count counts", default="SM")
+    # How much of a step's shorter part (arithmetic or memory traffic) hides under the longer: 1, the roofline's ideal,
+    # as a GPU overlaps them; 0, one after the other, as a fit finds a CPU's small batches do (rl.achieved sets it).
+    overlap: float = datum(0, 1, "of the shorter part", yaml=False, default=1.0)
 
     @property
     def memory_bytes(self) -> float:

@@ -248,15 +248,20 @@ def load_predictions(folder: Path) -> dict:
     found: dict = {}
     with LlamaServer(model, context=context, slots=slots) as server:
         sweep = folder / "fit.yaml"
-        # One stream at a time (12 requests, and calibration's): the shares the roofline's ceilings are reached at,
-        # from which the simulator predicts what several streams sharing a step do.
+        # Four lengths, three rounds of one stream and of four (60 requests, and calibration's): the shares the
+        # roofline's ceilings are reached at, and whether a step's arithmetic and memory traffic overlap (four
+        # streams' step against one's tells), from which the simulator predicts what the streams sharing steps do.
         cli(["measure", "--base-url", server.url, "--model", "m", "--prompt-tokens", "48,112,224,448", "--max-tokens",
-             "24", "--runs", "3", "--out", str(sweep)])
+             "24", "--runs", "3", "--concurrency", "1,4", "--out", str(sweep)])
         fit = calibrate(load_measured(sweep), deployment)
         if fit.compute_efficiency is None or fit.memory_efficiency is None:
             return {"note": "the fit gave no shares: " + "; ".join(fit.notes)}
         efficiency = Efficiency(fit.compute_efficiency.value, fit.memory_efficiency.value,
-                                fit.overhead_seconds.value if fit.overhead_seconds else 0.0, "bench sweep")
+                                fit.overhead_seconds.value if fit.overhead_seconds else 0.0, "bench sweep", fit.overlap)
+        found["fit"] = {"compute share": round(fit.compute_efficiency.value, 3),
+                        "memory share": round(fit.memory_efficiency.value, 3),
+                        "overhead (s)": round(fit.overhead_seconds.value, 4) if fit.overhead_seconds else 0.0,
+                        "overlap": fit.overlap}
         # llama.cpp's server: a slot a sequence, each slot's context its own, prompts and decodes in one batch of up
         # to 2,048 tokens: chunked prefill's policy with those settings.
         scheduler = Chunked(max_seqs=slots, chunk_tokens=2048)
@@ -334,8 +339,9 @@ def table(results: dict) -> str:
         rows.append(f"{'fit of a real server, held out':<32}{'':>10}{'':>9}  {name}: {said}, measured "
                     f"{figure['measured']:.4g}: {'within' if figure['within'] else 'OUTSIDE'} its uncertainty or 30%")
     for level, figures in results.get("load", {}).items():
-        if not isinstance(figures, dict):
-            rows.append(f"{'simulator under load':<32}{'':>10}{'':>9}  {level}: {figures}")
+        if not isinstance(figures, dict) or level == "fit":
+            said = figures if level != "fit" else ", ".join(f"{name} {value:g}" for name, value in figures.items())
+            rows.append(f"{'simulator under load':<32}{'':>10}{'':>9}  {level}: {said}")
             continue
         said = ", ".join(f"{name.split(' (')[0]} {figure['predicted']:.3g} vs {figure['measured']:.3g} "
                          f"({figure['error']:+.0%} {'OK' if abs(figure['error']) <= figure['target'] else 'MISSED'})"

@@ -51,7 +51,7 @@ class LoadRequest:
         if self.efficiency is None:
             return Costs.of(self.deployment, step_overhead=self.step_overhead)
         e = self.efficiency
-        return Costs.of(self.deployment, e.compute, e.memory, e.overhead_seconds, self.step_overhead)
+        return Costs.of(self.deployment, e.compute, e.memory, e.overhead_seconds, self.step_overhead, e.overlap)
 
     def workload(self, rate: float | None = None) -> tuple[Request, ...]:
         if self.trace is not None:
