@@ -141,7 +141,8 @@ class Calibration:
     def predicted_ttft(self, prompt_tokens: float) -> Estimate | None:
         """What a prompt of this length should wait for its first token, by the fit."""
         if self.serial_fit is not None:
-            return predicted(self.serial_fit, serial_row(self.deployment, rl.prefill(self.deployment, prompt_tokens), 1))
+            step = rl.prefill(self.deployment, prompt_tokens)
+            return predicted(self.serial_fit, serial_row(self.deployment, step, 1))
         if self.prefill_fit is None or self.compute_efficiency is None:
             return None
         return predicted(self.prefill_fit, np.array([1.0, prefill_compute_seconds(self.deployment, prompt_tokens)]))
@@ -340,11 +341,12 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
         points += decode_points
         missed = misfit(decode_points, 1)
         if missed is not None:
-            refusals.append(f"this model does not describe the data: the decode step at {missed.prompt_tokens:,} cached "
-                         f"tokens{f', {missed.streams} streams' if missed.streams > 1 else ''} takes "
-                         f"{missed.measured * 1e3:.3g} ms, {ratio_words(missed)}the fit's {missed.fitted * 1e3:.3g} "
-                         f"ms, far beyond its figures' precision: the step does not grow as the bytes it reads do, "
-                         f"so decode's bandwidth is not fitted (measure again, a few runs each)")
+            refusals.append(f"this model does not describe the data: the decode step at {missed.prompt_tokens:,} "
+                            f"cached tokens{f', {missed.streams} streams' if missed.streams > 1 else ''} takes "
+                            f"{missed.measured * 1e3:.3g} ms, {ratio_words(missed)}the fit's "
+                            f"{missed.fitted * 1e3:.3g} ms, far beyond its figures' precision: the step does not grow "
+                            f"as the bytes it reads do, so decode's bandwidth is not fitted (measure again, a few runs "
+                            f"each)")
             memory = decode_fit = None
         slope = kv_slope(deployment, [step[:3] for step in steps if step[1] == 1], memory)
     else:
