@@ -663,27 +663,34 @@ def wall_label(scene) -> str:
 PROVENANCE_WIDTH = 12.2
 
 
-def get_provenance(measured) -> VGroup:
-    """Where the numbers come from: route, provider, precision, model, the GPU assumed, the source."""
+def provenance_lines(measured) -> list[tuple[str, str]]:
+    """Where the numbers come from, line by line with each line's colour: route, provider, precision, model, the GPU
+    assumed, the source in words (never a file of the project)."""
     dataset = measured.dataset
     assumed = " (assumed: the provider does not publish its hardware)" if dataset.compared_gpu_is_assumption else ""
     how = [f"{dataset.prompt_cache} prompts"] if dataset.prompt_cache else []
     how += ["TTFT counts reasoning tokens"] if dataset.reasoning else []
     how += ["prompt sizes estimated"] if dataset.prompt_tokens_estimated else []
-    source = f"source: {dataset.path}"
+    source = [f"source: {dataset.citation}"] if dataset.citation else []
     lines = [(f"measured: {dataset.route}", TEXT),
              (f"{measured.precision.name} {measured.model.name} · ideal times on {measured.gpu.short_name}{assumed}",
               MUTED)]
     # How it was measured goes beside the source when both fit on one line, else on a line of its own.
-    together = " · ".join([source, *how])
-    if get_text(together, SMALL_SIZE).width <= PROVENANCE_WIDTH:
+    together = " · ".join([*source, *how])
+    if together and get_text(together, SMALL_SIZE).width <= PROVENANCE_WIDTH:
         lines.append((together, MUTED))
-    else:
-        lines += [(source, MUTED), (" · ".join(how), MUTED)]
+    elif together:
+        lines += [(part, MUTED) for part in (*source, " · ".join(how)) if part]
+    return lines
+
+
+def get_provenance(measured) -> VGroup:
+    """The provenance's lines as a footnote at the bottom right."""
+    lines = provenance_lines(measured)
     texts = VGroup()
     for line, color in lines:
         text = get_text(line, SMALL_SIZE, color)
-        if text.width > PROVENANCE_WIDTH:  # only a very long route or path: narrower, before lining up
+        if text.width > PROVENANCE_WIDTH:  # only a very long route or source: narrower, before lining up
             text.scale_to_fit_width(PROVENANCE_WIDTH)
         texts.add(text)
     # A footnote at the bottom right, where it balances the pictures above, which start at the left.

@@ -400,7 +400,7 @@ def test_the_review_and_the_page_share_one_frame_and_one_table(pages, cli_tiny_f
     stylesheet = web.render("pages.css")  # in the film's palette and font
     assert "--bg: #0e1116" in stylesheet and stylesheet in html and stylesheet in review
     for piece in ('<table class="numbers" id="numbers">', 'class="transcript"', 'class="seek chapter"',
-                  "a chapter or a transcript line seeks the film"):
+                  "a chapter, a transcript line or a step seeks the film"):
         assert piece in html and piece in review, piece
 
     def line_of(text: str, path: str) -> tuple[str, str]:
@@ -420,7 +420,13 @@ def test_the_review_and_the_page_share_one_frame_and_one_table(pages, cli_tiny_f
         assert reviewed == f"{meaning}<br><code>{path}</code>" and f"<code>{path}</code>" not in html
         assert reviewed_formula == str(escape(EXPLANATIONS[path].formula))
         assert formula == public_formula(EXPLANATIONS[path].formula, plan)
-    assert "P<sub>active</sub>" in line_of(html, "numbers.prefill.ops")[1]
+    # Written for the deployment: a dense model's P is all its parameters, one GPU splits and exchanges nothing.
+    assert line_of(html, "numbers.prefill.ops")[1] == "2·P·N + 2·L·(heads·head size)·N²"
+    assert "P<sub>active</sub>" in line_of(review, "numbers.prefill.ops")[1] or "P_active" in line_of(
+        review, "numbers.prefill.ops")[1]
+    assert "all-reduces" not in html and "all-reduces" in review
+    mixtral = pages["mixtral-x2"][0].read_text()
+    assert "P<sub>active</sub>" in line_of(mixtral, "numbers.prefill.ops")[1] and "all-reduces" in mixtral
 
 
 INJECTED = "</script><script>window.PWNED = 1; document.title = 'PWNED'</script><!--"
@@ -677,6 +683,51 @@ def test_a_setting_that_does_not_fit_in_memory_is_shown_as_such(browser, pages):
     assert browser.execute_script("return document.getElementById('decode-point').getAttribute('fill-opacity');") == "1"
 
 
+FILM_IN_SIGHT = ("var r = document.getElementById('film').getBoundingClientRect();"
+                 "return r.top >= 0 && r.bottom <= window.innerHeight && r.width > 0 && r.left >= 0 "
+                 "&& r.right <= window.innerWidth;")
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_a_seek_from_below_the_film_shows_it_playing(browser, pages, width):
+    """A transcript phrase, far below the film, seeks it, plays it and keeps it in sight (a small player follows the
+    reader); scrolled back, the film is in its place again; step mode's Next does the same; closing the small
+    player pauses it and puts it back (issue 55, item 4)."""
+    page, plan = pages["default"]
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": width, "height": 812, "deviceScaleFactor": 1, "mobile": width < 500})
+    try:
+        browser.get(page.as_uri())
+        wait_for(browser, "return document.getElementById('film').readyState >= 1;")
+        phrase = browser.find_elements("css selector", "a.clause")[-3]
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", phrase)
+        assert not browser.execute_script(FILM_IN_SIGHT)  # (the film is far above)
+        phrase.click()
+        assert wait_for(browser, FILM_IN_SIGHT) and browser.execute_script(
+            "return document.getElementById('film-frame').classList.contains('docked');")
+        assert browser.execute_script("return document.getElementById('film').currentTime;") >= \
+            float(phrase.get_attribute("data-start")) - 0.05
+        wait_for(browser, "return !document.getElementById('film').paused;")  # it plays from there
+        # The phrase stays where the reader was: the small player does not cover it.
+        covered = ("var p = arguments[0].getBoundingClientRect(), f = document.getElementById('film')"
+                   ".getBoundingClientRect(); return p.bottom > f.top && p.top < f.bottom && p.right > f.left;")
+        assert not browser.execute_script(covered, phrase)
+        browser.execute_script("window.scrollTo(0, 0);")
+        assert wait_for(browser, "return !document.getElementById('film-frame').classList.contains('docked');")
+        browser.execute_script("document.getElementById('film').pause();")
+
+        browser.find_element("id", "read-steps").click()
+        browser.find_element("id", "step-next").click()
+        assert wait_for(browser, FILM_IN_SIGHT)
+        assert browser.execute_script("return document.getElementById('film').currentTime;") == pytest.approx(
+            plan.beats[1].start, abs=0.3)
+        browser.find_element("id", "film-close").click()
+        assert browser.execute_script("return document.getElementById('film').paused && "
+                                      "!document.getElementById('film-frame').classList.contains('docked');")
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
 def test_the_public_page_says_no_build_term(pages):
     """No file path, make variable or storyboard setting on the film's page (issue 43): its notes are said in their
     public words and its sources are the documents cited; the review page keeps the settings."""
@@ -693,6 +744,53 @@ def test_the_public_page_says_no_build_term(pages):
         assert all(note.text in html.replace("&#39;", "'") for note in plan.notes), name
     review_notes = [str(note) for note in pages["default"][1].notes]
     assert any("Set by the storyboard's parameters.embedding_reads: table." in note for note in review_notes)
+
+
+# What no viewer or reader should meet: the project's files and folders, its code names, its settings, its tools'
+# words, and the terms of splitting a model over GPUs on a film that does not (issue 55, item 3).
+BUILD_TERMS = re.compile(r"[\w.-]+\.(?:ya?ml|py|json|mp4|vtt)\b|\b(?:data|script|scenes|render|build)/|"
+                         r"\b[a-z]+(?:_[a-z0-9]+)+\b|\b[A-Z_]{3,}=|\b(?:template|formatter|storyboard)\b|"
+                         r"\bmake (?:film|films|test|page|plan|studio|review|scene|still|sheet|narration|preview|bench|"
+                         r"setup|load)\b", re.I)
+SPLIT_TERMS = re.compile(r"all-reduce|tensor parallel|NVLink|Infinity Fabric|interconnect", re.I)
+URLS = re.compile(r"https?://\S+")
+
+
+def public_texts(plan, page_html: str) -> dict[str, str]:
+    """Every text of a film a viewer or reader meets: the page (its table and notes included), the video
+    description, the narration (the captions' words), the lines the film writes on screen under the measured beats."""
+    from render.publish.kit import description_text
+    from scenes.helpers import provenance_lines
+
+    text = re.sub(r"<script.*?</script>|<style.*?</style>", " ", page_html, flags=re.S)
+    text = html.unescape(re.sub(r"<[^>]+>", " ", text))
+    return {"page": text, "description": description_text(plan),
+            "narration": " ".join(beat.narration for beat in plan.beats),
+            "provenance": " ".join(line for line, _ in provenance_lines(plan.measured))}
+
+
+def test_no_build_term_reaches_a_viewer_or_a_reader(pages, tmp_path):
+    from test_layout import LINT_CHOICES, plan_of
+
+    films = {"default": pages["default"], "mixtral-x2": pages["mixtral-x2"]}
+    for choice in LINT_CHOICES:
+        plan = plan_of(choice)
+        folder = tmp_path / plan.choice.name
+        folder.mkdir()
+        for file in ("film.mp4", "film.vtt", "poster.png"):
+            shutil.copyfile(pages["default"][0].parent.parent / file, folder / file)
+        films[plan.choice.name] = (make_page(plan, explorer_for(plan), folder / "film.mp4", say=lambda line: None),
+                                   plan)
+    for name, (page, plan) in films.items():
+        for where, text in public_texts(plan, page.read_text()).items():
+            said = URLS.sub(" ", text)
+            assert not BUILD_TERMS.findall(said), (name, where, sorted(set(BUILD_TERMS.findall(said))))
+            if plan.choice.gpus == 1:
+                assert not SPLIT_TERMS.findall(said), (name, where, sorted(set(SPLIT_TERMS.findall(said))))
+    # The provenance names its source in words, as the page links it.
+    default = public_texts(pages["default"][1], pages["default"][0].read_text())
+    assert 'source: Understanding Data, “Prefill vs decode”, 11 September 2026' in default["provenance"]
+    assert "Timings of CoreWeave's endpoint (Understanding Data" in default["page"]
 
 
 CHART_CLASHES = (FIXTURES / "chart_clashes.js").read_text()

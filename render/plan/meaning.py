@@ -528,7 +528,7 @@ EXPLANATIONS: dict[str, Explanation] = {
             f"{what}{', its one-sigma uncertainty' if part == 'uncertainty' else ''}, fitted from the measured timings",
             formula, (), (MEASURED,) if field == "overhead_seconds" else (MEASURED, GPU), unit)
         for field, what, formula, unit in (
-            ("overhead_seconds", "the wait outside prefill (network, queueing, the template)",
+            ("overhead_seconds", "the wait outside prefill (network, queueing, preparing the prompt)",
              "TTFT(N) = overhead + (2·P·N + 2·L·d·N²) ÷ (share × peak), bounded least squares", "seconds"),
             ("compute_efficiency", "the share of peak arithmetic prefill reaches",
              "TTFT(N) = overhead + (2·P·N + 2·L·d·N²) ÷ (share × peak), bounded least squares", "share"),

@@ -35,7 +35,8 @@ def sources_of(plan: Plan, public: bool = False) -> dict[str, Source]:
                  INTERCONNECT: (f"{choice.gpu.name} interconnect", choice.gpu.interconnect_source),
                  MODEL: (f"{choice.model.name} config", choice.model.source),
                  DTYPE: (f"{choice.dtype.name} format", choice.dtype.source),
-                 MEASURED: (f"measured: {dataset.provider}", dataset.source
+                 MEASURED: (f"Timings of {dataset.provider}'s endpoint"
+                            + (f" ({dataset.cited_as})" if dataset.cited_as else ""), dataset.source
                             + (f" (measured {dataset.measured_on})" if dataset.measured_on else ""))}
         return {kind: source_of(kind, label, text, link_only=True) for kind, (label, text) in cited.items()}
     cited = {
@@ -94,8 +95,8 @@ def number_row(plan: Plan, path: str, value, written_as: str = "", beats: list[s
 
 
 # What the public page says instead of the project's own words and a config's field names
-PUBLIC_WORDS = {"the prefill beat's prompt": "the film's prompt", "head_dim": "head size",
-                "kv_lora_rank": "latent rank", "qk_rope_head_dim": "rotary key size"}
+PUBLIC_WORDS = {"the prefill beat's prompt": "the film's prompt", "kv_lora_rank": "latent rank",
+                "qk_rope_head_dim": "rotary key size", "head_dim": "head size"}  # (the longer names first)
 LATENT = " (latent attention: "
 SUBSCRIPT = re.compile(r"\b([A-Za-z])_(\w+)")
 
@@ -106,11 +107,21 @@ def public_words(text: str) -> str:
     return text
 
 
+# A formula's general terms, written for the deployment at hand: on one GPU nothing is split or exchanged, and a dense
+# model's every parameter is active and its every weight read (the order matters: the longer forms first).
+ONE_GPU = ((" + all-reduces", ""), (" (+ replicated KV heads)", ""), ("(T·peak)", "peak"), ("T·peak", "peak"),
+           (" ÷ T", ""), ("bytes per GPU", "bytes"), ("k_T", "k"))
+DENSE = (("P_active", "P"), ("W_read(B)", "W"), ("W_read(N)", "W"), ("W_read(1)", "W"), ("W_read", "W"))
+
+
 def public_formula(formula: str, plan: Plan) -> str:
     """A number's formula as the public page writes it: in words where the table writes a config's field, the latent
-    attention case only for a model that has it, subscripts as subscripts (an HTML fragment: it is escaped here)."""
+    attention case only for a model that has it, the terms of splitting over GPUs only on several, a mixture of
+    experts' only for one; subscripts as subscripts (an HTML fragment: it is escaped here)."""
     if LATENT in formula and not plan.choice.model.is_mla:
         formula = formula[:formula.index(LATENT)]
+    for general, here in (ONE_GPU if plan.choice.gpus == 1 else ()) + (() if plan.choice.model.is_moe else DENSE):
+        formula = formula.replace(general, here)
     return SUBSCRIPT.sub(r"\1<sub>\2</sub>", str(escape(public_words(formula))))
 
 
@@ -189,7 +200,7 @@ def fit_view(fit, gpu_name: str, ceiling_tokens_per_second: float) -> dict | Non
         figures.append(("Overhead per request", fmt.precise_seconds(fit.overhead_seconds.value,
                                                                           fit.overhead_seconds.uncertainty),
                         (f"{fit.overhead_share:.1%} of the shortest prompt's wait: " if fit.overhead_share is not None
-                         else "waited outside prefill: ") + "network, queueing, the template"))
+                         else "waited outside prefill: ") + "network, queueing, preparing the prompt"))
     if fit.compute_efficiency:
         figures.append(("Prefill arithmetic", share(fit.compute_efficiency),
                         f"of the {gpu_name}'s peak: {fmt.teraflops(fit.achieved_flops, short=True)}"))

@@ -31,7 +31,7 @@ from render.plan.explorer import (CHART_HEIGHT, CHART_LEFT, CHART_MARGIN, CHART_
                                   Explorer, chart_point)
 from render.plan.types import BUILT_IN_CUES, Plan
 from render.publish import web
-from render.publish.explain import NumberRow, fit_view, number_row, sources_of
+from render.publish.explain import MEASURED, NumberRow, fit_view, number_row, sources_of
 from render.publish.mathfont import MATH_FONT, characters_of, math_font_css
 from render.video.settling import settled_of, settled_time
 from render.publish.web import beat_views, captions_url
@@ -58,6 +58,8 @@ GLOSSARY = (
     ("Tensor parallelism", "Splitting every layer across several GPUs, which then exchange activations "
                            "(all-reduces) twice a layer."),
 )
+
+ONLY_WHEN_SPLIT_TERMS = ("Tensor parallelism",)  # said only on a film whose model is split over several GPUs
 
 # What each beat's step shows beside its still: its formula and the controls it needs.
 STEP_FORMULAS = {"two-waits": "latency", "prefill": "prefill", "decode": "decode", "roofline": "roofline",
@@ -350,14 +352,19 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
                                                                                                           ())),
               "readout": [line for control in STEP_CONTROLS.get(beat["id"], ()) for line in CONTROL_READOUTS[control]]}
              for number, beat in enumerate(beats, 1)]
+    rows = number_rows(plan, explorer)
+    # Only what this page uses: the sources its rows cite (and the measured timings its fit shows), the words it says.
+    cited = {source.kind for row in rows for source in row.sources} | {MEASURED}
+    glossary = [(term, meaning) for term, meaning in GLOSSARY
+                if term not in ONLY_WHEN_SPLIT_TERMS or plan.choice.gpus > 1]
     return web.render(
         TEMPLATE, still_size=still_size, math_font=math_font_css(formula_characters), math_face=MATH_FONT,
         title=plan.title, label=plan.choice.long_label, summary=plan.summary, prose=plan.prose,
         moe=bool(plan.spec.experts), duration=plan.duration,
-        beats=beats, steps=steps, transcript=beats, glossary=GLOSSARY,
-        sources=sources_of(plan, public=True).values(),
+        beats=beats, steps=steps, transcript=beats, glossary=glossary,
+        sources=[source for kind, source in sources_of(plan, public=True).items() if kind in cited],
         notes=plan.notes, formulas=formulas_shown, explorer=explorer, axes=chart_axes(), has_poster=has_poster,
-        rows=number_rows(plan, explorer),
+        rows=rows,
         gpu_names={gpu: next(v.gpu for v in explorer.deployments.values() if v.key.startswith(gpu + "/"))
                    for gpu in explorer.gpus},
         dtype_names={v.key.split("/")[2]: v.dtype for v in explorer.deployments.values()},

@@ -92,6 +92,8 @@ class MeasuredDataset:
     measured_on: str | None = datum(default=None, written_as=(str, datetime.date, type(None)), read=date_text)
     label: str | None = None
     source: str
+    # the source in a few words, as the film's provenance line and the page's citation say it
+    cited_as: str | None = None
     # written by `film measure`
     endpoint_host: str | None = record()
     model_reported: str | None = record()
@@ -107,6 +109,14 @@ class MeasuredDataset:
     other_providers: tuple[OtherProvider, ...] = datum(default=(), item="other provider")
     calibration: dict[str, Any] | None = record()  # the fit `film measure` found, a record (the film fits again)
     path: str = datum(default="", yaml=False)
+
+    @property
+    def citation(self) -> str | None:
+        """Where the timings come from, in words a viewer reads: the source's own short name, or when they were
+        measured (a dataset `film measure` wrote); None when neither is known."""
+        if self.cited_as:
+            return self.cited_as
+        return f"measured {self.measured_on}" if self.measured_on else None
 
     @property
     def reasoning(self) -> bool:
