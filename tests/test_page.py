@@ -343,7 +343,7 @@ def test_the_summary_is_the_storyboards_template_in_the_films_numbers(browser, p
     page, plan = pages["default"]
     browser.get(page.as_uri())
     numbers = plan.numbers
-    summary = browser.find_element("css selector", "header p:not(.deployment)").text
+    summary = browser.find_element("css selector", "header p:not(.deployment):not(.byline)").text
     assert summary == plan.summary
     assert f"{fmt.count(numbers.prefill.tokens)} tokens in {fmt.duration(numbers.prefill.seconds)}" in summary
     assert f"about {fmt.integer(numbers.decode.tokens_per_second)} tokens a second" in summary
@@ -791,6 +791,22 @@ def test_no_build_term_reaches_a_viewer_or_a_reader(pages, tmp_path):
     default = public_texts(pages["default"][1], pages["default"][0].read_text())
     assert 'source: Understanding Data, “Prefill vs decode”, 11 September 2026' in default["provenance"]
     assert "Timings of CoreWeave's endpoint (Understanding Data" in default["page"]
+
+
+def test_the_page_keeps_the_sources_framing_and_gives_measured_figures_as_measured(pages):
+    """The byline and the standfirst under the title, the rule of thumb beside the fit with its source, and each
+    measured figure as the source gives it: no '± 1%' the fit's weighting invented (issue 55, item 7)."""
+    page, plan = pages["default"]
+    text = html.unescape(re.sub(r"<[^>]+>", " ", page.read_text()))
+    said = " ".join(text.split())
+    assert f"{plan.prose.byline} {plan.summary} {plan.prose.standfirst}" in said
+    assert (f"The rule of thumb: {plan.prose.rule_of_thumb.text} ( {plan.prose.rule_of_thumb.title} ). This "
+            f"endpoint, fitted:") in said
+    table = said[said.index("Measured figure Measured Fitted Residual"):]
+    table = table[:table.index("The cached tokens")]
+    assert "±" not in table and "TTFT at 34 tokens about 0.3 s" in table and "TTFT at 16,361 tokens 0.74 s" in table
+    assert "decode step at 34 cached tokens 6.41 ms" in table  # (1 / 156 tokens a second)
+    assert "0.277 ± 0.068 s" in said  # the fit's own figures keep their uncertainty
 
 
 CHART_CLASHES = (FIXTURES / "chart_clashes.js").read_text()

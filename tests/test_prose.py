@@ -157,3 +157,29 @@ def test_a_misspelt_name_or_a_bad_link_is_one_message_with_its_line(prose_copy):
     with pytest.raises(FilmError) as error:
         resolve_plan(prose_path=prose_copy)
     assert f"page.yaml:{line_of(prose_copy, 'why_it_matters:')}: why_it_matters: template error" in str(error.value)
+
+
+def test_the_source_pages_framing_is_the_films_own(plans, prose_copy):
+    """The byline (series, author, date, set in script/page.yaml), the standfirst in the source's words for the
+    default film and in this deployment's for another, and the rule of thumb with its source (issue 55, item 7)."""
+    prose = plans[CHOICES[0]].prose
+    assert prose.byline == "AI Engineering Visualised · after James Phoenix, Understanding Data · 4 December 2026"
+    source = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "004_70339d625aa121db.txt"
+    if source.exists():  # (the source page, where the checkout has it)
+        assert f"> {prose.standfirst}" in source.read_text(encoding="utf-8")
+    assert prose.standfirst.startswith("Press play and watch one GPU serve Llama 3.1 8B: prefill floods")
+    assert "rereads all 16 GB of weights" in prose.standfirst
+    moe = resolve_plan(gpu="h200-sxm", model="mixtral-8x7b", gpus=2).prose.standfirst
+    assert "watch two H200s serve Mixtral 8x7B" in moe and "the experts each token wakes" in moe
+    rule = prose.rule_of_thumb
+    assert "40 to 70 percent of peak arithmetic and 70 to 90 percent of peak bandwidth" in rule.text
+    assert rule.url.startswith("https://understandingdata.com/") and "honest caveats" in rule.title
+
+    edited(prose_copy, "  date: 2026-12-04", "  date: 4th of December")
+    with pytest.raises(FilmError) as error:
+        resolve_plan(prose_path=prose_copy)
+    assert (f"page.yaml:{line_of(prose_copy, '4th of December')}: byline: date '4th of December' is not a date; "
+            f"write it as 2026-12-04") in str(error.value) and "\n" not in str(error.value)
+    edited(prose_copy, "  date: 4th of December", "  dated: 2026-12-04")
+    with pytest.raises(FilmError, match=r"page.yaml:\d+: the byline: unknown key 'dated' \(did you mean 'date'\?\)"):
+        resolve_plan(prose_path=prose_copy)

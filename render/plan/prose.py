@@ -7,6 +7,7 @@ computed, and filled in the resolve step with the storyboard, so a name the plan
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,9 @@ from render.specs.yamlio import YamlMap, check_fields, display_path, kept_while_
 from render.text import echo
 
 TOP_FIELDS = {"article": list, "why_it_matters": str, "connected": list, "papers": list}
-TOP_OPTIONAL = {"read_first": list, "related": list}
+TOP_OPTIONAL = {"read_first": list, "related": list, "byline": dict, "standfirst": str, "rule_of_thumb": dict}
+BYLINE_FIELDS = {"series": str, "author": str, "date": (str, datetime.date)}
+RULE_FIELDS = {"text": str, "source": str, "url": str}
 LINK_FIELDS = {"title": str, "url": str}
 PAPER_FIELDS = {"authors": str, "year": int, "title": str, "url": str, "shows": str}
 YEARS = (1900, 2100)
@@ -34,6 +37,9 @@ class ProseScript:
     connected: tuple[tuple[Link, str], ...]        # (link whose text is a template, file:line)
     related: tuple[Link, ...]
     papers: tuple[Paper, ...]
+    byline: str = ""
+    standfirst: tuple[str, str] | None = None      # (template, file:line)
+    rule_of_thumb: Link | None = None
 
 
 @kept_while_unchanged(lambda path=PAGE_SCRIPT_PATH: [path])
@@ -63,8 +69,36 @@ def load_prose(path: Path = PAGE_SCRIPT_PATH) -> ProseScript:
             raise FilmError(f"{entry.where('year')}: paper {entry['title']!r}: year {entry['year']} is not a year of "
                             f"publication; write it as 2022")
         papers.append(Paper(entry["authors"], entry["year"], entry["title"], checked_url(entry), entry["shows"]))
+    standfirst = None
+    if "standfirst" in document:
+        compile_template(document["standfirst"], document.where("standfirst"), "standfirst")
+        standfirst = (document["standfirst"], document.where("standfirst"))
+    rule = None
+    if "rule_of_thumb" in document:
+        entry = document["rule_of_thumb"]
+        check_fields(entry, "the rule of thumb", RULE_FIELDS)
+        rule = Link(entry["source"], checked_url(entry), " ".join(entry["text"].split()))
     return ProseScript(tuple(article), (document["why_it_matters"], document.where("why_it_matters")),
-                       links(document, "read_first"), tuple(connected), links(document, "related"), tuple(papers))
+                       links(document, "read_first"), tuple(connected), links(document, "related"), tuple(papers),
+                       byline_of(document), standfirst, rule)
+
+
+def byline_of(document: YamlMap) -> str:
+    """'AI Engineering Visualised · after James Phoenix · 4 December 2026', its date checked."""
+    if "byline" not in document:
+        return ""
+    entry = document["byline"]
+    check_fields(entry, "the byline", BYLINE_FIELDS)
+    try:  # (YAML reads 2026-12-04 as a date, '2026-12-04' as text)
+        day = entry["date"] if isinstance(entry["date"], datetime.date) else datetime.date.fromisoformat(
+            entry["date"].strip())
+    except ValueError:
+        raise FilmError(f"{entry.where('date')}: byline: date {echo(entry['date'])} is not a date; write it as "
+                        f"2026-12-04") from None
+    if not YEARS[0] <= day.year <= YEARS[1]:
+        raise FilmError(f"{entry.where('date')}: byline: date {day.isoformat()} is not the film's; write its year "
+                        f"from {YEARS[0]} to {YEARS[1]}")
+    return " · ".join((entry["series"].strip(), entry["author"].strip(), f"{day.day} {day:%B %Y}"))
 
 
 def items(document: YamlMap, key: str) -> list:
@@ -102,4 +136,6 @@ def fill_prose(script: ProseScript, context: dict[str, object]) -> Prose:
     why = fill(script.why_it_matters[0], context, script.why_it_matters[1], "why_it_matters")
     connected = tuple(Link(link.title, link.url, fill(link.text, context, where, f"connected idea {link.title!r}"))
                       for link, where in script.connected)
-    return Prose(article, why, script.read_first, connected, script.related, script.papers)
+    standfirst = fill(script.standfirst[0], context, script.standfirst[1], "standfirst") if script.standfirst else ""
+    return Prose(article, why, script.read_first, connected, script.related, script.papers, script.byline,
+                 standfirst, script.rule_of_thumb)

@@ -611,6 +611,9 @@ class Prose:
     connected: tuple[Link, ...] = ()
     related: tuple[Link, ...] = ()
     papers: tuple[Paper, ...] = ()
+    byline: str = ""                  # "series · author · 4 December 2026", the film's own
+    standfirst: str = ""              # the sentence under the summary that says what to watch for
+    rule_of_thumb: Link | None = None  # what real kernels reach, in its source's words (text), and the source
 
 
 @dataclass(frozen=True)

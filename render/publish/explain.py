@@ -185,9 +185,10 @@ def exact(value) -> str:
     return f"{value:,}" if isinstance(value, int) or float(value).is_integer() else f"{value:.6g}"
 
 
-def fit_view(fit, gpu_name: str, ceiling_tokens_per_second: float) -> dict | None:
+def fit_view(fit, gpu_name: str, ceiling_tokens_per_second: float, public: bool = False) -> dict | None:
     """A measured endpoint's fit (the plan's MeasuredFit) as the pages and `film calibrate` show it: its figures
-    in words, each with its uncertainty, each measured figure beside the fitted one, and the notes."""
+    in words, each with its uncertainty, each measured figure beside the fitted one, and the notes. `public`: each
+    measured figure as its source gives it, without the precision the fit weighs it by (no measurement gave that)."""
     if fit is None:
         return None
     seconds = fmt.precise_seconds
@@ -218,7 +219,8 @@ def fit_view(fit, gpu_name: str, ceiling_tokens_per_second: float) -> dict | Non
                         f"decode step at {point.prompt_tokens:,} cached tokens" + (f", {point.streams} streams"
                                                                             if point.streams > 1 else "")),
                "measured": ("about " if point.approximate else "")
-               + fmt.precise_seconds(point.measured_seconds, point.precision_seconds),
+               + (seconds(point.measured_seconds) if public else
+                  fmt.precise_seconds(point.measured_seconds, point.precision_seconds)),
                "fitted": seconds(point.fitted_seconds),
                "residual": fmt.signed_percent((point.measured_seconds - point.fitted_seconds) / point.fitted_seconds)}
               for point in fit.points]

@@ -369,5 +369,6 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
                    for gpu in explorer.gpus},
         dtype_names={v.key.split("/")[2]: v.dtype for v in explorer.deployments.values()},
         data=web.script_json(compact(explorer)), captions_url=captions_url(captions),
-        fit=fit_view(plan.measured.fit, plan.measured.gpu.short_name, plan.measured.ceiling_tokens_per_second),
+        fit=fit_view(plan.measured.fit, plan.measured.gpu.short_name, plan.measured.ceiling_tokens_per_second,
+                     public=True),
         dataset=plan.measured.dataset)
