@@ -572,6 +572,15 @@ def test_every_formula_says_its_own_number_and_every_sentence_reads(browser, pag
 READ_FILLS = """
 function fills() {
   var o = {many: !document.querySelector('[data-show-if="gpus.many"]').hidden};
+  ["prefill", "decode"].forEach(function (phase) {  // the bound its time line shows, and what its sentence says
+    var block = document.getElementById("block-" + phase);
+    var computeLine = block.querySelector('.filled[data-show-if="' + phase + '.compute"]');
+    o[phase + "Bound"] = computeLine.hidden ? "memory" : "compute";
+    o[phase + "Says"] = block.querySelector(".example").textContent.replace(/\\s+/g, " ");
+    block.querySelectorAll(".example [data-show-if]").forEach(function (e) {
+      if (e.hidden) { o[phase + "Says"] = o[phase + "Says"].replace(e.textContent.replace(/\\s+/g, " "), ""); }
+    });
+  });
   document.querySelectorAll('[data-fill]').forEach(function (e) {
     if (!e.closest('[hidden]')) { o[e.dataset.fill] = e.textContent; }
   });
@@ -662,6 +671,23 @@ def check_filled(fills: dict, deployment, tokens: int, batch: int, context: int)
     # the cache against the weights, C·k ÷ W
     assert (fills["kBytes"], f"{fills['W.m']}|{fills['W.e']}") == (fmt.count(kv), fmt.scientific(whole)), where
     assert fills["cacheToWeights"] == fmt.percent(context * kv / whole, short=True), where
+    # Each step's time is the bound that binds, in the formula and in the sentence (issue 55, item 2): arithmetic at
+    # the peak where it takes longer, bytes at the bandwidth where they do; the table's word agrees.
+    for phase, step in (("prefill", rl.prefill(deployment, tokens)), ("decode", rl.decode_step(deployment, batch,
+                                                                                                context))):
+        timing = rl.time_on(deployment, step)
+        assert fills[f"{phase}Bound"] == timing.bound, (phase, where)
+        said = fills[f"{phase}Says"]
+        assert f"{timing.bound}-bound" in said and f"{'memory' if timing.bound == 'compute' else 'compute'}-bound" \
+            not in said, (phase, where, said)
+        if timing.bound == "compute":
+            assert fills[f"{phase}.arithmetic"] == fmt.duration(timing.compute_seconds, short=True), (phase, where)
+            assert f"{fills[f'{phase}.ops_per_gpu.m']}|{fills[f'{phase}.ops_per_gpu.e']}" == fmt.scientific(
+                step.operations_per_gpu, 2), (phase, where)
+        else:
+            assert fills[f"{phase}.reading"] == fmt.duration(timing.memory_seconds, short=True), (phase, where)
+        shown_time = fmt.duration(timing.seconds, short=True)
+        assert shown_time in said, (phase, where, said)
 
 
 def test_a_setting_that_does_not_fit_in_memory_is_shown_as_such(browser, pages):

@@ -70,6 +70,10 @@ class PrefillStop:
     fits: bool
     unfit: str            # what does not fit and by how much: "<needed per GPU>|<times what one holds>", "" if it fits
     point: tuple[float, float]
+    ops_per_gpu: str      # "3.3|13": each GPU's share of the operations, as the time's filled formula writes it
+    arithmetic: str       # those operations at peak: "34 ms"
+    bytes: str            # what each GPU reads and writes: "16 GB"
+    reading: str          # those bytes at the bandwidth: "4.8 ms"
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,9 @@ class DecodeStop:
     fits: bool
     unfit: str
     point: tuple[float, float]
+    ops_per_gpu: str      # "1.0|12": each GPU's share of the step's operations (2PB / T)
+    arithmetic: str       # those operations at peak
+    reading: str          # the step's bytes at the bandwidth
 
 
 @dataclass(frozen=True)
@@ -233,7 +240,9 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
             fmt.duration(tpot, short=True),
             fmt.percent(rl.prefill_attention_fraction(model, tokens), short=True),
             fmt.ops_per_byte(intensity, short=True), timing.bound, rl.fits(deployment, tokens),
-            unfit(deployment, tokens), chart_point(intensity, attainable(intensity))))
+            unfit(deployment, tokens), chart_point(intensity, attainable(intensity)),
+            fmt.scientific(timing.step.operations_per_gpu, 2), fmt.duration(timing.compute_seconds, short=True),
+            fmt.gigabytes(timing.step.bytes, short=True), fmt.duration(timing.memory_seconds, short=True)))
     decode = []
     for size in batches:
         row = []
@@ -248,7 +257,9 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
                 fmt.gigabytes(timing.step.bytes, short=True), fmt.gigabytes(weights, short=True),
                 fmt.gigabytes(cache, short=True), fmt.percent(cache / timing.step.bytes, short=True),
                 fmt.ops_per_byte(intensity, short=True), timing.bound, rl.fits(deployment, size * cached),
-                unfit(deployment, size * cached), chart_point(intensity, attainable(intensity))))
+                unfit(deployment, size * cached), chart_point(intensity, attainable(intensity)),
+                fmt.scientific(timing.step.operations_per_gpu, 2), fmt.duration(timing.compute_seconds, short=True),
+                fmt.duration(timing.memory_seconds, short=True)))
         decode.append(tuple(row))
     at_ridge = tuple(fmt.count(found) if (found := rl.batch_size_at_ridge(deployment, cached)) else "never"
                      for cached in contexts)

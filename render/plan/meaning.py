@@ -568,6 +568,21 @@ EXPLANATIONS: dict[str, Explanation] = {
         (GPU, MODEL, DTYPE),
         "seconds",
     ),
+    "page.prefill.arithmetic": Explanation(
+        "the prompt's operations at the peak: prefill's time where arithmetic binds",
+        "operations ÷ (T·peak)", ("numbers.prefill.ops", "spec.peak_flops", "spec.gpus"), (GPU, MODEL, DTYPE),
+        "seconds",
+    ),
+    "page.decode.arithmetic": Explanation(
+        "a batched step's operations at the peak: its time where arithmetic binds",
+        "2·P_active·B ÷ (T·peak)", ("spec.active_parameters", "spec.peak_flops", "spec.gpus"), (GPU, MODEL, DTYPE),
+        "seconds",
+    ),
+    "page.decode.reading": Explanation(
+        "a batched step's bytes at the bandwidth: its time where memory binds",
+        "(W_read(B) ÷ T + B·C·k_T) ÷ bandwidth", ("spec.weight_bytes", "spec.memory_bandwidth"), (GPU, MODEL, DTYPE),
+        "seconds",
+    ),
     "page.decode.weights": Explanation(
         "the weight bytes each GPU reads in one batched step",
         "W_read(B) ÷ T (a mixture of experts reads the experts the batch wakes)",

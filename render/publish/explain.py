@@ -111,7 +111,8 @@ def public_words(text: str) -> str:
 # model's every parameter is active and its every weight read (the order matters: the longer forms first).
 ONE_GPU = ((" + all-reduces", ""), (" (+ replicated KV heads)", ""), ("(T·peak)", "peak"), ("T·peak", "peak"),
            (" ÷ T", ""), ("bytes per GPU", "bytes"), ("k_T", "k"))
-DENSE = (("P_active", "P"), ("W_read(B)", "W"), ("W_read(N)", "W"), ("W_read(1)", "W"), ("W_read", "W"))
+DENSE = ((" (a mixture of experts reads the experts the batch wakes)", ""), ("P_active", "P"),
+          ("W_read(B)", "W"), ("W_read(N)", "W"), ("W_read(1)", "W"), ("W_read", "W"))
 
 
 def public_formula(formula: str, plan: Plan) -> str:

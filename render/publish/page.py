@@ -89,21 +89,34 @@ def mathml(formula: formulas.Formula, display: str = "block") -> str:
 
 
 # Each block's formula again with the controls' numbers in it, as the source page fills its formulas; \fill{name} is a
-# number the page's script writes (data-fill), each the same as the words beside it. Decode's bytes per step is one
-# GPU's share when the model is split over several (its W/T and k_T).
+# number the page's script writes (data-fill), each the same as the words beside it. Each line is shown where its
+# condition holds (the page's script decides; "" always): decode's bytes per step is one GPU's share when the model is
+# split over several (its W/T and k_T), and a step's time is the bound that binds, its arithmetic at the peak or its
+# bytes at the bandwidth, whichever takes longer (each GPU's share, on several).
+TIME_OF = {moved: (
+    (f"{phase}.compute", (rf"t \approx \frac{{\fill{{{phase}.ops_per_gpu.m}} \times "
+                          rf"10^{{\fill{{{phase}.ops_per_gpu.e}}}}}}{{\fill{{peak}}}}",
+                          rf"{{}} \approx \fill{{{phase}.arithmetic}}")),
+    (f"{phase}.memory", (rf"t \approx \frac{{\fill{{{moved}}}}}{{\fill{{bandwidth}}}}",
+                         rf"{{}} \approx \fill{{{phase}.reading}}")))
+    for phase, moved in (("prefill", "prefill.bytes"), ("decode", "decode.bytes_per_step"))}
 FILLED = {
-    "roofline": ((r"\text{ridge}", r"{} = \frac{\fill{peak}}{\fill{bandwidth}}", r"{} \approx \fill{ridge}"),),
-    "prefill": ((r"2PN + 2LdN^2", r"{} = 2 \times \fill{P.m} \times 10^{\fill{P.e}} \times \fill{N}",
-                 r"{} + 2 \times \fill{L} \times \fill{d} \times \fill{N}^2",
-                 r"{} \approx \fill{prefill.ops.m} \times 10^{\fill{prefill.ops.e}}"),),
-    "decode": ((r"W + B\,C\,k", r"{} = \fill{decode.weights} + \fill{B} \times \fill{C} \times \fill{kT}",
-                r"{} = \fill{decode.bytes_per_step}"),
-               (r"\frac{W}{T} + B\,C\,k_T", r"{} = \fill{decode.weights} + \fill{B} \times \fill{C} \times \fill{kT}",
-                r"{} = \fill{decode.bytes_per_step}")),
-    "cache": ((r"\frac{C\,k}{W}", r"{} = \frac{\fill{C} \times \fill{kBytes}}{\fill{W.m} \times 10^{\fill{W.e}}}",
-               r"{} \approx \fill{cacheToWeights}"),),
-    "latency": ((r"\text{TTFT} + (n-1) \cdot \text{TPOT}", r"{} = \fill{answer.terms}",
-                 r"{} \approx \fill{answer.latency}"),),
+    "roofline": (("", (r"\text{ridge}", r"{} = \frac{\fill{peak}}{\fill{bandwidth}}", r"{} \approx \fill{ridge}")),),
+    "prefill": (("", (r"2PN + 2LdN^2", r"{} = 2 \times \fill{P.m} \times 10^{\fill{P.e}} \times \fill{N}",
+                      r"{} + 2 \times \fill{L} \times \fill{d} \times \fill{N}^2",
+                      r"{} \approx \fill{prefill.ops.m} \times 10^{\fill{prefill.ops.e}}")),
+                *TIME_OF["prefill.bytes"]),
+    "decode": (("gpus.one", (r"W + B\,C\,k", r"{} = \fill{decode.weights} + \fill{B} \times \fill{C} \times \fill{kT}",
+                             r"{} = \fill{decode.bytes_per_step}")),
+               ("gpus.many", (r"\frac{W}{T} + B\,C\,k_T",
+                              r"{} = \fill{decode.weights} + \fill{B} \times \fill{C} \times \fill{kT}",
+                              r"{} = \fill{decode.bytes_per_step}")),
+               *TIME_OF["decode.bytes_per_step"]),
+    "cache": (("", (r"\frac{C\,k}{W}",
+                    r"{} = \frac{\fill{C} \times \fill{kBytes}}{\fill{W.m} \times 10^{\fill{W.e}}}",
+                    r"{} \approx \fill{cacheToWeights}")),),
+    "latency": (("", (r"\text{TTFT} + (n-1) \cdot \text{TPOT}", r"{} = \fill{answer.terms}",
+                      r"{} \approx \fill{answer.latency}")),),
 }
 FILL = re.compile(r"\\fill\{([\w.]+)\}")
 NUMBER = re.compile(r"[\d.,]+")
@@ -141,7 +154,9 @@ def filled_at_start(explorer: Explorer) -> dict[str, str]:
     first, step, unit = answer.terms.split("|")
     answers = explorer.answer_stops[start["answer"]]
     terms = f"{first} {unit}" if answers == 1 else f"{first} {unit} + {answers - 1:,} × {step} {unit}"
-    scientific = {"P": view.parameters, "W": view.weight_bytes, "prefill.ops": prefill.ops_scientific}
+    decode = view.decode[start["batch"]][start["context"]]
+    scientific = {"P": view.parameters, "W": view.weight_bytes, "prefill.ops": prefill.ops_scientific,
+                  "prefill.ops_per_gpu": prefill.ops_per_gpu, "decode.ops_per_gpu": decode.ops_per_gpu}
     return {**numbers, "N": f"{explorer.prompt_stops[start['prompt']]:,}",
             "B": f"{explorer.batch_stops[start['batch']]:,}", "C": f"{explorer.context_stops[start['context']]:,}",
             "L": view.layers, "d": view.attention_width, "kT": view.kv_per_gpu, "kBytes": view.kv_bytes,
@@ -292,7 +307,9 @@ PAGE_NUMBERS = {
     "weights": "spec.weight_bytes", "kv": "spec.kv_bytes_per_token",
     "prefill.ops": "numbers.prefill.ops", "prefill.ttft": "numbers.prefill.seconds",
     "prefill.ops_per_byte": "numbers.prefill.ops_per_byte", "prefill.attention_share": "page.prefill.attention_share",
-    "prefill.tpot": "page.prefill.tpot",
+    "prefill.tpot": "page.prefill.tpot", "prefill.bytes": "numbers.prefill.bytes",
+    "prefill.arithmetic": "page.prefill.arithmetic", "decode.arithmetic": "page.decode.arithmetic",
+    "decode.reading": "page.decode.reading",
     "decode.weights": "page.decode.weights", "decode.cache": "page.decode.cache",
     "decode.bytes_per_step": "page.decode.bytes_per_step", "decode.step": "numbers.batch.step_seconds",
     "decode.tokens_per_second": "numbers.batch.tokens_per_second", "decode.ops_per_byte": "numbers.batch.ops_per_byte",
@@ -342,12 +359,13 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
     formulas_shown = page_formulas(plan)
     start = filled_at_start(explorer)
     for name, block in formulas_shown.items():
-        block["filled"] = [filled(latex, start) for latex in FILLED[name]]
+        block["filled"] = [(condition, filled(latex, start)) for condition, latex in FILLED[name]]
     # (the script writes any digits into the filled formulas)
-    formula_characters = "".join(characters_of(mathml) for block in formulas_shown.values()
-                                 for mathml in (block["mathml"], *block["filled"])) + "0123456789,.×≈+="
+    lines = [mathml for block in formulas_shown.values()
+             for mathml in (block["mathml"], *(line for _, line in block["filled"]))]
+    formula_characters = "".join(characters_of(mathml) for mathml in lines) + "0123456789,.×≈+="
     steps = [{"number": number, "id": beat["id"], "title": beat["title"], "start": beat["start"],
-              "narration": beat["narration"], "still": stills.get(beat["id"], ""),
+              "clock": beat["clock"], "narration": beat["narration"], "still": stills.get(beat["id"], ""),
               "formula": STEP_FORMULAS.get(beat["id"], "latency"), "controls": " ".join(STEP_CONTROLS.get(beat["id"],
                                                                                                           ())),
               "readout": [line for control in STEP_CONTROLS.get(beat["id"], ()) for line in CONTROL_READOUTS[control]]}
