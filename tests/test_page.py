@@ -565,6 +565,10 @@ def test_every_formula_says_its_own_number_and_every_sentence_reads(browser, pag
             value = numbers[0] + (answer - 1) * numbers[1] if answer > 1 else numbers[0]
             from render.plan.explorer import wait
             assert wait(value / (1e3 if unit == "ms" else 1)) == total, (tokens, answer, terms, total)
+            # The filled sum: a one-token answer is its first token, never "= 34 ms ≈ 34 ms" (issue 55, item 8).
+            line = browser.execute_script("return Array.prototype.filter.call(document.querySelectorAll("
+                                          "'#block-latency .filled'), e => !e.hidden).map(e => e.textContent);")
+            assert len(line) == 1 and line[0].count(total) == 1 and ("≈" in line[0]) == (answer > 1), (answer, line)
 
 
 # What the filled formulas show now (the visible variant of each), and a walk over every prompt stop and every batch

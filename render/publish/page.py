@@ -115,8 +115,10 @@ FILLED = {
     "cache": (("", (r"\frac{C\,k}{W}",
                     r"{} = \frac{\fill{C} \times \fill{kBytes}}{\fill{W.m} \times 10^{\fill{W.e}}}",
                     r"{} \approx \fill{cacheToWeights}")),),
-    "latency": (("", (r"\text{TTFT} + (n-1) \cdot \text{TPOT}", r"{} = \fill{answer.terms}",
-                      r"{} \approx \fill{answer.latency}")),),
+    # (a one-token answer is its first token alone: no sum to round, so no "= 34 ms ≈ 34 ms")
+    "latency": (("answer.one", (r"\text{TTFT} + (n-1) \cdot \text{TPOT}", r"{} = \fill{answer.latency}")),
+                ("answer.many", (r"\text{TTFT} + (n-1) \cdot \text{TPOT}", r"{} = \fill{answer.terms}",
+                                 r"{} \approx \fill{answer.latency}"))),
 }
 FILL = re.compile(r"\\fill\{([\w.]+)\}")
 NUMBER = re.compile(r"[\d.,]+")
