@@ -703,7 +703,7 @@ def test_a_setting_that_does_not_fit_in_memory_is_shown_as_such(browser, pages):
     warning = browser.find_element("css selector", "p.unfit[data-show-if='decode.unfit']")
     assert warning.is_displayed()
     assert re.fullmatch(r"The batch does not fit: the weights and 64 users × 131,072 cached tokens need [\d,.]+ GB on "
-                        r"each GPU, [\d.]+× the 80 GiB one holds\.", warning.text), warning.text
+                        r"each GPU, [\d.]+× the 86 GB \(80 GiB\) one holds\.", warning.text), warning.text
     assert browser.execute_script("return document.getElementById('decode-point').getAttribute('fill-opacity');") \
         == "0"  # drawn hollow
     assert browser.execute_script("return document.getElementById('decode-point').getAttribute('stroke-dasharray');") \

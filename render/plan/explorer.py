@@ -118,7 +118,7 @@ class DeploymentView:
     ridge: str
     weights: str
     kv_per_token: str
-    memory: str           # one GPU's: "80 GiB"
+    memory: str           # one GPU's, in the unit what it must hold is written in: "86 GB (80 GiB)"
     gpus: int             # T, the GPUs the model is split over
     # The inputs the filled formulas show: P, L, d of 2PN + 2LdN²; k and W of C·k ÷ W in whole bytes; k_T, one GPU's
     # share of k (B·C·k_T is what each GPU rereads)
@@ -280,7 +280,7 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
         peak=fmt.teraflops(peak, short=True), bandwidth=fmt.bandwidth(bandwidth, short=True),
         ridge=fmt.integer(ridge, short=True), weights=fmt.gigabytes(rl.weight_bytes(model, dtype), short=True),
         kv_per_token=fmt.bytes_per_token(rl.kv_bytes_per_token(model, dtype), short=True),
-        memory=f"{gpu.memory_gib:g} GiB", gpus=gpus,
+        memory=f"{fmt.gigabytes(gpu.memory_bytes, short=True)} ({gpu.memory_gib:g} GiB)", gpus=gpus,
         parameters=fmt.scientific(rl.active_parameters(model)), layers=fmt.count(model.layers),
         attention_width=fmt.count(model.attention_width), kv_bytes=fmt.count(rl.kv_bytes_per_token(model, dtype)),
         weight_bytes=fmt.scientific(rl.weight_bytes(model, dtype)),
