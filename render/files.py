@@ -118,6 +118,25 @@ def read_capped(path: Path, limit: int, what: str, where: str | None = None) -> 
     return data
 
 
+def read_text_capped(path: Path, limit: int, what: str, where: str, missing: str, fix: str,
+                     encoding: str = "utf-8") -> str:
+    """A user's text file through read_capped, every failure one message naming `where`: `missing` where there is no
+    such file, the system's reason where it cannot be read, the line of the first byte that is not UTF-8 and `fix`."""
+    from render.errors import FilmError
+
+    try:
+        raw = read_capped(Path(path), limit, what, where)
+    except FileNotFoundError:
+        raise FilmError(f"{where}: {missing}") from None
+    except OSError as error:
+        raise FilmError(f"{where}: cannot read it ({error.strerror or error})") from None
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = raw[:error.start].count(b"\n") + 1
+        raise FilmError(f"{where}:{line}: not UTF-8 text (byte 0x{raw[error.start]:02x}); {fix}") from None
+
+
 def file_digest(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as stream:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from render.errors import FilmError
-from render.files import read_capped
+from render.files import read_text_capped
 from render.specs.yamlio import display_path
 from render.text import echo
 
@@ -116,18 +116,9 @@ def read_trace(path: Path) -> tuple[Request, ...]:
     "prompt_tokens": …, "answer_tokens": …} a line). Each row is checked where it stands: numbers within range,
     arrivals in order (a row in the future of the next is refused with its line)."""
     where = display_path(path)
-    try:
-        raw = read_capped(Path(path), MAX_TRACE_BYTES, "a trace (CSV or JSON lines)", where)
-    except FileNotFoundError:
-        raise FilmError(f"{where}: no such trace file; give a CSV or JSON-lines file of arrival_seconds, "
-                        f"prompt_tokens, answer_tokens") from None
-    except OSError as error:
-        raise FilmError(f"{where}: cannot read it ({error.strerror or error})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = raw[:error.start].count(b"\n") + 1
-        raise FilmError(f"{where}:{line}: not UTF-8 text; a trace is UTF-8 CSV or JSON lines") from None
+    text = read_text_capped(Path(path), MAX_TRACE_BYTES, "a trace (CSV or JSON lines)", where,
+                            "no such trace file; give a CSV or JSON-lines file of arrival_seconds, prompt_tokens, "
+                            "answer_tokens", "a trace is UTF-8 CSV or JSON lines", encoding="utf-8-sig")
     rows = list(trace_rows(text, where))
     if not rows:
         raise FilmError(f"{where}: no requests in it; write one a line: arrival_seconds, prompt_tokens, answer_tokens")

@@ -21,7 +21,7 @@ from render.specs.architecture import count_parameters
 from render.specs.catalog import PARAMETER_TOLERANCE, load_entries
 from render.specs.fields import bounds_of, out_of_range, to_yaml
 from render.specs.types import Model
-from render.files import read_capped, write_atomic
+from render.files import read_text_capped, write_atomic
 from render.specs.yamlio import MAX_INT_DIGITS, display_path
 from render.text import echo
 
@@ -47,18 +47,9 @@ def load_config(path: Path) -> dict:
     if path.is_dir():
         path = path / "config.json"
         where = display_path(path)
-    try:
-        raw = read_capped(path, MAX_CONFIG_BYTES, "a Hugging Face config.json", where)
-    except FileNotFoundError:
-        raise FilmError(f"{where}: no such file; give the path of a Hugging Face config.json on disk "
-                        f"(nothing is downloaded)") from None
-    except OSError as error:
-        raise FilmError(f"{where}: cannot read it ({error.strerror or error})") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise FilmError(f"{where}: not UTF-8 text (byte 0x{raw[error.start]:02x} at {error.start:,}); a config.json "
-                        f"is UTF-8 JSON") from None
+    text = read_text_capped(path, MAX_CONFIG_BYTES, "a Hugging Face config.json", where,
+                            "no such file; give the path of a Hugging Face config.json on disk (nothing is downloaded)",
+                            "a config.json is UTF-8 JSON")
     depth = nesting_depth(text)
     if depth > MAX_CONFIG_DEPTH:
         raise FilmError(f"{where}: nested {depth:,} levels deep; a model's config.json nests a few (at most "

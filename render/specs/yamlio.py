@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from render.errors import FilmError, close_matches
-from render.files import read_capped, resolved
+from render.files import read_capped, read_text_capped, resolved
 from render.text import echo
 
 
@@ -121,18 +121,7 @@ def load_yaml(path: Path, what: str = "a YAML data file") -> Any:
     capped reader, and without aliases: a few lines of anchors and aliases ("billion laughs") would expand to
     gigabytes, and the project's files write every value out."""
     path = Path(path)
-    try:
-        raw = read_capped(path, MAX_YAML_BYTES, what, display_path(path))
-    except FileNotFoundError:
-        raise FilmError(f"{display_path(path)}: file not found") from None
-    except OSError as error:
-        raise FilmError(f"{display_path(path)}: cannot read: {error.strerror or error}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw[:error.start].count(b"\n") + 1
-        raise FilmError(f"{display_path(path)}:{line}: not UTF-8 text (byte 0x{raw[error.start]:02x}); "
-                        f"save the file as UTF-8") from None
+    text = read_text_capped(path, MAX_YAML_BYTES, what, display_path(path), "file not found", "save the file as UTF-8")
 
     class Loader(LineLoader):
         pass
