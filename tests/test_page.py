@@ -7,8 +7,10 @@ import contextlib
 import html
 import io
 import json
+import os
 import re
 import shutil
+import subprocess
 
 import pytest
 from PIL import Image
@@ -925,6 +927,68 @@ def test_the_formulas_are_set_in_the_shipped_sans_maths_face(browser, pages):
             for face in browser.execute_cdp_cmd("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]:
                 used[face["familyName"]] = used.get(face["familyName"], 0) + face["glyphCount"]
         assert len(nodes) > 40 and set(used) == {"Noto Sans Math", "Inter"}, (name, used)
+
+
+# A fontconfig that knows every font of the machine but Inter: the page must bring its own.
+WITHOUT_INTER = """<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">
+<fontconfig>
+  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>
+  <selectfont><rejectfont><pattern><patelt name="family"><string>Inter</string></patelt></pattern>
+  <pattern><patelt name="family"><string>Inter Display</string></patelt></pattern></rejectfont></selectfont>
+</fontconfig>
+"""
+
+
+def test_the_page_ships_its_type_and_draws_every_digit_in_one_face(pages, tmp_path):
+    """Issue 55, item 6: on a machine without Inter (the system's hidden from Chromium by fontconfig), every glyph
+    of the page's text, its formulas and its chart comes from a face the page ships inside itself, Inter for the
+    words and every digit (the formulas' numbers included), Noto Sans Math only for the formulas' letters and
+    operators: no fallback face, asked of the browser itself for each node it drew."""
+    import base64
+
+    from fontTools.ttLib import TTFont
+
+    page, _ = pages["default"]
+    text = page.read_text()
+    faces = re.findall(r'font-family: "Inter"; src: url\(data:font/woff2;base64,([^)]+)\) format\("woff2"\); '
+                       r"font-weight: (\d+); font-style: (\w+)", text)
+    assert {(weight, style) for _, weight, style in faces} == {("400", "normal"), ("600", "normal"),
+                                                                ("400", "italic")}
+    for data, _, _ in faces:
+        font = TTFont(io.BytesIO(base64.b64decode(data)))
+        assert 100 < len(font.getGlyphOrder()) < 600  # cut to the page's characters (2,000 and more whole)
+        assert set("0123456789×≈−→") <= {chr(code) for code in font.getBestCmap()}
+    (tmp_path / "fonts.conf").write_text(WITHOUT_INTER)
+    hidden = {**os.environ, "FONTCONFIG_FILE": str(tmp_path / "fonts.conf")}
+    found = subprocess.run(["fc-match", "Inter"], env=hidden, capture_output=True, text=True, check=True).stdout
+    assert "Inter" not in found, found  # (the machine's Inter is hidden: this test would pass on its own without it)
+    browser = chromium(env=hidden)
+    try:
+        browser.get(page.as_uri())
+        browser.execute_script("return document.fonts.ready;")
+        browser.execute_cdp_cmd("DOM.enable", {})
+        browser.execute_cdp_cmd("CSS.enable", {})
+        root = browser.execute_cdp_cmd("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+
+        def faces_of(selector: str) -> dict[tuple[str, bool], int]:
+            used: dict[tuple[str, bool], int] = {}
+            nodes = browser.execute_cdp_cmd("DOM.querySelectorAll", {"nodeId": root, "selector": selector})["nodeIds"]
+            for node in nodes:
+                for face in browser.execute_cdp_cmd("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]:
+                    family = "Inter" if face["familyName"].startswith("Inter ") else face["familyName"]
+                    key = (family, face["isCustomFont"])  # (a face names its weight: "Inter Semi Bold")
+                    used[key] = used.get(key, 0) + face["glyphCount"]
+            assert nodes, selector
+            return used
+
+        everything = faces_of("body *:not(script):not(style)")
+        assert set(everything) == {("Inter", True), ("Noto Sans Math", True)}, everything
+        assert everything[("Inter", True)] > 10_000
+        assert set(faces_of("main math mn")) == {("Inter", True)}  # the formulas' digits: the words' face
+        assert set(faces_of("svg.roofline text")) == {("Inter", True)}
+    finally:
+        browser.quit()
 
 
 @pytest.mark.parametrize("name", ["default", "a100-qwen"])

@@ -85,9 +85,9 @@ def test_the_review_folder_is_self_contained(reviewed):
         assert f'src="stills/{still.name}"' in html
 
 
-def chromium():
+def chromium(env: dict[str, str] | None = None):
     """Debian's headless Chromium driven by Selenium (both paths given: nothing is downloaded), its viewport
-    1280x800, its console kept; the caller quits it."""
+    1280x800, its console kept, run with `env` (the environment's by default); the caller quits it."""
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
         pytest.fail("chromium and chromium-driver are not installed: `make test` installs them "
                     "(render/tools/bootstrap.py)")
@@ -101,7 +101,7 @@ def chromium():
                      "--mute-audio", "--disable-dev-shm-usage"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER), env=env), options=options)
     # What a page's script does is checked, not how fast a busy machine runs it: no script is cut off at
     # Selenium's 30 s (the chart's clash walk over every stop takes a few seconds, many more beside a heavy load).
     driver.set_script_timeout(600)

@@ -32,12 +32,13 @@ from render.plan.explorer import (CHART_HEIGHT, CHART_LEFT, CHART_MARGIN, CHART_
 from render.plan.types import BUILT_IN_CUES, Plan
 from render.publish import web
 from render.publish.explain import MEASURED, NumberRow, fit_view, number_row, sources_of
-from render.publish.mathfont import MATH_FONT, characters_of, math_font_css
+from render.publish.mathfont import MATH_FONT, body_font_css, characters_of, math_font_css, page_characters
 from render.video.settling import settled_of, settled_time
 from render.publish.web import beat_views, captions_url
 from scenes import style
 
 TEMPLATE = "page.html"
+BODY_FONT_SLOT = "/* the body face */"
 STILL_QUALITY = 5  # ffmpeg's JPEG q:v: nine 1080p stills and the poster within the page's 2.5 MB of pictures
 
 # The words you will hear, in the project's own words (the numbers are the film's, on the page beside them).
@@ -377,8 +378,9 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
     cited = {source.kind for row in rows for source in row.sources} | {MEASURED}
     glossary = [(term, meaning) for term, meaning in GLOSSARY
                 if term not in ONLY_WHEN_SPLIT_TERMS or plan.choice.gpus > 1]
-    return web.render(
+    page = web.render(
         TEMPLATE, still_size=still_size, math_font=math_font_css(formula_characters), math_face=MATH_FONT,
+        body_font=BODY_FONT_SLOT,
         title=plan.title, label=plan.choice.long_label, summary=plan.summary, prose=plan.prose,
         moe=bool(plan.spec.experts), duration=plan.duration,
         beats=beats, steps=steps, transcript=beats, glossary=glossary,
@@ -392,3 +394,5 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
         fit=fit_view(plan.measured.fit, plan.measured.gpu.short_name, plan.measured.ceiling_tokens_per_second,
                      public=True),
         dataset=plan.measured.dataset)
+    # The body face, cut to every character the page can show (its script's numbers and words among them)
+    return page.replace(BODY_FONT_SLOT, body_font_css(page_characters(page.replace(BODY_FONT_SLOT, ""))), 1)
