@@ -39,6 +39,9 @@ BYTES_PER_STEP = formula(r"\text{bytes per step}", "=", ("W", MEMORY), "+", (r"B
 BYTES_PER_STEP_MOE = formula(r"\text{bytes per step}", "=", (r"W_\text{read}", MEMORY), "+", (r"B\,C\,k", KV_CACHE))
 # Why the cache slows decode: its bytes as a share of the weights'.
 CACHE_SHARE = formula((r"\frac{C\,k}{W}", KV_CACHE))
+# A measured first token: the prompt's prefill, and the rest of the wait (network, queueing, the provider's own work).
+MEASURED_WAIT = formula(r"\text{TTFT}_\text{measured}", "=", (r"\text{prefill}", COMPUTE), "+",
+                        (r"\text{the rest}", MUTED))
 
 
 def token_time(mixture_of_experts: bool, gpus: int) -> Formula:

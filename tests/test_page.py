@@ -218,24 +218,79 @@ def test_the_pills_swap_the_gpu_and_the_data_type(browser, pages, name):
             check_numbers(browser, plan, gpu=own, gpus=count_shown(), dtype=pill.get_attribute("data-dtype"))
 
 
-def test_at_the_films_settings_the_page_says_what_the_film_says(browser, pages):
+def test_the_maths_opens_at_the_sources_numbers_and_each_step_at_its_words(browser, pages):
+    """Issue 55, item 1: "The maths" at its defaults derives each number the source's maths section states (34 ms,
+    209 tokens/s, 295, 13%); each step opens at the settings its narration speaks of (its prompt, batch, cache, the
+    film's GPU), so its words, its filled formula and its readout give the same numbers, whatever the reader moved
+    before."""
     page, plan = pages["default"]
     browser.get(page.as_uri())
-    numbers = plan.numbers
-    assert shown(browser, "prefill.ttft") == fmt.duration(numbers.prefill.seconds, short=True) == "34 ms"
-    assert shown(browser, "decode.step") == fmt.duration(numbers.batch.step_seconds, short=True)
-    assert shown(browser, "decode.tokens_per_second") == fmt.tokens_per_second(numbers.batch.tokens_per_second,
-                                                                                short=True)
-    assert shown(browser, "ridge") == fmt.integer(plan.spec.ridge_ops_per_byte, short=True) == "295"
-    prefill_words = plan.beat("prefill").narration
-    assert fmt.duration(numbers.prefill.seconds) in prefill_words  # "34 milliseconds"
-    assert f"{fmt.large(numbers.prefill.ops)} operations" in prefill_words
-    assert shown(browser, "prefill.ops") == fmt.large(numbers.prefill.ops, short=True)
-    # What the measured endpoint achieves: the review page's section (one macro), at the film's dataset.
+    numbers, measured = plan.numbers, plan.measured
+
+    def text(selector: str) -> str:
+        return " ".join(browser.find_element("css selector", selector).text.split())
+
+    assert "≈ 295" in text("#block-roofline .filled") and fmt.integer(plan.spec.ridge_ops_per_byte) == "295"
+    assert "≈ 34 ms" in text("#block-prefill .maths") and "≈ 34 ms" in text("#block-prefill .example")
+    assert fmt.duration(numbers.prefill.seconds, short=True) == "34 ms"
+    decode_rate = fmt.tokens_per_second(numbers.decode.tokens_per_second, short=True)
+    assert decode_rate == "209 tokens/s" and f"turns out {decode_rate}" in text("#block-decode .example")
+    assert f"≈ {fmt.duration(numbers.decode.step_seconds, short=True)}" in text("#block-decode .maths")
+    assert "≈ 13%" in text("#block-cache .maths") and "≈ 13% of the weights' bytes" in text("#block-cache .example")
+    assert fmt.percent(measured.long_kv_ratio, short=True) == "13%"
+    # The review page's section on the measured endpoint (one macro), at the film's dataset.
     fit = browser.find_element("css selector", "section.fit")
     memory = plan.measured.fit.memory_efficiency
     assert f"Decode bandwidth\n{fmt.share_of(memory.value, memory.uncertainty)}" in fit.text
     assert len(fit.find_elements("css selector", "table.fit-points tbody tr")) == len(plan.measured.fit.points)
+
+    # Each step's readout, as its words say it (spoken) and as the readout writes it (written)
+    long, batch = numbers.long_prompt, numbers.batch
+    expected = {
+        "prefill": {"First token": (numbers.prefill.seconds, fmt.duration), "Operations": (numbers.prefill.ops, None)},
+        "decode": {"Step": (numbers.decode.step_seconds, fmt.duration),
+                   "Tokens per second": (numbers.decode.tokens_per_second, None)},
+        "roofline": {"Ridge (ops/byte)": (plan.spec.ridge_ops_per_byte, None)},
+        "batching": {"Step": (batch.step_seconds, fmt.duration), "Tokens per second": (batch.tokens_per_second, None)},
+        "wasted-money": {"First token": (long.seconds, fmt.duration),
+                         "In attention": (long.attention_fraction, None)},
+        "cache-rides-along": {"Cache": (measured.long_kv_bytes, fmt.gigabytes),
+                              "Against the weights": (measured.long_kv_ratio, fmt.percent)},
+    }
+    written = {"First token": lambda v: fmt.duration(v, short=True), "Step": lambda v: fmt.duration(v, short=True),
+               "Operations": lambda v: fmt.large(v, short=True), "In attention": lambda v: fmt.percent(v, short=True),
+               "Tokens per second": lambda v: fmt.tokens_per_second(v, short=True),
+               "Ridge (ops/byte)": lambda v: fmt.integer(v, short=True),
+               "Cache": lambda v: fmt.gigabytes(v, short=True),
+               "Against the weights": lambda v: fmt.percent(v, short=True)}
+    browser.find_element("id", "read-steps").click()
+    checked = 0
+    for number, beat in enumerate(plan.beats, 1):
+        if number > 1:
+            # The reader moves every control first: the step still opens at its own settings.
+            browser.execute_script("document.querySelectorAll('#controls input[type=range], #block-cache input')"
+                                   ".forEach(function (s) { s.value = s.max; s.dispatchEvent(new Event('input', "
+                                   "{bubbles: true})); }); document.querySelector('#gpu-pills "
+                                   ".pill:not([aria-checked=true]):not(:disabled)').click(); "
+                                   "document.getElementById('step-next').click();")
+        step = f'.step[data-step="{number}"]'
+        assert not browser.find_element("css selector", step).get_attribute("hidden")
+        readout = dict(zip([e.text for e in browser.find_elements("css selector", f"{step} dl.step-readout dt")],
+                           [e.text for e in browser.find_elements("css selector", f"{step} dl.step-readout dd")]))
+        for label, (value, spoken) in expected.get(beat.id, {}).items():
+            assert readout[label] == written[label](value), (beat.id, label, readout)
+            if spoken:
+                assert spoken(value) in beat.narration, (beat.id, spoken(value), beat.narration)
+            checked += 1
+        if beat.id == "measured":  # its table: each measured first token beside its prefill, as the words say them
+            rows = [row.text for row in browser.find_elements("css selector", f"{step} table.measured-waits tbody tr")]
+            assert rows[-1].split()[:4] == [f"{measured.long.prompt_tokens:,}", "tokens",
+                                            fmt.seconds(measured.long.ttft_seconds, short=True).split()[0], "s"]
+            assert fmt.seconds(measured.long.ttft_seconds) in beat.narration
+            assert rows[0].startswith(f"{measured.short.prompt_tokens:,} tokens about 0.3 s")
+            checked += 1
+    assert checked == 12
+    browser.find_element("id", "step-close").click()
 
 
 def test_the_page_reads_step_by_step_by_keyboard_and_seeks_the_film(browser, pages):
@@ -527,12 +582,15 @@ def test_every_formula_says_its_own_number_and_every_sentence_reads(browser, pag
     from render.specs import roofline as rl
 
     model, dtype = plan.choice.model, plan.choice.dtype
-    for context in (0, 256, 16_384, 131_072):
-        set_stop(browser, "context", context)
-        ratio = context * rl.kv_bytes_per_token(model, dtype) / rl.weight_bytes(model, dtype)
-        assert shown(browser, "cacheToWeights") == fmt.percent(ratio, short=True), context
-    set_stop(browser, "context", 16_384)
-    assert shown(browser, "cacheToWeights") == "13%"  # the source's "≈ 13%" at its 16,361-token prompt
+    assert shown(browser, "cacheToWeights") == "13%"  # the source's "≈ 13%" at its 16,361-token prompt, at the start
+    for cache in (256, 16_361, 131_072):  # the cache block's own prompt, apart from the decode block's context
+        set_stop(browser, "cache", cache)
+        kv = cache * rl.kv_bytes_per_token(model, dtype)
+        assert shown(browser, "cacheToWeights") == fmt.percent(kv / rl.weight_bytes(model, dtype), short=True), cache
+        assert shown(browser, "cache.bytes") == fmt.gigabytes(kv, short=True)
+        alone = rl.time_on(plan.choice.deployment, rl.decode_step(plan.choice.deployment, 1, cache)).seconds
+        assert shown(browser, "cache.tokens_per_second") == fmt.tokens_per_second(1 / alone, short=True)
+        assert stop_of(browser, "context") == 0  # the decode block's cache did not move
     batch_sentence = "return document.querySelector('[data-show-if=\"batch.many\"]').hidden;"
     set_stop(browser, "batch", 1)
     assert browser.execute_script(batch_sentence)
@@ -598,8 +656,9 @@ var d = JSON.parse(document.getElementById('page-data').textContent);
 function at(name, i) {
   var s = document.getElementById(name); s.value = i; s.dispatchEvent(new Event('input', {bubbles: true}));
 }
-var out = {prompt: [], decode: []};
+var out = {prompt: [], decode: [], cache: []};
 d.stops.prompt.forEach(function (tokens, i) { at('prompt', i); out.prompt.push([tokens, fills()]); });
+d.stops.cache.forEach(function (tokens, i) { if (i > 0) { at('cache', i); out.cache.push([tokens, fills()]); } });
 d.stops.batch.forEach(function (batch, b) { d.stops.context.forEach(function (context, c) {
   at('batch', b); at('context', c); out.decode.push([batch, context, fills()]); }); });
 return out;
@@ -624,10 +683,13 @@ def test_every_filled_formula_is_its_formula_at_every_stop(browser, pages, name)
         "return JSON.parse(document.getElementById('page-data').textContent).start;").items()}
     deployment = plan.choice.deployment
     for tokens, fills in read["prompt"]:
-        check_filled(fills, deployment, tokens, start["batch"], start["context"])
+        check_filled(fills, deployment, tokens, start["batch"], start["context"], start["cache"])
+    for cache, fills in read["cache"]:
+        check_filled(fills, deployment, stops["prompt"][-1], start["batch"], start["context"], cache)
+    assert len(read["cache"]) == len(stops["cache"]) - 1  # (the cache block's prompt is never empty)
     assert len(read["decode"]) > 50
     for batch, context, fills in read["decode"]:
-        check_filled(fills, deployment, stops["prompt"][-1], batch, context)
+        check_filled(fills, deployment, stops["prompt"][-1], batch, context, stops["cache"][-1])
     # Every pill, at the last stops the walk left (the longest prompt, the largest batch and cache).
     catalog, checked = load_catalog(), 0
     for gpu in [pill.get_attribute("data-gpu") for pill in browser.find_elements("css selector", "#gpu-pills .pill")]:
@@ -644,17 +706,19 @@ def test_every_filled_formula_is_its_formula_at_every_stop(browser, pages, name)
             chosen = replace(deployment, gpu=catalog.gpu(gpu), gpus=count,
                              dtype=deployment.dtype if dtype == deployment.dtype.id else catalog.dtype(dtype))
             fills = browser.execute_script(READ_FILLS + "return fills();")
-            check_filled(fills, chosen, stops["prompt"][-1], stops["batch"][-1], stops["context"][-1])
+            check_filled(fills, chosen, stops["prompt"][-1], stops["batch"][-1], stops["context"][-1],
+                         stops["cache"][-1])
             checked += 1
     assert checked >= 10, checked
 
 
-def check_filled(fills: dict, deployment, tokens: int, batch: int, context: int) -> None:
-    """The filled formulas read from the page against the formulas, evaluated for `deployment` at those stops."""
+def check_filled(fills: dict, deployment, tokens: int, batch: int, context: int, cache: int) -> None:
+    """The filled formulas read from the page against the formulas, evaluated for `deployment` at those stops (`cache`:
+    the cache block's own prompt)."""
     from render.specs import roofline as rl
 
     model, dtype, gpus, gpu = deployment.model, deployment.dtype, deployment.gpus, deployment.gpu
-    where = (gpu.id, gpus, dtype.id, tokens, batch, context)
+    where = (gpu.id, gpus, dtype.id, tokens, batch, context, cache)
     used, layers, width = rl.active_parameters(model), model.layers, model.attention_width
     kv, whole = rl.kv_bytes_per_token(model, dtype), rl.weight_bytes(model, dtype)
     kv_share = rl.kv_bytes_per_token_per_gpu(model, dtype, gpus)
@@ -676,7 +740,8 @@ def check_filled(fills: dict, deployment, tokens: int, batch: int, context: int)
     assert fills["decode.bytes_per_step"] == fmt.gigabytes(weights + batch * context * kv_share, short=True), where
     # the cache against the weights, C·k ÷ W
     assert (fills["kBytes"], f"{fills['W.m']}|{fills['W.e']}") == (fmt.count(kv), fmt.scientific(whole)), where
-    assert fills["cacheToWeights"] == fmt.percent(context * kv / whole, short=True), where
+    assert fills["cache.tokens"] == f"{cache:,}", where
+    assert fills["cacheToWeights"] == fmt.percent(cache * kv / whole, short=True), where
     # Each step's time is the bound that binds, in the formula and in the sentence (issue 55, item 2): arithmetic at
     # the peak where it takes longer, bytes at the bandwidth where they do; the table's word agrees.
     for phase, step in (("prefill", rl.prefill(deployment, tokens)), ("decode", rl.decode_step(deployment, batch,

@@ -8,8 +8,10 @@ at the film's own settings every number equals the plan's.
                       operations, time to first token, attention's share, its point on the roofline
     batch slider      1 to 512 users (powers of two, and the film's batch): a decode step's time,
                       tokens per second, bytes per step (W + B·C·k), its point on the roofline
-    context slider    cached tokens each user rereads (0 to 131,072): one user's cache against the weights (C·k ÷ W),
-                      and the cache's share of a step's bytes
+    context slider    cached tokens each user rereads (0 to 131,072, and the measured long prompt): the
+                      decode step's bytes and the cache's share of them
+    cache slider      the cache block's own: a prompt kept in one user's cache (the context slider's stops),
+                      against the weights (C·k ÷ W), and what it does to that user's decode
     answer slider     an answer of n tokens: TTFT + (n - 1)·TPOT, its terms written to the digits that add up to the
                       total, and the share of it spent decoding
     pills             every catalog GPU the model fits on (the film's first, then its roofline pills),
@@ -40,10 +42,11 @@ INTENSITY_RANGE = (0.1, 1e6)          # operations per byte: every stop of every
 FLOPS_RANGE = (1e11, 1e16)            # FLOP/s per GPU: 0.1 to 10,000 TFLOP/s
 
 
-def with_stop(stops: tuple[int, ...], value: int) -> tuple[int, ...]:
-    """The stops with the film's own value among them (so the page starts where the film is), in place of a
-    stop within 10% of it (2,000 tokens instead of 2,048: no two stops a step apart that say the same)."""
-    return tuple(sorted({*(stop for stop in stops if not 0 < abs(stop - value) <= 0.1 * value), value}))
+def with_stops(stops: tuple[int, ...], values: tuple[int, ...]) -> tuple[int, ...]:
+    """The stops with the film's own values among them (so the page and each step open where the film is), each in
+    place of a stop within 10% of it (2,000 tokens instead of 2,048: no two stops a step apart that say the same)."""
+    kept = (stop for stop in stops if not any(0 < abs(stop - value) <= 0.1 * value for value in values))
+    return tuple(sorted({*kept, *values}))
 
 
 def chart_point(intensity: float, flops: float) -> tuple[float, float]:
@@ -134,6 +137,7 @@ class DeploymentView:
     decode: tuple[tuple[DecodeStop, ...], ...]  # per batch stop, per context stop
     ridge_batch: tuple[str, ...]            # per context stop: "371" or "never"
     cache_to_weights: tuple[str, ...]            # per context stop: one user's cache against the weights, C·k ÷ W
+    cache_bytes: tuple[str, ...]                 # per context stop: one user's cache, C·k (every GPU's together)
     answers: tuple[tuple[AnswerStop, ...], ...]  # per prompt stop, per answer stop (batch 1, the prompt cached)
 
 
@@ -144,21 +148,36 @@ class Explorer:
     batch_stops: tuple[int, ...]
     context_stops: tuple[int, ...]
     answer_stops: tuple[int, ...]
-    start: dict[str, int]                   # each slider's starting stop (the film's settings)
+    start: dict[str, int]                   # each slider's starting stop: the settings the source's maths speaks of
     gpus: tuple[str, ...]                   # GPU pill ids, the film's first
     dtypes: tuple[str, ...]
     deployments: dict[str, DeploymentView]  # every (GPU, data type) that fits, by key
+
+    def stops_of(self, slider: str) -> tuple[int, ...]:
+        return {"prompt": self.prompt_stops, "batch": self.batch_stops, "context": self.context_stops,
+                "answer": self.answer_stops}[STOPS_OF[slider]]
+
+    def stop_index(self, slider: str, value: int) -> int:
+        return self.stops_of(slider).index(value)
 
 
 def key_of(deployment: Deployment) -> str:
     return f"{deployment.gpu.id}/{deployment.gpus}/{deployment.dtype.id}"
 
 
-def explore(catalog: Catalog, deployment: Deployment, pills: tuple[str, ...], prompt: int, batch: int, context: int,
-            answer: int, kv_tokens: int) -> Explorer:
-    """Every pill's numbers at every stop, around the film's own deployment and settings."""
-    prompts, batches = with_stop(PROMPT_STOPS, prompt), with_stop(BATCH_STOPS, batch)
-    contexts, answers = with_stop(CONTEXT_STOPS, context), with_stop(ANSWER_STOPS, answer)
+# The sliders, each with its stops: the cache block's own slider moves over the context slider's stops.
+SLIDERS = ("prompt", "batch", "context", "cache", "answer")
+STOPS_OF = {"prompt": "prompt", "batch": "batch", "context": "context", "cache": "context", "answer": "answer"}
+
+
+def explore(catalog: Catalog, deployment: Deployment, pills: tuple[str, ...], settings: dict[str, tuple[int, ...]],
+            start: dict[str, int], kv_tokens: int) -> Explorer:
+    """Every pill's numbers at every stop, around the film's own deployment. `settings`: the values the film speaks
+    of, by the stops they belong to (prompt, batch, context, answer), each made a stop; `start`: where each slider of
+    SLIDERS starts, a value among its stops."""
+    prompts, batches = with_stops(PROMPT_STOPS, settings["prompt"]), with_stops(BATCH_STOPS, settings["batch"])
+    contexts, answers = with_stops(CONTEXT_STOPS, settings["context"]), with_stops(ANSWER_STOPS, settings["answer"])
+    stops = {"prompt": prompts, "batch": batches, "context": contexts, "answer": answers}
     gpu_order = [deployment.gpu.id, *[gpu for gpu in pills if gpu != deployment.gpu.id],
                  *[gpu for gpu in catalog.gpus if gpu != deployment.gpu.id and gpu not in pills]]
     views: dict[str, DeploymentView] = {}
@@ -178,8 +197,7 @@ def explore(catalog: Catalog, deployment: Deployment, pills: tuple[str, ...], pr
     return Explorer(
         default=key_of(deployment), prompt_stops=prompts, batch_stops=batches, context_stops=contexts,
         answer_stops=answers,
-        start={"prompt": prompts.index(prompt), "batch": batches.index(batch), "context": contexts.index(context),
-               "answer": answers.index(answer)},
+        start={slider: stops[STOPS_OF[slider]].index(start[slider]) for slider in SLIDERS},
         gpus=tuple(shown_gpus), dtypes=tuple(catalog.dtypes), deployments=views)
 
 
@@ -288,4 +306,6 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
         roof=roof, ridge_point=chart_point(ridge, peak), prefill=tuple(prefill), decode=tuple(decode),
         ridge_batch=at_ridge, answers=tuple(answer_rows),
         cache_to_weights=tuple(fmt.percent(cached * rl.kv_bytes_per_token(model, dtype) / rl.weight_bytes(model, dtype),
-                                      short=True) for cached in contexts))
+                                           short=True) for cached in contexts),
+        cache_bytes=tuple(fmt.gigabytes(cached * rl.kv_bytes_per_token(model, dtype), short=True)
+                          for cached in contexts))

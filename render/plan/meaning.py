@@ -605,8 +605,22 @@ EXPLANATIONS: dict[str, Explanation] = {
         "one user's cache against the weights a step reads it with", "C·k ÷ W",
         ("spec.kv_bytes_per_token", "spec.weight_bytes"), (MODEL, DTYPE), "share",
     ),
-    "page.decode.cache_share": Explanation(
-        "the cache's share of a step's bytes", "B·C·k_T ÷ (W_read(B) ÷ T + B·C·k_T)", ("spec.kv_bytes_per_token",),
+    "page.cache.bytes": Explanation(
+        "the KV cache of one user's prompt, every step of whose decode rereads it", "C·k",
+        ("spec.kv_bytes_per_token",), (MODEL, DTYPE), "bytes",
+    ),
+    "page.cache.tokens_per_second": Explanation(
+        "one user's decode rate, rereading that cache every step",
+        "1 ÷ max(2·P_active ÷ (T·peak), (W_read(1) ÷ T + C·k_T) ÷ bandwidth) + all-reduces",
+        ("spec.active_parameters", "spec.weight_bytes", "spec.kv_bytes_per_token", *DEPLOYMENT),
+        (GPU, MODEL, DTYPE), "tokens/s",
+    ),
+    "page.cache.batch": Explanation(
+        "the cache each GPU rereads in a step when every user of the batch keeps that much",
+        "B·C·k_T", ("spec.kv_bytes_per_token", "spec.gpus"), (MODEL, DTYPE), "bytes",
+    ),
+    "page.cache.share": Explanation(
+        "the cache's share of that step's bytes", "B·C·k_T ÷ (W_read(B) ÷ T + B·C·k_T)", ("spec.kv_bytes_per_token",),
         (MODEL, DTYPE), "share",
     ),
     "page.ridge_batch": Explanation(

@@ -179,13 +179,18 @@ def film_kv_tokens(params) -> int:
 
 
 def explorer_for(plan: Plan, data_dir: Path = DATA_DIR):
-    """The numbers of the film's page, around the plan's deployment and the storyboard's settings."""
+    """The numbers of the film's page, around the plan's deployment: every value a beat speaks of is a stop of its
+    slider, and "The maths" starts where the source's maths section does (the film's prompt, one user with nothing
+    cached, the measured long prompt in the cache block)."""
     from render.plan.explorer import ANSWER_TOKENS, explore
 
-    params = plan.parameters
+    params, long_measured = plan.parameters, plan.measured.long.prompt_tokens
+    settings = {"prompt": (params.prompt_tokens, params.long_prompt_tokens),
+                "batch": (1, params.batch_size), "context": (0, params.batch_context_tokens, long_measured),
+                "answer": (ANSWER_TOKENS,)}
+    start = {"prompt": params.prompt_tokens, "batch": 1, "context": 0, "cache": long_measured, "answer": ANSWER_TOKENS}
     return explore(load_catalog(data_dir), plan.choice.deployment, tuple(pill.gpu_id for pill in plan.pills),
-                   params.prompt_tokens, params.batch_size, params.batch_context_tokens, ANSWER_TOKENS,
-                   film_kv_tokens(params))
+                   settings, start, film_kv_tokens(params))
 
 
 # No narrator (ours speak about three words a second) says more than this in a second, even sped up.

@@ -129,7 +129,7 @@ def public_formula(formula: str, plan: Plan) -> str:
 # Inputs that do not bear on a deployment: the links between GPUs on one GPU, the peak of a format it does not
 # multiply in
 ONLY_WHEN_SPLIT = ("spec.allreduce_latency_seconds", "spec.interconnect_bandwidth", "spec.total_peak_flops",
-                   "numbers.prefill.communication_seconds", "spec.gpus")
+                   "numbers.prefill.communication_seconds", "numbers.decode.communication_seconds", "spec.gpus")
 
 
 def bears_on(plan: Plan, name: str) -> bool:

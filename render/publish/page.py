@@ -16,10 +16,12 @@ or any static host and makes no network request. The folder is built aside and s
 from __future__ import annotations
 
 import dataclasses
+import json
 import html
 import os
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -28,7 +30,7 @@ from latex2mathml.converter import convert as latex_to_mathml
 from render import formatting as fmt, formulas, media
 from render.files import link_or_copy, replace_folder, write_atomic
 from render.plan.explorer import (CHART_HEIGHT, CHART_LEFT, CHART_MARGIN, CHART_WIDTH, FLOPS_RANGE, INTENSITY_RANGE,
-                                  Explorer, chart_point)
+                                  SLIDERS, Explorer, chart_point)
 from render.plan.types import BUILT_IN_CUES, Plan
 from render.publish import web
 from render.publish.explain import MEASURED, NumberRow, fit_view, number_row, sources_of
@@ -62,24 +64,79 @@ GLOSSARY = (
 
 ONLY_WHEN_SPLIT_TERMS = ("Tensor parallelism",)  # said only on a film whose model is split over several GPUs
 
-# What each beat's step shows beside its still: its formula and the controls it needs.
-STEP_FORMULAS = {"two-waits": "latency", "prefill": "prefill", "decode": "decode", "roofline": "roofline",
-                 "batching": "decode", "wasted-money": "prefill", "measured": "latency",
-                 "cache-rides-along": "cache", "two-budgets": "latency"}
-STEP_CONTROLS = {"two-waits": ("answer",), "prefill": ("prompt",), "decode": ("pills",), "roofline": ("pills",),
-                 "batching": ("batch",), "wasted-money": ("pills", "prompt"), "measured": ("prompt",),
-                 "cache-rides-along": ("context",), "two-budgets": ("pills", "prompt", "batch")}
+@dataclass(frozen=True)
+class StepView:
+    """What a beat's step shows beside its still and words: a formula of "The maths" (or the measured timings), the
+    controls it needs, and its readout (each a number of PAGE_NUMBERS), all at the settings the words speak of."""
 
-# What each control moves, shown beside it in a step (each a number of PAGE_NUMBERS).
-CONTROL_READOUTS = {
-    "pills": (("Peak", "peak"), ("Bandwidth", "bandwidth"), ("Ridge (ops/byte)", "ridge")),
-    "prompt": (("Operations", "prefill.ops"), ("First token", "prefill.ttft"), ("In attention",
-                                                                                "prefill.attention_share")),
-    "batch": (("Step", "decode.step"), ("Tokens per second", "decode.tokens_per_second"),
-              ("Bytes per step", "decode.bytes_per_step")),
-    "context": (("Cache's share", "decode.cache_share"), ("Ridge reached at", "ridgeBatch")),
-    "answer": (("Whole answer", "answer.latency"), ("Decoding", "answer.decoding_share")),
+    formula: str
+    controls: tuple[str, ...] = ()
+    readout: tuple[tuple[str, str], ...] = ()
+
+
+STEPS = {
+    "two-waits": StepView("latency", ("answer",), (("Whole answer", "answer.latency"),
+                                                   ("Decoding", "answer.decoding_share"))),
+    "prefill": StepView("prefill", ("prompt",), (("Operations", "prefill.ops"), ("Peak", "peak"),
+                                                 ("First token", "prefill.ttft"))),
+    "decode": StepView("decode", ("pills",), (("Bandwidth", "bandwidth"), ("Bytes per step", "decode.bytes_per_step"),
+                                              ("Step", "decode.step"),
+                                              ("Tokens per second", "decode.tokens_per_second"))),
+    "roofline": StepView("roofline", ("pills",), (("Decode (ops/byte)", "decode.ops_per_byte"),
+                                                  ("Prefill (ops/byte)", "prefill.ops_per_byte"),
+                                                  ("Ridge (ops/byte)", "ridge"))),
+    "batching": StepView("decode", ("batch",), (("Step", "decode.step"), ("Tokens per second",
+                                                                         "decode.tokens_per_second"),
+                                                ("Bytes per step", "decode.bytes_per_step"))),
+    "wasted-money": StepView("prefill", ("pills", "prompt"), (("Peak", "peak"), ("Bandwidth", "bandwidth"),
+                                                             ("First token", "prefill.ttft"),
+                                                             ("In attention", "prefill.attention_share"))),
+    "measured": StepView("measured"),
+    "cache-rides-along": StepView("cache", ("cache",), (("Cache", "cache.bytes"), ("Against the weights",
+                                                                                   "cacheToWeights"),
+                                                        ("One user's decode, at best", "cache.tokens_per_second"))),
+    "two-budgets": StepView("latency", ("pills", "prompt", "batch"), (("First token", "prefill.ttft"),
+                                                                      ("Tokens per second", "decode.tokens_per_second"),
+                                                                      ("Whole answer", "answer.latency"))),
 }
+
+
+def measured_waits(plan: Plan) -> list[dict[str, str]]:
+    """The measured step's table: each measured first token beside its prompt's prefill at the ceilings of the GPU
+    it is compared with, and the rest of the wait, written to the measurement's own decimal places."""
+    rows = []
+    for prompt in (plan.measured.short, plan.measured.medium, plan.measured.long):
+        if prompt is None or prompt.ttft_seconds is None:
+            continue
+        about = "about " if prompt.ttft_approximate else ""
+        measured = fmt.seconds(prompt.ttft_seconds, short=True)
+        decimals = len(measured.split()[0].partition(".")[2])
+        rest = max(0.0, prompt.ttft_seconds - prompt.ideal_prefill_seconds)
+        rows.append({"prompt": f"{prompt.prompt_tokens:,} tokens", "measured": about + measured,
+                     "prefill": fmt.duration(prompt.ideal_prefill_seconds, short=True),
+                     "rest": f"{about}{rest:.{decimals}f} s"})
+    return rows
+
+
+def measured_elsewhere(plan: Plan) -> str:
+    """Where the measured beats' model is not the film's: a line saying so beside their steps ("" where it is)."""
+    measured, choice = plan.measured, plan.choice
+    if (measured.model.id, measured.precision.id) == (choice.model.id, choice.dtype.id):
+        return ""
+    return (f"These timings are of {measured.precision.name} {measured.model.name}; the maths beside them is "
+            f"{choice.model.name}'s in {choice.dtype.name}.")
+
+
+def step_settings(plan: Plan) -> dict[str, dict[str, int]]:
+    """The settings each beat's step opens at (slider values; the rest at "The maths" own, the film's GPU and data
+    type): those its narration speaks of, so its words, its formula and its readout give the same numbers."""
+    params, long_measured = plan.parameters, plan.measured.long.prompt_tokens
+    return {"prefill": {"prompt": params.prompt_tokens},
+            "decode": {"batch": 1, "context": 0},
+            "roofline": {"prompt": params.prompt_tokens, "batch": 1, "context": 0},
+            "batching": {"batch": params.batch_size, "context": params.batch_context_tokens},
+            "wasted-money": {"prompt": params.long_prompt_tokens},
+            "cache-rides-along": {"cache": long_measured}}
 
 
 def mathml(formula: formulas.Formula, display: str = "block") -> str:
@@ -114,9 +171,10 @@ FILLED = {
                               r"{} = \fill{decode.bytes_per_step}")),
                *TIME_OF["decode.bytes_per_step"]),
     "cache": (("", (r"\frac{C\,k}{W}",
-                    r"{} = \frac{\fill{C} \times \fill{kBytes}}{\fill{W.m} \times 10^{\fill{W.e}}}",
+                    r"{} = \frac{\fill{cache.tokens} \times \fill{kBytes}}{\fill{W.m} \times 10^{\fill{W.e}}}",
                     r"{} \approx \fill{cacheToWeights}")),),
     # (a one-token answer is its first token alone: no sum to round, so no "= 34 ms ≈ 34 ms")
+    "measured": (),  # (its numbers are the measurements', in a table beside it)
     "latency": (("answer.one", (r"\text{TTFT} + (n-1) \cdot \text{TPOT}", r"{} = \fill{answer.latency}")),
                 ("answer.many", (r"\text{TTFT} + (n-1) \cdot \text{TPOT}", r"{} = \fill{answer.terms}",
                                  r"{} \approx \fill{answer.latency}"))),
@@ -162,6 +220,7 @@ def filled_at_start(explorer: Explorer) -> dict[str, str]:
                   "prefill.ops_per_gpu": prefill.ops_per_gpu, "decode.ops_per_gpu": decode.ops_per_gpu}
     return {**numbers, "N": f"{explorer.prompt_stops[start['prompt']]:,}",
             "B": f"{explorer.batch_stops[start['batch']]:,}", "C": f"{explorer.context_stops[start['context']]:,}",
+            "cache.tokens": f"{explorer.context_stops[start['cache']]:,}",
             "L": view.layers, "d": view.attention_width, "kT": view.kv_per_gpu, "kBytes": view.kv_bytes,
             "answer.terms": terms,
             **{f"{name}.{part}": value.split("|")[index] for name, value in scientific.items()
@@ -181,6 +240,7 @@ def page_formulas(plan: Plan) -> dict[str, dict]:
         "decode": (formulas.token_time(moe, spec.gpus), formulas.bytes_per_step(moe)),
         "cache": (formulas.CACHE_SHARE,),
         "latency": (formulas.LATENCY,),
+        "measured": (formulas.MEASURED_WAIT,),
     }
 
     def line(part) -> str:
@@ -219,13 +279,12 @@ def compact(explorer: Explorer) -> dict:
             "roof": view.roof,
             "ridgePoint": view.ridge_point, "prefill": rows(view.prefill),
             "decode": [rows(row) for row in view.decode], "ridgeBatch": list(view.ridge_batch),
-            "cacheToWeights": list(view.cache_to_weights),
+            "cacheToWeights": list(view.cache_to_weights), "cacheBytes": list(view.cache_bytes),
             "answers": [rows(row) for row in view.answers],
         }
     return {
         "default": explorer.default, "gpus": list(explorer.gpus), "dtypes": list(explorer.dtypes),
-        "stops": {"prompt": explorer.prompt_stops, "batch": explorer.batch_stops, "context": explorer.context_stops,
-                  "answer": explorer.answer_stops},
+        "stops": {slider: explorer.stops_of(slider) for slider in SLIDERS},
         "start": explorer.start,
         "fields": {"prefill": sent_fields(any_view.prefill[0]), "decode": sent_fields(any_view.decode[0][0]),
                    "answer": sent_fields(any_view.answers[0][0])},
@@ -314,10 +373,13 @@ PAGE_NUMBERS = {
     "prefill.arithmetic": "page.prefill.arithmetic", "decode.arithmetic": "page.decode.arithmetic",
     "decode.reading": "page.decode.reading",
     "decode.weights": "page.decode.weights", "decode.cache": "page.decode.cache",
-    "decode.bytes_per_step": "page.decode.bytes_per_step", "decode.step": "numbers.batch.step_seconds",
-    "decode.tokens_per_second": "numbers.batch.tokens_per_second", "decode.ops_per_byte": "numbers.batch.ops_per_byte",
-    "decode.cache_share": "page.decode.cache_share", "ridgeBatch": "page.ridge_batch",
-    "cacheToWeights": "page.cache_to_weights",
+    "decode.bytes_per_step": "page.decode.bytes_per_step", "decode.step": "numbers.decode.step_seconds",
+    "decode.tokens_per_second": "numbers.decode.tokens_per_second",
+    "decode.ops_per_byte": "numbers.decode.ops_per_byte",
+    "ridgeBatch": "page.ridge_batch",
+    "cacheToWeights": "page.cache_to_weights", "cache.bytes": "page.cache.bytes",
+    "cache.tokens_per_second": "page.cache.tokens_per_second", "cache.batch": "page.cache.batch",
+    "cache.share": "page.cache.share",
     "answer.latency": "page.answer.latency", "answer.decoding_share": "page.answer.decoding_share",
 }
 
@@ -329,9 +391,12 @@ def shown_at_start(explorer: Explorer) -> dict[str, str]:
     prefill = view.prefill[start["prompt"]]
     decode = view.decode[start["batch"]][start["context"]]
     answer = view.answers[start["prompt"]][start["answer"]]
+    cached, alone = view.decode[start["batch"]][start["cache"]], view.decode[0][start["cache"]]  # (batch 1 first)
     values = {"peak": view.peak, "bandwidth": view.bandwidth, "ridge": view.ridge, "weights": view.weights,
               "kv": view.kv_per_token, "ridgeBatch": view.ridge_batch[start["context"]],
-              "cacheToWeights": view.cache_to_weights[start["context"]]}
+              "cacheToWeights": view.cache_to_weights[start["cache"]], "cache.bytes": view.cache_bytes[start["cache"]],
+              "cache.tokens_per_second": alone.tokens_per_second, "cache.batch": cached.cache,
+              "cache.share": cached.cache_share}
     for group, stop in (("prefill", prefill), ("decode", decode), ("answer", answer)):
         values.update({f"{group}.{name}": getattr(stop, name) for name in fields_of(stop)})
     return values
@@ -367,12 +432,15 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
     lines = [mathml for block in formulas_shown.values()
              for mathml in (block["mathml"], *(line for _, line in block["filled"]))]
     formula_characters = "".join(characters_of(mathml) for mathml in lines) + "0123456789,.×≈+="
-    steps = [{"number": number, "id": beat["id"], "title": beat["title"], "start": beat["start"],
-              "clock": beat["clock"], "narration": beat["narration"], "still": stills.get(beat["id"], ""),
-              "formula": STEP_FORMULAS.get(beat["id"], "latency"), "controls": " ".join(STEP_CONTROLS.get(beat["id"],
-                                                                                                          ())),
-              "readout": [line for control in STEP_CONTROLS.get(beat["id"], ()) for line in CONTROL_READOUTS[control]]}
-             for number, beat in enumerate(beats, 1)]
+    settings = step_settings(plan)
+    steps = []
+    for number, beat in enumerate(beats, 1):
+        view = STEPS.get(beat["id"], StepView("latency"))
+        opening = {slider: explorer.stop_index(slider, value) for slider, value in settings.get(beat["id"], {}).items()}
+        steps.append({"number": number, "id": beat["id"], "title": beat["title"], "start": beat["start"],
+                      "clock": beat["clock"], "narration": beat["narration"], "still": stills.get(beat["id"], ""),
+                      "formula": view.formula, "controls": " ".join(view.controls), "readout": view.readout,
+                      "settings": json.dumps({**explorer.start, **opening})})
     rows = number_rows(plan, explorer)
     # Only what this page uses: the sources its rows cite (and the measured timings its fit shows), the words it says.
     cited = {source.kind for row in rows for source in row.sources} | {MEASURED}
@@ -393,6 +461,7 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
         data=web.script_json(compact(explorer)), captions_url=captions_url(captions),
         fit=fit_view(plan.measured.fit, plan.measured.gpu.short_name, plan.measured.ceiling_tokens_per_second,
                      public=True),
-        dataset=plan.measured.dataset)
+        dataset=plan.measured.dataset, measured_waits=measured_waits(plan), measured_gpu=plan.measured.gpu.name,
+        measured_elsewhere=measured_elsewhere(plan))
     # The body face, cut to every character the page can show (its script's numbers and words among them)
     return page.replace(BODY_FONT_SLOT, body_font_css(page_characters(page.replace(BODY_FONT_SLOT, ""))), 1)
