@@ -314,15 +314,20 @@ def tick_label(decade: float) -> str:
 
 
 def chart_axes() -> dict:
-    """The chart's decade ticks, placed by the same function as its points."""
+    """The chart's decade ticks, placed by the same function as its points, each also as its share of the plot (u
+    across, v up: the page's script lays the chart out again, narrower, where the wide one's type would be small)."""
     low, high = INTENSITY_RANGE
+    left, right = chart_point(low, FLOPS_RANGE[0])[0], chart_point(high, FLOPS_RANGE[0])[0]
+    bottom, top = chart_point(low, FLOPS_RANGE[0])[1], chart_point(low, FLOPS_RANGE[1])[1]
     x_ticks, decade = [], low
     while decade <= high * 1.001:
-        x_ticks.append({"at": chart_point(decade, FLOPS_RANGE[0])[0], "label": tick_label(decade)})
+        at = chart_point(decade, FLOPS_RANGE[0])[0]
+        x_ticks.append({"at": at, "u": round((at - left) / (right - left), 4), "label": tick_label(decade)})
         decade *= 10
     y_ticks, decade = [], FLOPS_RANGE[0]
     while decade <= FLOPS_RANGE[1] * 1.001:
-        y_ticks.append({"at": chart_point(INTENSITY_RANGE[0], decade)[1], "label": fmt.teraflops(decade, short=True)})
+        at = chart_point(INTENSITY_RANGE[0], decade)[1]
+        y_ticks.append({"at": at, "v": round((bottom - at) / (bottom - top), 4), "label": tick_label(decade / 1e12)})
         decade *= 10
     return {"width": CHART_WIDTH, "height": CHART_HEIGHT, "margin": CHART_MARGIN, "left": CHART_LEFT, "x": x_ticks,
             "y": y_ticks}
