@@ -7,6 +7,7 @@ import contextlib
 import html
 import io
 import json
+import math
 import os
 import re
 import shutil
@@ -357,6 +358,10 @@ def test_the_page_is_accessible_offline_and_looks_right_at_two_widths(browser, p
             assert image.size == (width, height)
         overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth;")
         assert overflow <= 0, f"the page scrolls sideways by {overflow} px at {width} px"
+        if width == 1280:  # the chart and its table side by side, neither leaving a gap beside the other (item 8)
+            chart, table = browser.execute_script("return Array.prototype.map.call(document.querySelector("
+                                                  "'.explorer').children, e => e.getBoundingClientRect().height);")
+            assert abs(chart - table) < 0.15 * chart, (chart, table)
     browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                             {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
 
@@ -619,6 +624,13 @@ def test_every_formula_says_its_own_number_and_every_sentence_reads(browser, pag
         for answer in stops["answer"]:
             set_stop(browser, "answer", answer)
             terms, total = said(browser, "answer.terms"), shown(browser, "answer.latency")
+            # TPOT among the symbols is the sum's own (never "4.87 ms" beside "(4.9 ms)"; item 8), and two times of one
+            # size are written to one number of decimals ("0.5217 ms + 3,999 × 0.5217 ms")
+            tpot = shown(browser, "answer.tpot")
+            assert (answer == 1 or terms.endswith(tpot)) and tpot.split()[-1] == total.split()[-1], (terms, tpot)
+            first, step = (part.split()[0].replace(",", "") for part in (terms.split(" + ")[0], tpot))
+            if answer > 1 and math.floor(math.log10(float(first))) == math.floor(math.log10(float(step))):
+                assert len(first.partition(".")[2]) == len(step.partition(".")[2]), (terms, tpot)
             unit = total.split()[-1]
             numbers = [float(part.replace(",", "")) for part in re.findall(r"[\d.,]+(?= " + unit + ")", terms)]
             assert all(part.endswith(unit) for part in re.findall(r"[\d.,]+ \w+", terms)), (terms, total)
@@ -904,6 +916,9 @@ def test_the_page_keeps_the_sources_framing_and_gives_measured_figures_as_measur
     assert "±" not in table and "TTFT at 34 tokens about 0.3 s" in table and "TTFT at 16,361 tokens 0.74 s" in table
     assert "decode step at 34 cached tokens 6.41 ms" in table  # (1 / 156 tokens a second)
     assert "0.277 ± 0.068 s" in said  # the fit's own figures keep their uncertainty
+    # No share of a wait beside the film's own "88% network" that a reader would take for the same figure (item 8)
+    fit = said[said.index("What the measured endpoint achieves"):]
+    assert "waited outside prefill on every request" in fit and "of the shortest prompt's wait" not in fit
 
 
 CHART_CLASHES = (FIXTURES / "chart_clashes.js").read_text()

@@ -66,7 +66,6 @@ class PrefillStop:
     ops: str              # "33 trillion"
     ops_scientific: str   # "3.3|13": 3.3 × 10¹³, as the filled formula ends
     ttft: str             # "34 ms"
-    tpot: str             # a decode step at batch 1 with this prompt cached: "4.8 ms"
     attention_share: str  # "3%"
     ops_per_byte: str
     bound: str            # "compute" or "memory"
@@ -216,10 +215,18 @@ def latency_terms(ttft: float, tpot: float, tokens: int) -> str:
     unit, scale = ("ms", 1e3) if latency < 10 else ("s", 1.0)
     first_digits, step_digits = significant_digits(ttft * scale), significant_digits(tpot * scale)
     choices = [(first_digits + extra - more, step_digits + more) for extra in range(8) for more in range(extra, -1, -1)]
+    def adds_up(first_at: int, step_at: int) -> bool:
+        return tokens == 1 or wait((round(ttft * scale, first_at) + (tokens - 1) * round(tpot * scale, step_at))
+                                   / scale) == total
+
     for first_at, step_at in choices:
-        if tokens == 1 or wait((round(ttft * scale, first_at) + (tokens - 1) * round(tpot * scale, step_at)) / scale) \
-                == total:
+        if adds_up(first_at, step_at):
             break
+    # Two times of one size are written to the same decimals ('0.5217 ms + 3,999 × 0.5217 ms', never '0.52 ms + …
+    # 0.5217 ms' for what reads as one figure twice); of different sizes, each to its own ('34 ms + 199 × 4.87 ms').
+    if first_at < step_at and ttft > 0 and tpot > 0 and \
+            math.floor(math.log10(ttft * scale)) == math.floor(math.log10(tpot * scale)) and adds_up(step_at, step_at):
+        first_at = step_at
     return f"{round(ttft * scale, first_at):,.{first_at}f}|{round(tpot * scale, step_at):,.{step_at}f}|{unit}"
 
 
@@ -251,11 +258,9 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
     for tokens in prompts:
         timing = rl.time_on(deployment, rl.prefill(deployment, tokens))
         intensity = timing.step.ops_per_byte
-        tpot = rl.time_on(deployment, rl.decode_step(deployment, 1, tokens)).seconds
         prefill.append(PrefillStop(
             tokens, fmt.large(timing.step.operations, short=True), fmt.scientific(timing.step.operations, 2),
             fmt.duration(timing.seconds, short=True),
-            fmt.duration(tpot, short=True),
             fmt.percent(rl.prefill_attention_fraction(model, tokens), short=True),
             fmt.ops_per_byte(intensity, short=True), timing.bound, rl.fits(deployment, tokens),
             unfit(deployment, tokens), chart_point(intensity, attainable(intensity)),

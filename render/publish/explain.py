@@ -201,8 +201,11 @@ def fit_view(fit, gpu_name: str, ceiling_tokens_per_second: float, public: bool 
     if fit.overhead_seconds:
         figures.append(("Overhead per request", fmt.precise_seconds(fit.overhead_seconds.value,
                                                                           fit.overhead_seconds.uncertainty),
-                        (f"{fit.overhead_share:.1%} of the shortest prompt's wait: " if fit.overhead_share is not None
-                         else "waited outside prefill: ") + "network, queueing, preparing the prompt"))
+                        # (the public page gives no share of a wait beside the film's own "88% network": a reader
+                        # takes two shares of the waits for one figure)
+                        (f"{fit.overhead_share:.1%} of the shortest prompt's wait: "
+                         if fit.overhead_share is not None and not public else "waited outside prefill on every "
+                         "request: ") + "network, queueing, preparing the prompt"))
     if fit.compute_efficiency:
         figures.append(("Prefill arithmetic", share(fit.compute_efficiency),
                         f"of the {gpu_name}'s peak: {fmt.teraflops(fit.achieved_flops, short=True)}"))

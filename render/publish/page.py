@@ -374,7 +374,7 @@ PAGE_NUMBERS = {
     "weights": "spec.weight_bytes", "kv": "spec.kv_bytes_per_token",
     "prefill.ops": "numbers.prefill.ops", "prefill.ttft": "numbers.prefill.seconds",
     "prefill.ops_per_byte": "numbers.prefill.ops_per_byte", "prefill.attention_share": "page.prefill.attention_share",
-    "prefill.tpot": "page.prefill.tpot", "prefill.bytes": "numbers.prefill.bytes",
+    "answer.tpot": "page.prefill.tpot", "prefill.bytes": "numbers.prefill.bytes",
     "prefill.arithmetic": "page.prefill.arithmetic", "decode.arithmetic": "page.decode.arithmetic",
     "decode.reading": "page.decode.reading",
     "decode.weights": "page.decode.weights", "decode.cache": "page.decode.cache",
@@ -404,6 +404,8 @@ def shown_at_start(explorer: Explorer) -> dict[str, str]:
               "cache.share": cached.cache_share}
     for group, stop in (("prefill", prefill), ("decode", decode), ("answer", answer)):
         values.update({f"{group}.{name}": getattr(stop, name) for name in fields_of(stop)})
+    _, step, unit = answer.terms.split("|")
+    values["answer.tpot"] = f"{step} {unit}"  # (as the latency's sum writes it)
     return values
 
 
