@@ -6,7 +6,7 @@
                         that follows the controls), the controls (prompt, batch, cached-context and answer
                         sliders; GPU and data-type pills), the roofline chart, the transcript, the words
                         you will hear and the sources; readable step by step, a beat a step
-        film.mp4, film.vtt, poster.png, stills/<beat>.jpg
+        film.mp4, film.vtt, poster.png, stills/<beat>.jpg (and <beat>-<cue>.jpg, a picture it replaces whole)
 
 Every number on it was computed by the roofline module and written by the project's formatter
 (render/plan/explorer.py) when the page was built; its script only looks them up. It opens from disk
@@ -306,6 +306,30 @@ def beat_picture_time(beat, settled: dict[str, float]) -> float:
     return min(max([cue for cue in cues if cue < beat.end - 0.6], default=beat.start) + 0.5, beat.end - 0.4)
 
 
+# A beat whose picture is replaced whole midway (its words speak of both): its step shows the picture before this cue
+# too, first. Wasted money compares two GPUs, then clears them for the long prompt's bar.
+EARLIER_PICTURES = {"wasted-money": "long-prompt"}
+
+
+def earlier_picture_time(beat, settled: dict[str, float], cue: str) -> float | None:
+    """When the picture before `cue` is whole: once the last thing set moving before that cue has ended (as the render
+    recorded), else just before the cue; None where the beat has no such cue."""
+    cues = beat.timing.cues if beat.timing else {}
+    if cue not in cues:
+        return None
+    earlier = [moment for name, moment in settled.items() if name in cues and cues[name] < cues[cue]]
+    at = cues[cue] - 0.1
+    return min(settled_time(beat, max(earlier)), at) if earlier else at
+
+
+def beat_pictures(beat, settled: dict[str, float]) -> list[tuple[str, float]]:
+    """The stills a beat's step shows, each (its name, its film time): the picture it replaces, if any, then its own."""
+    cue = EARLIER_PICTURES.get(beat.id)
+    earlier = earlier_picture_time(beat, settled, cue) if cue else None
+    return ([(f"stills/{beat.id}-{cue}.jpg", earlier)] if earlier is not None else []) + \
+        [(f"stills/{beat.id}.jpg", beat_picture_time(beat, settled))]
+
+
 def tick_label(decade: float) -> str:
     """An axis decade as the film's charts write it: 0.1, 1, 10, 100, 1k, 10k, 100k, 1M."""
     if decade >= 1e6:
@@ -348,18 +372,18 @@ def make_page(plan: Plan, explorer: Explorer, film: Path, say: Callable[[str], N
         poster = folder / "poster.png"
         if poster.is_file():
             link_or_copy(poster, work / "poster.png")
-        stills, settled = {}, settled_of(film)
+        stills: dict[str, list[tuple[str, str]]] = {}
+        settled = settled_of(film)
         for index, beat in enumerate(plan.beats, 1):
             say(f"page: stills {index}/{len(plan.beats)}")
-            at = beat_picture_time(beat, settled.get(beat.id, {}))
-            name = f"stills/{beat.id}.jpg"
-            media.frame_at(film, at, work / name, jpeg_quality=STILL_QUALITY)  # the film's own resolution
-            stills[beat.id] = name
+            for name, at in beat_pictures(beat, settled.get(beat.id, {})):
+                media.frame_at(film, at, work / name, jpeg_quality=STILL_QUALITY)  # the film's own resolution
+                stills.setdefault(beat.id, []).append((name, fmt.timestamp(round(at))))
         still_size = (0, 0)
         if stills:
             from PIL import Image
 
-            with Image.open(work / next(iter(stills.values()))) as first:
+            with Image.open(work / next(iter(stills.values()))[0][0]) as first:
                 still_size = first.size
         write_atomic(work / "index.html", render_page(plan, explorer, stills, captions, poster.is_file(), still_size))
         replace_folder(work, final)
@@ -428,7 +452,8 @@ def number_rows(plan: Plan, explorer: Explorer) -> list[NumberRow]:
             for name, path in PAGE_NUMBERS.items()]
 
 
-def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions: str, has_poster: bool,
+def render_page(plan: Plan, explorer: Explorer, stills: dict[str, list[tuple[str, str]]], captions: str,
+                has_poster: bool,
                 still_size: tuple[int, int] = (1920, 1080)) -> str:
     beats = beat_views(plan)
     formulas_shown = page_formulas(plan)
@@ -445,7 +470,7 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, str], captions
         view = STEPS.get(beat["id"], StepView("latency"))
         opening = {slider: explorer.stop_index(slider, value) for slider, value in settings.get(beat["id"], {}).items()}
         steps.append({"number": number, "id": beat["id"], "title": beat["title"], "start": beat["start"],
-                      "clock": beat["clock"], "narration": beat["narration"], "still": stills.get(beat["id"], ""),
+                      "clock": beat["clock"], "narration": beat["narration"], "stills": stills.get(beat["id"], []),
                       "formula": view.formula, "controls": " ".join(view.controls), "readout": view.readout,
                       "settings": json.dumps({**explorer.start, **opening})})
     rows = number_rows(plan, explorer)
