@@ -726,6 +726,8 @@ EXPLANATIONS: dict[str, Explanation] = {
     "measured.fit.achieved_flops": Explanation("the arithmetic the endpoint's prefill reaches", "share × peak",
                                                ("measured.fit.compute_efficiency.value", "measured.gpu.bf16_flops"),
                                                (MEASURED, GPU), "FLOP/s"),
+    "measured.gpu.bandwidth": Explanation("the memory bandwidth of the GPU the measurements are set beside",
+                                          "datasheet", (), (MEASURED, GPU), "bytes/s"),
     "measured.fit.achieved_bandwidth": Explanation("the bandwidth the endpoint's decode reaches", "share × bandwidth",
                                                    ("measured.fit.memory_efficiency.value", "measured.gpu.bandwidth"),
                                                    (MEASURED, GPU), "bytes/s"),
