@@ -1,14 +1,18 @@
-"""The film's pictures: one module per scene family, drawing only what the timed plan says.
+"""The film's pictures: one module per beat, named by its id, drawing only what the timed plan says.
 
-    two_waits.py         two waits: the chat, the timeline of prefill and decode
-    sluice_and_tap.py    prefill floods the prompt through; decode drips a token at a time
-    the_roofline.py      the roofline: where each job sits on one GPU's limits
-    batching.py          many users share one read of the weights
-    wasted_money.py      two GPUs side by side, then a long prompt's attention
-    measured_timings.py  a real endpoint's waits and speeds beside the roofline's (measured, the cache)
-    two_budgets.py       what each wait answers to, then the end card
-    helpers.py           the recurring objects (chip, wall, KV stacks, roofline chart, counters, bars)
-    style.py             palette, font, sizes and the safe area
+    two_waits.py          two waits: the chat, the timeline of prefill and decode
+    prefill.py            the sluice: the whole prompt floods through the chip at once
+    decode.py             the tap: one token a step, each rereading the weights
+    roofline.py           the roofline: where each job sits on one GPU's limits
+    batching.py           many users share one read of the weights
+    wasted_money.py       two GPUs side by side, then a long prompt's attention
+    measured.py           a real endpoint's first-token waits beside the ideal prefill
+    cache_rides_along.py  its decode rates, slower by what the long prompt's cache adds to each step
+    two_budgets.py        what each wait answers to, then the end card
+
+and the pictures they share: stage.py (the chip, the wall and the bus prefill and decode stand on), helpers.py
+(the recurring objects: chip, wall, KV stacks, roofline chart, counters, bars) and style.py (palette, font, sizes
+and the safe area);
 
 and the engine they run on (to move to render/, issue 44): base.py (BeatScene: the plan, cue-timed playback, an
 exact length), layers.py (draw only what changes), camera.py, copying.py and families.py (Manim made faster),

@@ -13,7 +13,7 @@ from scenes.base import BeatScene
 from scenes.helpers import (Counter, Labelled, LogChart, RooflineChart, WeightsWall, decades, get_caption,
                             get_formula, get_provenance, get_text, get_title, inside_safe_area, power_label,
                             powers_of_ten, retitle, slide_clear_of, tex_text, wall_label)
-from scenes.the_roofline import axis_ranges, roofline_ending
+from scenes.roofline import axis_ranges, roofline_ending
 from scenes.style import HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE
 
 WALL_WIDTH, WALL_HEIGHT = 2.8, 2.4

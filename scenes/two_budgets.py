@@ -9,8 +9,8 @@ from manim import (DOWN, RIGHT, UP, AnimationGroup, FadeIn, Indicate, LaggedStar
 
 from render import formatting as fmt
 from scenes.base import BeatScene
+from scenes.cache_rides_along import cache_picture
 from scenes.helpers import BudgetCard, Lever, get_text, get_title
-from scenes.measured_timings import cache_picture
 from scenes.style import BODY_SIZE, COMPUTE, HIGHLIGHT, MEMORY, MUTED, SMALL_SIZE, TEXT, TITLE_SIZE
 
 

@@ -501,12 +501,12 @@ def test_cues_that_disagree_with_the_scenes_are_refused_before_rendering(storybo
     removed = storyboard_copy("[[ops]]{{ prefill.ops|large }}", "{{ prefill.ops|large }}")
     result = run_film("plan", "--storyboard", str(removed))
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "beat 'prefill': its scene (scenes/sluice_and_tap.py, Prefill) waits for cue [[ops]]" in result.stderr
+    assert "beat 'prefill': its scene (scenes/prefill.py, Prefill) waits for cue [[ops]]" in result.stderr
     bogus = storyboard_copy("[[drip]]a drip", "[[bogus]]a drip")
     result = run_film("still", "--beat", "decode", "--at", "1", "--storyboard", str(bogus), "--build",
                       str(tmp_path / "build"))
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "beat 'decode' marks cue [[bogus]], which its scene (scenes/sluice_and_tap.py, Decode) never uses" \
+    assert "beat 'decode' marks cue [[bogus]], which its scene (scenes/decode.py, Decode) never uses" \
         in result.stderr
     assert "waits for cue [[drip]]" in result.stderr and not (tmp_path / "build").exists()
 

@@ -147,11 +147,11 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
     from render.video.sources import scene_sources
 
     using = sorted(entry.beat for entry in SCENES
-                   if ROOT / "scenes" / "measured_timings.py" in scene_sources(entry.module))
+                   if ROOT / "scenes" / "measured.py" in scene_sources(entry.module))
     assert {"measured", "cache-rides-along"} <= set(using) and "two-waits" not in using
     saved = time.monotonic()
-    edit(project / "scenes" / "measured_timings.py", 'length * ideal / longest, COMPUTE,',
-         'length * ideal / longest, MEMORY,')
+    edit(project / "scenes" / "measured.py", 'length * ideal / longest, COMPUTE,',
+         'length * ideal / longest, TEXT,')  # (a colour measured.py imports)
     for beat in using:
         wait_for(page, f"var a = document.getElementById('beat-{beat}'); return a.dataset.status == 'ready' && "
                        "a.querySelector('video.clip').getAttribute('src') != arguments[0];", CLIP_BOUND,

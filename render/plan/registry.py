@@ -23,16 +23,17 @@ class SceneEntry:
         return self.module.replace(".", "/") + ".py"
 
 
-# In film order. Add a beat here, in its family's module, and in the storyboard.
+# In film order, each beat's class in the module named by its id. Add a beat here, in its module, and in the
+# storyboard.
 SCENES = (
     SceneEntry("two-waits", "two-waits", "scenes.two_waits", "TwoWaits"),
-    SceneEntry("prefill", "sluice-and-tap", "scenes.sluice_and_tap", "Prefill"),
-    SceneEntry("decode", "sluice-and-tap", "scenes.sluice_and_tap", "Decode"),
-    SceneEntry("roofline", "roofline", "scenes.the_roofline", "Roofline"),
+    SceneEntry("prefill", "sluice-and-tap", "scenes.prefill", "Prefill"),
+    SceneEntry("decode", "sluice-and-tap", "scenes.decode", "Decode"),
+    SceneEntry("roofline", "roofline", "scenes.roofline", "Roofline"),
     SceneEntry("batching", "batching", "scenes.batching", "Batching"),
     SceneEntry("wasted-money", "roofline", "scenes.wasted_money", "WastedMoney"),
-    SceneEntry("measured", "measured-timings", "scenes.measured_timings", "Measured"),
-    SceneEntry("cache-rides-along", "measured-timings", "scenes.measured_timings", "CacheRidesAlong"),
+    SceneEntry("measured", "measured-timings", "scenes.measured", "Measured"),
+    SceneEntry("cache-rides-along", "measured-timings", "scenes.cache_rides_along", "CacheRidesAlong"),
     SceneEntry("two-budgets", "two-waits", "scenes.two_budgets", "TwoBudgets"),
 )
 

@@ -14,9 +14,9 @@ from manim import DOWN, LEFT, RIGHT, UL, UP, Create, FadeIn, FadeOut, FadeTransf
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
+from scenes.decode import decode_ending
 from scenes.helpers import (Labelled, RooflineChart, get_formula, get_pill, get_title,
                             inside_safe_area, retitle, slide_clear_of, tex_text)
-from scenes.sluice_and_tap import decode_ending
 from scenes.style import COMPUTE, HIGHLIGHT, MEMORY, TEXT
 
 CHART_AT = LEFT * 1.3 + DOWN * 0.35

@@ -1,0 +1,178 @@
+"""Decode: the tap. One token a step, each step a full sweep of the weights wall with one core lit; the
+counters become bytes ÷ bandwidth and the rate they allow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from manim import (DOWN, LEFT, UP, AnimationGroup, FadeIn, FadeOut, FadeTransform, Square, Succession, VGroup, Write,
+                   rate_functions)
+
+from render import formatting as fmt, formulas
+from scenes.base import BeatScene
+from scenes.base import AMBIENT_SECONDS as AMBIENT
+from scenes.helpers import Counter, get_formula, get_pill, get_text, inside_safe_area, retitle, tex_text
+from scenes.prefill import prefill_ending
+from scenes.stage import (DECODE_SHIFT, FORMULA_AT, FORMULA_WIDTH, Division, Stage, get_counter_row, get_division,
+                          get_stage, times_gpus)
+from scenes.style import COMPUTE, HIGHLIGHT, MEMORY, MUTED, SMALL_SIZE
+
+
+@dataclass
+class DecodeEnding:
+    """Decode's last picture: one core lit, the bus at full speed, the counters become their formula."""
+
+    stage: Stage
+    idle: object
+    bandwidth: object
+    bound: object
+    per_token: object   # t = weight bytes ÷ bandwidth
+    result: Division    # 16 GB ÷ 3.35 TB/s ≈ 4.8 ms → 209 tokens/s
+    best: object        # EFFICIENCY=: the ceilings the expected counters fall short of, under the bound (else empty)
+
+    @property
+    def parts(self) -> list:
+        return [*self.stage.parts, self.idle, self.bandwidth, self.bound, self.per_token, self.result.formula,
+                self.best]
+
+    @property
+    def lit_core(self):
+        return self.stage.chip.cores[0]
+
+
+def decode_ending(scene: BeatScene, title: str) -> DecodeEnding:
+    plan, decode = scene.plan, scene.plan.numbers.decode
+    stage = get_stage(scene, title)
+    stage.chip.light_now(decode.compute_utilisation)
+    stage.link.set_color(HIGHLIGHT)
+    idle = get_text(f"{fmt.percent(decode.compute_utilisation, short=True)} of the arithmetic busy",
+                    SMALL_SIZE, MUTED).next_to(stage.chip, DOWN, buff=0.2)
+    bandwidth = get_pill(times_gpus(scene, fmt.bandwidth(plan.spec.memory_bandwidth, short=True)), MEMORY)
+    bandwidth.next_to(stage.link, UP, buff=0.15)
+    gap_left, gap_right = stage.chip.package.get_right()[0], stage.wall.bricks.get_left()[0]
+    if bandwidth.width <= gap_right - gap_left - 0.1:
+        bandwidth.set_x((gap_left + gap_right) / 2)  # between, not over, them
+    else:  # many chips leave too narrow a gap: above the chips, ending before the wall's label
+        stage.above_chips(bandwidth, end=min(gap_right, stage.wall.label.get_left()[0]) - 0.15)
+    bound = get_pill("memory-bound", MEMORY).next_to(idle, DOWN, buff=0.2)
+    best = VGroup()
+    if plan.expected:  # left of the bound, muted: what the counters fall short of
+        best = get_text(f"at best {fmt.milliseconds(decode.step_seconds, short=True)} a token,\n"
+                        f"{fmt.tokens_per_second(decode.tokens_per_second, short=True)}", SMALL_SIZE, MUTED)
+        inside_safe_area(best.next_to(bound, LEFT, buff=0.35))
+    per_token = get_formula(formulas.token_time(bool(plan.spec.experts), plan.spec.gpus))
+    if per_token.width > FORMULA_WIDTH:  # beside the counters, not under them
+        per_token.scale_to_fit_width(FORMULA_WIDTH)
+    per_token.move_to(FORMULA_AT)
+    here, efficiency = scene.numbers_here.decode, plan.choice.efficiency
+    result = get_division(scene, fmt.gigabytes(decode.bytes_per_token, short=True),
+                          fmt.bandwidth(plan.spec.memory_bandwidth, short=True), here.communication_seconds,
+                          fmt.milliseconds(here.step_seconds, short=True), MEMORY,
+                          then=(r"\Rightarrow", (tex_text(fmt.tokens_per_second(here.tokens_per_second, short=True)),
+                                                  HIGHLIGHT)), share=efficiency.memory if efficiency else None)
+    ending = DecodeEnding(stage, idle, bandwidth, bound, per_token, result, best)
+    if not plan.expected:  # (with EFFICIENCY= the ceilings' note left of the bound already weighs the left)
+        VGroup(*ending.parts[1:]).shift(DECODE_SHIFT)
+    return ending
+
+
+@dataclass
+class DecodePicture:
+    """Everything the decode beat shows: the stage with its lights out, the four counters, the tap's drops, and
+    the last picture they become (`ending`)."""
+
+    ending: DecodeEnding
+    read: Counter
+    operations: Counter
+    step: Counter
+    rate: Counter
+    counters: VGroup
+    drop_start: object      # where each token drops from, above the chip
+    experts_read: float     # a mixture of experts: the experts one token wakes, per layer
+
+    @property
+    def stage(self) -> Stage:
+        return self.ending.stage
+
+    def drop(self) -> Succession:
+        """One token falls from the tap into the chip."""
+        token = Square(0.22, stroke_width=0, fill_color=HIGHLIGHT, fill_opacity=1).move_to(self.drop_start)
+        return Succession(FadeIn(token, run_time=0.15),
+                          token.animate(run_time=0.45,
+                                        rate_func=rate_functions.rush_into).move_to(self.stage.chip.package.get_top()),
+                          FadeOut(token, run_time=0.1))
+
+    def read_once(self, run_time: float):
+        """One token's read of the wall (on a mixture of experts, only its experts)."""
+        return self.stage.wall.sweep(run_time=run_time, experts=self.experts_read)
+
+
+def decode_picture(scene: BeatScene) -> DecodePicture:
+    decode, here, expected = scene.plan.numbers.decode, scene.numbers_here.decode, scene.plan.expected
+    ending = decode_ending(scene, scene.beat.title)
+    ending.stage.chip.cores.set_fill(ending.stage.chip.idle_color)
+    ending.stage.link.set_color(MEMORY)
+    read = Counter("bytes read per token", lambda v: fmt.gigabytes(v, short=True), color=MEMORY)
+    operations = Counter("operations per token", fmt.large, color=COMPUTE)
+    step = Counter("time per token here" if expected else "time per token",
+                   lambda v: fmt.milliseconds(v, short=True), color=MEMORY)
+    rate = Counter("tokens/s here" if expected else "tokens per second",
+                   lambda v: fmt.tokens_per_second(v, short=True).split()[0], color=HIGHLIGHT)
+    counters = get_counter_row((read, decode.bytes_per_token), (operations, decode.ops_per_token),
+                               (step, here.step_seconds), (rate, here.tokens_per_second))
+    if not expected:
+        counters.shift(DECODE_SHIFT)
+    return DecodePicture(ending, read, operations, step, rate, counters,
+                         ending.stage.chip.package.get_top() + UP * 1.0, decode.experts_read)
+
+
+class Decode(BeatScene):
+    """The tap: one token at a time, each one a full read of the wall for a sliver of arithmetic."""
+
+    predecessor, successor = "prefill", "roofline"
+
+    def build(self) -> None:
+        decode, here = self.plan.numbers.decode, self.numbers_here.decode
+        picture = decode_picture(self)
+        ending, stage, drop, read_once = picture.ending, picture.stage, picture.drop, picture.read_once
+        read, operations, step, rate = picture.read, picture.operations, picture.step, picture.rate
+        if self.continues:
+            # One shot with prefill: its picture, then the lights go out and the flood becomes a drip.
+            before = prefill_ending(self, self.beat.previous_title)
+            self.add(*before.parts)
+            self.play(retitle(before.stage.title, stage.title), before.stage.chip.idle(),
+                      *[FadeOut(part) for part in (before.tokens_label, before.work, before.peak, before.bound,
+                                                   before.busy, before.result.formula)], run_time=0.8)
+            if not self.plan.expected:  # the stage slides to decode's place (see DECODE_SHIFT)
+                self.carry_on_with(*stage.parts[:1], *before.stage.parts[1:])
+                self.play(*[old.animate.move_to(new) for old, new in zip(before.stage.parts[1:], stage.parts[1:])],
+                          run_time=0.5)
+            self.carry_on_with(*stage.parts)
+        else:
+            self.enter(*stage.parts)
+        self.add(picture.counters)
+
+        self.at("drip", drop(), run_time=0.7)
+        self.ambient = lambda: AnimationGroup(drop(), read_once(AMBIENT))  # the tap drips on
+        self.at("weights", read_once(1.3), read.appear(), read.count_to(decode.bytes_per_token), run_time=1.3)
+        self.at("ops", stage.chip.light(decode.compute_utilisation), operations.appear(),
+                operations.count_to(decode.ops_per_token), run_time=1.0)
+        self.play(FadeIn(ending.idle), run_time=0.4)
+        self.at("bandwidth", FadeIn(ending.bandwidth, shift=DOWN * 0.2), stage.link.animate.set_color(HIGHLIGHT),
+                run_time=0.6)
+        self.at("time", step.appear(), step.count_to(here.step_seconds), drop(), read_once(0.9),
+                Write(ending.per_token), run_time=1.0)
+        self.at("rate", rate.appear(), rate.count_to(here.tokens_per_second), FadeIn(ending.bound), FadeIn(ending.best),
+                drop(), read_once(0.9), run_time=1.0)
+
+        # The payoff: the counters become the division that made them, while the tap keeps dripping.
+        self.hold_for_payoff(1.2)
+        for counter in (read, operations, step, rate):
+            counter.suspend_updating()
+        result = ending.result
+        self.play(FadeTransform(read.value, result.numerator), FadeTransform(step.value, result.result),
+                  FadeTransform(rate.value, result.outcome),
+                  *[FadeIn(part) for part in result.rest(result.numerator, result.result, result.outcome)],
+                  FadeOut(operations.value), *[FadeOut(counter.caption) for counter in (read, operations, step, rate)],
+                  drop(), read_once(1.2), run_time=1.2)
+        self.repeat_until("end", lambda: (drop(), read_once(1.0)), run_time=1.0, leaving=1.1)
