@@ -27,6 +27,7 @@ from render import logs
 from render.errors import FilmError
 from render.files import BUILD_DIR, DATA_DIR, STORYBOARD_PATH, cache_dir, output_dir, write_atomic
 from render.formatting import timestamp as format_timestamp
+from render.plan.beat_scene import scene_of
 from render.plan.report import roofline_report, roofline_table
 from render.plan.resolve import resolve_choice
 from render.plan.types import FilmRequest
@@ -466,7 +467,8 @@ def run_plan(args: argparse.Namespace) -> int:
     print(f"{plan.title}: {choice.gpu.name}, {choice.model.name}, {choice.dtype.name} "
           f"(compared with {choice.compare_gpu.name}; measured: {choice.measured_id})")
     for beat in plan.beats:
-        print(f"\n{format_timestamp(beat.start)}-{format_timestamp(beat.end)}  {beat.title}  [{beat.scene}]")
+        drawn_by = scene_of(beat.id).path
+        print(f"\n{format_timestamp(beat.start)}-{format_timestamp(beat.end)}  {beat.title}  [{drawn_by}]")
         print(f"  {beat.narration}")
         for name, caption in beat.captions.items():
             print(f"  ({name}) {caption}")

@@ -18,7 +18,7 @@ and the engine they run on (to move to render/, issue 44): base.py (BeatScene: t
 exact length), layers.py (draw only what changes), camera.py, copying.py and families.py (Manim made faster),
 layout_lint.py (what a picture gets wrong, from bounding boxes).
 
-Each beat is a BeatScene subclass, registered with its beat and family in render/plan/registry.py. Scenes
+Each beat is a BeatScene subclass named by the CamelCase of its id, in the module its id names. Scenes
 compose the shared objects of helpers.py in the palette of style.py and write every number with
 render/formatting.py; they read the plan's attributes and never read YAML or compute physics.
 """
@@ -26,12 +26,13 @@ render/formatting.py; they read the plan's attributes and never read YAML or com
 from importlib import import_module
 
 from render.errors import FilmError
-from render.plan.registry import scene_entry
+from render.plan.beat_scene import scene_of, scene_problem
 
 
 def scene_class(beat_id: str):
-    """The BeatScene subclass that draws `beat_id`."""
-    entry = scene_entry(beat_id)
-    if entry is None:
-        raise FilmError(f"no scene draws beat {beat_id!r}; register one in render/plan/registry.py")
-    return getattr(import_module(entry.module), entry.name)
+    """The BeatScene subclass that draws `beat_id`: the class its id names, in the module its id names."""
+    problem = scene_problem(beat_id)
+    if problem:
+        raise FilmError(f"no scene draws beat {beat_id!r}: {problem}")
+    scene = scene_of(beat_id)
+    return getattr(import_module(scene.module), scene.name)

@@ -24,6 +24,8 @@ from render.files import DATA_DIR, STORYBOARD_PATH
 from render.specs.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
+BEAT_IDS = ("two-waits", "prefill", "decode", "roofline", "batching", "wasted-money", "measured", "cache-rides-along",
+            "two-budgets")  # the transcript's nine beats, in film order
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_project
+from conftest import BEAT_IDS, copy_project
 
 KEYS = """
 import dataclasses, json, sys
-from render.plan.registry import SCENES
+from render.plan.beat_scene import scene_of
 from render.plan.resolve import resolve_plan
 from render.plan.types import BeatTiming
 from render.video.beats import quality
@@ -32,7 +32,7 @@ plan = dataclasses.replace(plan, beats=tuple(dataclasses.replace(beat, timing=Be
 
 
 def keys():
-    return {entry.beat: base_key(plan, entry.beat, quality("tiny")) for entry in SCENES}
+    return {beat.id: base_key(plan, beat.id, quality("tiny")) for beat in plan.beats}
 
 
 found = {"": keys()}
@@ -64,9 +64,11 @@ print(json.dumps(sorted(str(Path(sys.modules[name].__file__).resolve().relative_
 USERS = """
 import json
 from render.files import PROJECT_ROOT
-from render.plan.registry import SCENES
+from render.plan.beat_scene import scene_of
+from render.plan.storyboard import load_storyboard
 from render.video.sources import scene_sources
-print(json.dumps([e.beat for e in SCENES if PROJECT_ROOT / "render" / "formulas.py" in scene_sources(e.module)]))
+print(json.dumps([beat.id for beat in load_storyboard().beats
+                  if PROJECT_ROOT / "render" / "formulas.py" in scene_sources(scene_of(beat.id).module)]))
 """
 
 
@@ -83,9 +85,9 @@ def project(tmp_path_factory) -> Path:
 
 
 def test_every_module_a_beat_loads_is_in_its_key_and_an_unrelated_one_is_not(project):
-    from render.plan.registry import SCENES
+    from render.plan.beat_scene import scene_of
 
-    loaded = {entry.beat: set(run_in(project, LOADED, entry.module)) for entry in SCENES}
+    loaded = {beat: set(run_in(project, LOADED, scene_of(beat).module)) for beat in BEAT_IDS}
     everything = set().union(*loaded.values())
     assert "render/formulas.py" in everything and "render/video/internals.py" in everything
     assert "scenes/copying.py" in everything and "scenes/families.py" in everything
@@ -101,10 +103,10 @@ def test_every_module_a_beat_loads_is_in_its_key_and_an_unrelated_one_is_not(pro
 
 
 def test_an_import_inside_a_function_in_any_form_is_followed(project):
-    from render.plan.registry import SCENES
+    from render.plan.beat_scene import scene_of
 
     recordings = str(project / "none")
-    entry = next(entry for entry in SCENES if entry.beat == "decode")
+    entry = scene_of("decode")
     scene = project / entry.path
     original = scene.read_text()
     helper = project / "render" / "picture_helper.py"

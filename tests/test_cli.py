@@ -37,7 +37,7 @@ def test_plan_for_another_choice():
 def test_plan_without_json_is_readable():
     result = run_film("plan")
     assert result.returncode == 0
-    assert "0:14-0:33  Prefill  [sluice-and-tap]" in result.stdout
+    assert "0:14-0:33  Prefill  [scenes/prefill.py]" in result.stdout
     assert "about 34 milliseconds" in result.stdout
 
 

@@ -36,8 +36,8 @@ def test_an_unknown_key_is_named_with_a_suggestion(storyboard_copy):
 
 
 def test_a_missing_field_is_named(storyboard_copy):
-    path = storyboard_copy("    scene: roofline\n    narration: >-\n      That is", "    narration: >-\n      That is")
-    assert "beat 'roofline': missing 'scene'; add it to the entry" in refusal(path)
+    path = storyboard_copy('    start: "0:52"\n    narration: >-\n      That is', "    narration: >-\n      That is")
+    assert "beat 'roofline': missing 'start'; add it to the entry" in refusal(path)
 
 
 def test_timestamps_must_increase(storyboard_copy):
@@ -57,28 +57,34 @@ def test_a_malformed_timestamp_says_how_to_write_one(storyboard_copy):
     assert "beat 'decode' start: '33s' is not a timestamp; write minutes:seconds" in refusal(path)
 
 
-def test_an_unknown_scene_lists_close_matches(storyboard_copy):
-    path = storyboard_copy("scene: batching", "scene: batch")
-    message = refusal(path)
-    assert (f"{path}:{line_of(path, 'scene: batch')}: beat 'batching': unknown scene 'batch'; "
-            f"did you mean batching?") in message
-    assert "Known scenes" in message and "sluice-and-tap" in message
+def test_a_beat_id_that_cannot_name_a_module_is_refused(storyboard_copy):
+    """Issue 56, step 2: a beat's id names the module and class that draw it, so it is lower-case words."""
+    path = storyboard_copy("  - id: batching\n", "  - id: Batching_Beat\n")
+    assert (f"{path}:{line_of(path, 'id: Batching_Beat')}: beat 'Batching_Beat': an id is lower-case words joined "
+            f"by hyphens ('cache-rides-along'): it names the module that draws the beat") in refusal(path)
 
 
-def test_a_beat_no_scene_class_draws_is_refused_before_rendering(storyboard_copy):
+def test_a_beat_no_scene_class_draws_is_refused_before_rendering(storyboard_copy, tmp_path):
     path = storyboard_copy("  - id: batching\n", "  - id: batching-again\n")
     message = refusal(path)
-    assert f"{path}:{line_of(path, 'id: batching-again')}: beat 'batching-again' has no scene class" in message
-    assert "the batching family (scenes.batching) draws batching" in message
-    assert "register it in render/plan/registry.py" in message
+    assert (f"{path}:{line_of(path, 'id: batching-again')}: beat 'batching-again' has no scene: there is no "
+            f"scenes/batching_again.py: write class BatchingAgain(BeatScene) there") in message
     result = run_film("plan", "--storyboard", str(path))
-    assert result.returncode == 1 and "has no scene class" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 1 and "has no scene" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_a_beat_in_the_wrong_family_is_refused(storyboard_copy):
-    path = storyboard_copy("scene: batching", "scene: roofline")
-    message = refusal(path)
-    assert "beat 'batching': scene 'roofline', but its class Batching is in the batching family" in message
+def test_a_storyboard_that_still_names_scenes_is_told_once_that_it_need_not(storyboard_copy):
+    """Issue 56, step 2: `scene:` (the family, before a beat's id named its module) is accepted and ignored, with
+    one message for all the beats that still have it, naming the first line."""
+    path = storyboard_copy('    start: "0:52"\n', '    start: "0:52"\n    scene: roofline\n')
+    text = path.read_text().replace('    start: "1:07"\n', '    start: "1:07"\n    scene: batching\n', 1)
+    path.write_text(text)
+    result = run_film("plan", "--storyboard", str(path))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    told = [line for line in result.stderr.splitlines() if "no longer needed" in line]
+    assert told == [f"film: {path}:{line_of(path, 'scene: roofline')} (and 1 more beat): 'scene:' is no longer "
+                    f"needed: a beat is drawn by the class its id names ('roofline': Roofline in scenes/roofline.py); "
+                    f"delete the line"], result.stderr
 
 
 def test_an_unknown_voice_in_the_storyboard_names_its_line(storyboard_copy):
@@ -149,7 +155,7 @@ def test_the_command_line_gives_one_message_and_a_nonzero_exit(args, expected):
 
 
 def test_a_broken_storyboard_through_the_command_line(storyboard_copy):
-    path = storyboard_copy("scene: batching", "scene: batch")
+    path = storyboard_copy("  - id: batching\n", "  - id: batching-again\n")
     result = run_film("plan", "--storyboard", str(path), "--json")
     assert result.returncode == 1
     assert result.stderr.startswith(f"error: {path}:")

@@ -64,11 +64,11 @@ def test_a_half_typed_scene_is_named_with_its_line_not_a_traceback(project, modu
 def test_an_edited_scene_has_its_cues_checked_again(project, monkeypatch):
     """The cue check reads the scene as it is now (it was cached for the process's life): a scene that stops
     waiting for a cue it marks is refused after the edit, in the same process, as in the studio."""
-    from render.plan.registry import scene_entry
+    from render.plan.beat_scene import scene_of
     from render.video import cues
 
     monkeypatch.setattr(cues, "PROJECT_ROOT", project)
-    entry = scene_entry("two-waits")
+    entry = scene_of("two-waits")
     assert "paste" in cues.cues_waited_for(entry)
     scene = project / entry.path
     scene.write_text(scene.read_text().replace('self.at("paste"', 'self.at("pasted"'))

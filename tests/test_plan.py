@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 
 from render.errors import FilmError
-from render.plan.registry import BEAT_IDS
 from render.plan.resolve import resolve_plan
 from render.plan.storyboard import parse_timestamp
 from render.plan.types import Plan
 
-from conftest import FIXTURES, ROOT
+from conftest import BEAT_IDS, FIXTURES, ROOT
 
 SHARED_PAGE = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "004_70339d625aa121db.txt"
 
@@ -112,9 +111,11 @@ def test_beats_are_the_nine_with_their_times(plan):
     for beat, following in zip(plan.beats, plan.beats[1:]):
         assert beat.end == following.start
     assert plan.beats[-1].end == 154.0
-    assert [beat.scene for beat in plan.beats] == [
-        "two-waits", "sluice-and-tap", "sluice-and-tap", "roofline", "batching", "roofline",
-        "measured-timings", "measured-timings", "two-waits"]
+    from render.plan.beat_scene import scene_of  # each drawn by the class its id names
+
+    assert [(scene_of(beat.id).path, scene_of(beat.id).name) for beat in plan.beats][5:8] == [
+        ("scenes/wasted_money.py", "WastedMoney"), ("scenes/measured.py", "Measured"),
+        ("scenes/cache_rides_along.py", "CacheRidesAlong")]
 
 
 def test_numbers_reproduce_the_source_documents(plan):
@@ -148,7 +149,7 @@ def test_plan_json_has_the_documented_shape(plan):
     for path in REQUIRED_NUMBERS:
         assert isinstance(at_path(data, path), (int, float)), path
     for beat in data["beats"]:
-        assert {"id", "title", "start", "end", "scene", "narration", "cue_offsets", "timing"} <= set(beat)
+        assert {"id", "title", "start", "end", "narration", "cue_offsets", "timing"} <= set(beat)
         assert beat["timing"] is None  # the resolved plan; the narration fills it in
     assert data["measured"]["dataset"]["compared_gpu_is_assumption"] is True
     assert data["beats"][4]["captions"]["remark"].startswith("Even 295 users")

@@ -15,13 +15,13 @@ from PIL import Image
 
 from render import formatting as fmt, media
 from render.errors import FilmError
-from render.plan.registry import BEAT_IDS, SCENES as REGISTRY
+from render.plan.beat_scene import scene_of
 from render.plan.resolve import resolve_plan
 from render.video import beats
 from render.video.cues import cue_problems, cues_waited_for
 from render.voice.narration import Narrator, make_narration
 
-from conftest import ROOT, run_film
+from conftest import BEAT_IDS, ROOT, run_film
 
 SCENES = ROOT / "scenes"
 
@@ -474,7 +474,7 @@ def test_scenes_read_no_yaml_and_compute_no_physics():
     plan's types and their own helpers; never the data, the storyboard, the roofline, the resolve step or the
     voice."""
     allowed_render = {"render.errors", "render.formatting", "render.formulas", "render.plan.types",
-                      "render.plan.tracking", "render.plan.registry",
+                      "render.plan.tracking", "render.plan.beat_scene",
                       "render.video.internals"}  # (the engine's patches check the tested releases first)
     for path in SCENES.glob("*.py"):
         tree = ast.parse(path.read_text())
@@ -494,7 +494,8 @@ def test_scenes_read_no_yaml_and_compute_no_physics():
 
 def test_every_cue_a_scene_waits_for_is_in_its_beat_and_every_beat_cue_is_used():
     assert cue_problems(resolve_plan()) == []
-    assert cues_waited_for(REGISTRY[0]) >= {"paste", "stream", "two-jobs", "speech-end"}  # at(), until= and cue()
+    # at(), until= and cue()
+    assert cues_waited_for(scene_of("two-waits")) >= {"paste", "stream", "two-jobs", "speech-end"}
 
 
 def test_cues_that_disagree_with_the_scenes_are_refused_before_rendering(storyboard_copy, tmp_path):
@@ -511,17 +512,23 @@ def test_cues_that_disagree_with_the_scenes_are_refused_before_rendering(storybo
     assert "waits for cue [[drip]]" in result.stderr and not (tmp_path / "build").exists()
 
 
-def test_the_registry_names_every_scene_class_and_only_scene_classes():
+def test_every_beat_is_drawn_by_the_class_its_id_names_and_every_scene_class_draws_a_beat():
+    """Issue 56, step 2: no registry. Beat `cache-rides-along` is class CacheRidesAlong in scenes/cache_rides_along.py;
+    every BeatScene subclass in scenes/ is one beat's, in that beat's module."""
     from scenes import scene_class
     from scenes.base import BeatScene
-    for entry in REGISTRY:
-        assert issubclass(scene_class(entry.beat), BeatScene), entry
-    registered = {(entry.path, entry.name) for entry in REGISTRY}
+
+    drawn = set()
+    for beat in BEAT_IDS:
+        scene = scene_of(beat)
+        assert issubclass(scene_class(beat), BeatScene) and scene_class(beat).__name__ == scene.name, beat
+        drawn.add((scene.path, scene.name))
+    assert scene_of("cache-rides-along").path == "scenes/cache_rides_along.py"
     for path in SCENES.glob("*.py"):
         tree = ast.parse(path.read_text())
         for node in tree.body:
             if isinstance(node, ast.ClassDef) and any(getattr(base, "id", "") == "BeatScene" for base in node.bases):
-                assert (f"scenes/{path.name}", node.name) in registered, f"{node.name} is not in the registry"
+                assert (f"scenes/{path.name}", node.name) in drawn, f"{node.name} draws no beat"
 
 
 def test_make_scene_and_still_from_the_command_line(tmp_path, seed_speech):

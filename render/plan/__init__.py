@@ -2,7 +2,7 @@
 
     types.py       the typed plan (frozen dataclasses): what every later stage reads
     codec.py       the plan to JSON and back (film plan --json, build/timed-plan.json)
-    registry.py    the beats a film can have and the scene class that draws each
+    beat_scene.py  which scene class draws a beat: the one its id names
     storyboard.py  reads and validates script/storyboard.yaml
     prose.py       reads script/page.yaml, the film's page in words, and fills it from the plan
     templating.py  the narration templates: sandboxed Jinja2 over the plan and the formatter

@@ -117,7 +117,7 @@ def fill_storyboard(storyboard, groups: dict[str, tuple[object, str]]) -> tuple[
         narration, cues = extract_cues(fill(beat.narration, context, where, what), where, what)
         captions = {name: fill(template, context, beat.where[name], f"beat {beat.id!r} caption {name!r}")
                     for name, template in beat.captions.items()}
-        beats.append(Beat(beat.id, beat.title, beat.start, beat.end, beat.scene, narration, captions, cues, where,
+        beats.append(Beat(beat.id, beat.title, beat.start, beat.end, narration, captions, cues, where,
                           holds=beat.holds, reads=tuple(sorted(reads))))
     summary = fill(storyboard.summary, {name: Tracked(value, path, set()) for name, (value, path) in groups.items()},
                    storyboard.where("film.summary"), "film summary")

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from render.errors import FilmError, unknown_name_error
+from render.errors import FilmError
 from render.files import STORYBOARD_PATH
 from render.formatting import timestamp as format_timestamp
-from render.plan.registry import FAMILIES, beats_of, scene_entry
+from render.plan.beat_scene import BEAT_ID, scene_of, scene_problem
 from render.plan.templating import compile_template
 from render.plan.types import NarrationSettings, Parameters, parse_voice
 from render.specs.fields import bounds_of, choices_of, yaml_keys
@@ -20,8 +21,10 @@ from render.text import echo
 TOP_FIELDS = {"film": dict, "defaults": dict, "parameters": dict, "narration": dict, "beats": list}
 FILM_FIELDS = {"title": str, "end": (str, int, float), "source": str, "summary": str}
 DEFAULT_FIELDS = {"gpu": str, "model": str, "dtype": str, "measured": str}
-BEAT_FIELDS = {"id": str, "title": str, "start": (str, int, float), "scene": str, "narration": str}
-BEAT_OPTIONAL = {"captions": dict, "holds": str}
+BEAT_FIELDS = {"id": str, "title": str, "start": (str, int, float), "narration": str}
+BEAT_OPTIONAL = {"captions": dict, "holds": str, "scene": str}  # scene: no longer needed (said once, then ignored)
+
+log = logging.getLogger("film")
 
 MAX_FILM_SECONDS = 3600  # an explainer; the track and every beat's frames are held in memory
 TIMESTAMP = re.compile(r"^(?:(\d+):)?(\d+):(\d{2}(?:\.\d+)?)$")
@@ -33,7 +36,6 @@ class StoryBeat:
     title: str
     start: float
     end: float
-    scene: str
     narration: str            # the template, unfilled
     captions: dict[str, str]  # on-screen sentences, templates too
     where: dict[str, str]     # file:line of "narration" and of each caption, for messages
@@ -131,6 +133,13 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
             compile_template(template, captions.where(caption), f"{label} caption {caption!r}")
         raw.append((beat, label, start, dict(captions)))
 
+    named = [beat for beat, *_ in raw if "scene" in beat]
+    if named:  # (a beat is drawn by the module its id names: said once, for every beat that still names one)
+        example, more = scene_of(named[0]["id"]), len(named) - 1
+        others = f" (and {more} more beat{'s' * (more > 1)})" if more else ""
+        log.warning(f"{named[0].where('scene')}{others}: 'scene:' is no longer needed: a beat is drawn by the class "
+                    f"its id names ({example.beat!r}: {example.name} in {example.path}); delete the line")
+
     previous_start, previous_label = None, None
     for beat, label, start, _ in raw:
         if previous_start is None and start != 0:
@@ -153,7 +162,7 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
         end = raw[position + 1][2] if position + 1 < len(raw) else film_end
         where = {"narration": beat.where("narration")}
         where.update({name: beat["captions"].where(name) for name in captions})
-        beats.append(StoryBeat(beat["id"], beat["title"], start, end, beat["scene"], beat["narration"],
+        beats.append(StoryBeat(beat["id"], beat["title"], start, end, beat["narration"],
                                captions, where, beat.get("holds")))
 
     locations = {key: parameters.where(key) for key in parameters}
@@ -168,23 +177,13 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
 
 
 def check_scene(beat: YamlMap, label: str) -> None:
-    """The beat's scene family exists and one of its classes draws this beat (render/plan/registry.py)."""
-    family = beat["scene"]
-    if family not in FAMILIES:
-        raise unknown_name_error("scene", family, FAMILIES, "scene families in render/plan/registry.py") \
-            .with_prefix(f"{beat.where('scene')}: {label}: ")
-    entry = scene_entry(beat["id"])
-    if entry is None:
-        raise FilmError(
-            f"{beat.where('id')}: {label} has no scene class: the {family} family ({FAMILIES[family]}) draws "
-            f"{', '.join(beats_of(family))}; add a class for {beat['id']!r} there and register it in "
-            f"render/plan/registry.py"
-        )
-    if entry.family != family:
-        raise FilmError(
-            f"{beat.where('scene')}: {label}: scene {family!r}, but its class {entry.name} is in the "
-            f"{entry.family} family ({entry.path}); write scene: {entry.family}"
-        )
+    """The beat's id names a module of scenes/ and a class in it (render/plan/beat_scene.py)."""
+    if not BEAT_ID.fullmatch(beat["id"]):
+        raise FilmError(f"{beat.where('id')}: {label}: an id is lower-case words joined by hyphens "
+                        f"('cache-rides-along'): it names the module that draws the beat")
+    problem = scene_problem(beat["id"])
+    if problem:
+        raise FilmError(f"{beat.where('id')}: {label} has no scene: {problem}")
 
 
 def check_narration(narration: YamlMap) -> None:

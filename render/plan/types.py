@@ -548,7 +548,6 @@ class Beat:
     title: str
     start: float                 # seconds into the film
     end: float
-    scene: str                   # the scene family (render/plan/registry.py names its class)
     narration: str               # filled, cue markers removed
     captions: dict[str, str]     # on-screen sentences, filled
     cue_offsets: dict[str, int]  # cue name -> character offset in the narration

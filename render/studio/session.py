@@ -28,7 +28,7 @@ from pathlib import Path
 from render import formatting as fmt, media
 from render.errors import FilmError
 from render.files import PROJECT_ROOT, atomic_path, resolved
-from render.plan.registry import scene_entry
+from render.plan.beat_scene import scene_of
 from render.plan.tracking import value_at
 from render.plan.types import Plan
 from render.publish.review import still_times
@@ -68,7 +68,7 @@ def key_parts(plan: Plan, beat_id: str, reads: list[str] | None) -> dict[str, st
     """The parts of a beat's cache key, each a short digest: what a change to each would mean. `reads`: the
     plan values its scene read when it was last drawn (None: never)."""
     code = hashlib.sha256()
-    for path in scene_sources(scene_entry(beat_id).module):
+    for path in scene_sources(scene_of(beat_id).module):
         code.update(path.name.encode() + source_bytes(path))
     return {"the scene's code": code.hexdigest()[:12],
             "its words or their timing": hashlib.sha256(json.dumps(beat_slice(plan, beat_id), sort_keys=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 from render import media
 from render.files import move, write_atomic
 from render.plan import codec
-from render.plan.registry import scene_entry
+from render.plan.beat_scene import scene_of
 from render.plan.tracking import value_at
 from render.plan.types import Plan
 from render.video.quality import ENCODER, HELD_CRF, Quality
@@ -47,7 +47,7 @@ def beat_slice(plan: Plan, beat_id: str) -> dict:
     neighbours = {"previous": plan.beats[position - 1].title if position else None, "previous_id": ids[position - 1]
                   if position else None, "next_id": ids[position + 1] if position + 1 < len(ids) else None}
     return {"beat": codec.to_data({"id": beat.id, "title": beat.title, "start": beat.start, "end": beat.end,
-                                   "scene": beat.scene, "narration": beat.narration, "captions": beat.captions,
+                                   "narration": beat.narration, "captions": beat.captions,
                                    "cue_offsets": beat.cue_offsets, "holds": beat.holds}),
             "timing": {"speech_start": timing.speech_start, "speech_end": timing.speech_end, "cues": timing.cues},
             "neighbours": neighbours}
@@ -55,7 +55,7 @@ def beat_slice(plan: Plan, beat_id: str) -> dict:
 
 def base_key(plan: Plan, beat_id: str, q: Quality) -> str:
     digest = hashlib.sha256()
-    for path in scene_sources(scene_entry(beat_id).module):
+    for path in scene_sources(scene_of(beat_id).module):
         digest.update(path.name.encode())
         digest.update(source_bytes(path))
     digest.update(json.dumps(beat_slice(plan, beat_id), sort_keys=True).encode())

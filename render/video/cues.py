@@ -15,22 +15,22 @@ from pathlib import Path
 from render.errors import FilmError
 from render.files import PROJECT_ROOT, STORYBOARD_PATH
 from render.plan.resolve import resolve_plan
-from render.plan.registry import SCENES, SceneEntry
+from render.plan.beat_scene import BeatScene, scene_of
 from render.plan.types import BUILT_IN_CUES, FilmRequest, Plan
 from render.video.sources import scene_sources, source_tree
 
 CUE_METHODS = {"at", "hold_until", "cue", "seconds_until", "repeat_until"}
 
 
-def cues_waited_for(entry: SceneEntry) -> frozenset[str]:
+def cues_waited_for(entry: BeatScene) -> frozenset[str]:
     """Every cue name the beat's class names: the first argument of at/hold_until/cue/seconds_until/repeat_until,
     and until=. Read from the file as it is now (parsed again when it changes: the studio checks an edited scene's
     cues again)."""
     tree = source_tree(PROJECT_ROOT / entry.path)
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     if entry.name not in classes:
-        raise FilmError(f"{entry.path} has no class {entry.name}, which render/plan/registry.py names for "
-                        f"beat {entry.beat!r}")
+        raise FilmError(f"{entry.path} has no class {entry.name}, which draws beat {entry.beat!r} (a beat's class "
+                        f"is the CamelCase of its id)")
     names = set()
     for node in ast.walk(classes[entry.name]):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
@@ -45,9 +45,7 @@ def cues_waited_for(entry: SceneEntry) -> frozenset[str]:
 
 def cue_problems(plan: Plan) -> list[str]:
     problems = []
-    for entry in SCENES:
-        if entry.beat not in {beat.id for beat in plan.beats}:
-            continue
+    for entry in (scene_of(beat.id) for beat in plan.beats):
         scene_sources(entry.module)  # every scene module it imports parses (else: the file and line that does not)
         beat = plan.beat(entry.beat)
         used, marked = cues_waited_for(entry), set(beat.cue_offsets)

@@ -1,0 +1,51 @@
+"""Which scene draws a beat: its id names it. Beat `cache-rides-along` is drawn by class `CacheRidesAlong` in
+`scenes/cache_rides_along.py`, so there is nothing to register. Plain data and the standard library (no Manim):
+the storyboard's validation (`make plan`) reads the module's source to refuse a beat no class draws before
+anything renders, and scenes/__init__.py imports the class at render time.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from render.files import PROJECT_ROOT
+
+BEAT_ID = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")  # lower-case words joined by hyphens: a module's name
+
+
+@dataclass(frozen=True)
+class BeatScene:
+    """Where a beat's scene class lives."""
+
+    beat: str    # the storyboard's beat id
+    module: str  # scenes.<id with underscores>
+    name: str    # the CamelCase of the id
+
+    @property
+    def path(self) -> str:
+        return self.module.replace(".", "/") + ".py"
+
+
+def scene_of(beat_id: str) -> BeatScene:
+    """The scene that draws `beat_id` (an id BEAT_ID matches; the storyboard refuses others)."""
+    return BeatScene(beat_id, "scenes." + beat_id.replace("-", "_"),
+                     "".join(word[:1].upper() + word[1:] for word in beat_id.split("-")))
+
+
+def scene_problem(beat_id: str, root: Path = PROJECT_ROOT) -> str:
+    """Why no class draws `beat_id` ('' when one does): its module is missing or lacks the class. A module that does
+    not parse is left to the cue check and the render, which name its file and line."""
+    scene = scene_of(beat_id)
+    path = root / scene.path
+    if not path.is_file():
+        return f"there is no {scene.path}: write class {scene.name}(BeatScene) there"
+    try:
+        tree = ast.parse(path.read_bytes(), filename=scene.path)
+    except (OSError, SyntaxError, ValueError):
+        return ""
+    if not any(isinstance(node, ast.ClassDef) and node.name == scene.name for node in tree.body):
+        return f"{scene.path} has no class {scene.name}: a beat's class is the CamelCase of its id"
+    return ""
