@@ -10,9 +10,9 @@
     cache_rides_along.py  its decode rates, slower by what the long prompt's cache adds to each step
     two_budgets.py        what each wait answers to, then the end card
 
-and the pictures they share: stage.py (the chip, the wall and the bus prefill and decode stand on), helpers.py
-(the recurring objects: chip, wall, KV stacks, roofline chart, counters, bars) and style.py (palette, font, sizes
-and the safe area);
+and the pictures they share: pictures/ (what each beat hands the next, built from the plan, so that no beat imports
+another; the stage prefill and decode stand on), helpers.py (the recurring objects: chip, wall, KV stacks, roofline
+chart, counters, bars) and style.py (palette, font, sizes and the safe area);
 
 and the engine they run on (to move to render/, issue 44): base.py (BeatScene: the plan, cue-timed playback, an
 exact length), layers.py (draw only what changes), camera.py, copying.py and families.py (Manim made faster),

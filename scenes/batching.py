@@ -5,18 +5,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from manim import (DOWN, LEFT, RIGHT, UP, Create, Dot, FadeIn, FadeOut, FadeTransform, Indicate, LaggedStart,
-                   Rectangle, ReplacementTransform, VGroup, Write)
+from manim import (DOWN, LEFT, RIGHT, UP, Create, Dot, FadeIn, FadeOut, FadeTransform, Indicate, LaggedStart, Rectangle,
+                   ReplacementTransform, VGroup, Write)
 
 from render import formatting as fmt, formulas
 from scenes.base import BeatScene
-from scenes.helpers import (Counter, Labelled, LogChart, RooflineChart, WeightsWall, decades, get_caption,
-                            get_formula, get_provenance, get_text, get_title, inside_safe_area, power_label,
-                            powers_of_ten, retitle, slide_clear_of, tex_text, wall_label)
-from scenes.roofline import axis_ranges, roofline_ending
+from scenes.helpers import (Counter, Labelled, LogChart, RooflineChart, WeightsWall, decades, get_caption, get_formula,
+                            get_provenance, get_text, get_title, inside_safe_area, power_label, powers_of_ten, retitle,
+                            slide_clear_of, tex_text)
+from scenes.pictures.batching import WALL_HEIGHT, WALL_WIDTH, batching_chart, batching_handover, batching_wall
+from scenes.pictures.roofline import roofline_ending
 from scenes.style import HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE
 
-WALL_WIDTH, WALL_HEIGHT = 2.8, 2.4
+
 
 
 def get_kv_block(batch, wall: WeightsWall) -> VGroup:
@@ -84,32 +85,6 @@ class BatchingPicture:
     def read_once(self, run_time: float):
         """One step's read of the wall, which serves every user (and wakes their experts)."""
         return self.wall.sweep(run_time=run_time, extra=self.stacks, experts=self.experts_read)
-
-
-def batching_wall(scene: BeatScene) -> WeightsWall:
-    spec = scene.plan.spec
-    wall = WeightsWall(wall_label(scene), width=WALL_WIDTH, height=WALL_HEIGHT, rows=8, cols=7, shares=spec.gpus,
-                       experts=spec.experts)
-    inside_safe_area(wall.move_to(LEFT * 2.75 + UP * 0.9).label)
-    return wall
-
-
-def batching_chart(scene: BeatScene) -> RooflineChart:
-    plan, spec = scene.plan, scene.plan.spec
-    x_range, y_range = axis_ranges(plan)
-    chart = RooflineChart(spec.peak_flops, spec.memory_bandwidth, x_range, y_range, width=4.6, height=3.2)
-    return inside_safe_area(chart.move_to(RIGHT * 3.3 + UP * 0.6))  # (a wider range of intensities adds a decade)
-
-
-def batching_handover(scene: BeatScene, wall: WeightsWall | None = None, chart: RooflineChart | None = None) -> list:
-    """What the wasted-money beat takes on from batching's last picture: the chart's roof and slope (the GPU's
-    arithmetic and bandwidth) become its bars for them; after a measured sweep replaced the chart, the wall becomes
-    the bandwidth's. The batching beat gives its own wall and chart; the next beat builds just these, so it reads
-    no more of the plan than they need."""
-    if scene.plan.measured.sweep:
-        return [(wall or batching_wall(scene)).bricks]
-    chart = chart or batching_chart(scene)
-    return [chart.roof, chart.slope]
 
 
 def batching_picture(scene: BeatScene) -> BatchingPicture:

@@ -150,7 +150,7 @@ def rendered(lines: str) -> list[str]:
     return re.findall(r"^\s+rendered (\S+) in", lines, re.M)
 
 
-def test_an_edit_to_the_films_formulas_renders_again_the_beats_that_use_them(tmp_path, default_tiny_film):
+def test_an_edit_renders_again_the_beats_that_use_it_and_only_those(tmp_path, default_tiny_film):
     """Real runs of `film film` (make film's and make preview's command, at the tests' size), whose every printed
     line is also read against the project's message forms (test_output.py)."""
     from test_output import strays
@@ -177,3 +177,11 @@ def test_an_edit_to_the_films_formulas_renders_again_the_beats_that_use_them(tmp
     again = film()
     users = run_in(project, USERS)
     assert users and sorted(again) == sorted(users), (again, users)
+    # No beat imports another (issue 56, step 3): an edit to the opening's animation renders that beat alone; an edit
+    # to the picture it hands over (which prefill starts from), that beat and the next, and no other.
+    beat = project / "scenes" / "two_waits.py"
+    beat.write_text(beat.read_text() + "\n# an edit to the opening's animation\n")
+    assert film() == ["two-waits"]
+    handed_over = project / "scenes" / "pictures" / "two_waits.py"
+    handed_over.write_text(handed_over.read_text() + "\n# an edit to the picture the opening hands over\n")
+    assert sorted(film()) == ["prefill", "two-waits"]

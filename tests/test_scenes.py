@@ -456,7 +456,7 @@ def headline_values() -> tuple[set[float], set[str]]:
 def test_scenes_type_no_number_the_plan_provides():
     numbers, texts = headline_values()
     offences = []
-    for path in sorted(SCENES.glob("*.py")):
+    for path in sorted(SCENES.rglob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
@@ -476,7 +476,7 @@ def test_scenes_read_no_yaml_and_compute_no_physics():
     allowed_render = {"render.errors", "render.formatting", "render.formulas", "render.plan.types",
                       "render.plan.tracking", "render.plan.beat_scene",
                       "render.video.internals"}  # (the engine's patches check the tested releases first)
-    for path in SCENES.glob("*.py"):
+    for path in SCENES.rglob("*.py"):
         tree = ast.parse(path.read_text())
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
         imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
@@ -512,6 +512,22 @@ def test_cues_that_disagree_with_the_scenes_are_refused_before_rendering(storybo
     assert "waits for cue [[drip]]" in result.stderr and not (tmp_path / "build").exists()
 
 
+def test_no_beat_imports_another():
+    """Issue 56, step 3: what a beat hands the next is built by the shared pictures (scenes/pictures/), so a beat's
+    module imports shared pictures and the engine, never another beat's module (whose every edit would otherwise
+    render it again)."""
+    beat_modules = {scene_of(beat).module for beat in BEAT_IDS}
+    for beat in BEAT_IDS:
+        tree = ast.parse((ROOT / scene_of(beat).path).read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        assert not imported & (beat_modules - {scene_of(beat).module}), (beat, imported & beat_modules)
+    for path in (ROOT / "scenes" / "pictures").glob("*.py"):  # nor does a shared picture
+        tree = ast.parse(path.read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert not imported & beat_modules, (path.name, imported & beat_modules)
+
+
 def test_every_beat_is_drawn_by_the_class_its_id_names_and_every_scene_class_draws_a_beat():
     """Issue 56, step 2: no registry. Beat `cache-rides-along` is class CacheRidesAlong in scenes/cache_rides_along.py;
     every BeatScene subclass in scenes/ is one beat's, in that beat's module."""
@@ -524,7 +540,7 @@ def test_every_beat_is_drawn_by_the_class_its_id_names_and_every_scene_class_dra
         assert issubclass(scene_class(beat), BeatScene) and scene_class(beat).__name__ == scene.name, beat
         drawn.add((scene.path, scene.name))
     assert scene_of("cache-rides-along").path == "scenes/cache_rides_along.py"
-    for path in SCENES.glob("*.py"):
+    for path in SCENES.rglob("*.py"):
         tree = ast.parse(path.read_text())
         for node in tree.body:
             if isinstance(node, ast.ClassDef) and any(getattr(base, "id", "") == "BeatScene" for base in node.bases):

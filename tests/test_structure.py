@@ -28,7 +28,7 @@ def stage_of(module: str) -> int:
 
 def modules() -> list[tuple[str, Path]]:
     found = []
-    for path in sorted([*(ROOT / "render").rglob("*.py"), *(ROOT / "scenes").glob("*.py")]):
+    for path in sorted([*(ROOT / "render").rglob("*.py"), *(ROOT / "scenes").rglob("*.py")]):
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -176,7 +176,7 @@ def test_no_module_imports_itself_back_through_others():
 
 
 PACKAGES = ["render", *sorted(f"render/{path.parent.name}" for path in (ROOT / "render").glob("*/__init__.py")),
-            "scenes"]
+            "scenes", "scenes/pictures"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -136,8 +136,10 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
     wait_for(page, "return !document.getElementById('problem').hidden;", 30)
     where = page.find_element("css selector", "#problem .where").text
     assert re.search(r"storyboard\.yaml:\d+", where), where
-    broken = pictures(page)
-    assert all(broken[beat][1:3] == after[beat][1:3] and broken[beat][3] for beat in after)  # kept, stale
+    deadline = time.monotonic() + 30  # (the problem, then each beat marked stale, as the studio publishes them)
+    while not all((broken := pictures(page))[beat][3] for beat in after) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert all(broken[beat][1:3] == after[beat][1:3] and broken[beat][3] for beat in after), broken  # kept, stale
 
     # Mended: the problem goes, nothing is drawn again (the files are as they were), nothing is stale.
     storyboard.write_text(good)
@@ -146,16 +148,16 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
     assert {beat: view[1:3] for beat, view in pictures(page).items()} == {beat: view[1:3] for beat,
                                                                           view in after.items()}
 
-    # A scene's colour: the beats whose drawing uses that scene's code are drawn again, and only they (its own
-    # two beats, batching, which draws the measured sweep with it, and two budgets, which opens on the cache beat's
-    # bars).
+    # A picture's colour: the beats whose drawing uses that code are drawn again, and only they (the measured beat,
+    # the cache beat, which starts from its picture, and two budgets, which opens on the cache beat's bars).
     from render.plan.beat_scene import scene_of
     from render.video.sources import scene_sources
 
-    using = sorted(beat for beat in BEAT_IDS if ROOT / "scenes" / "measured.py" in scene_sources(scene_of(beat).module))
+    picture = ROOT / "scenes" / "pictures" / "measured.py"  # (the measured beat's picture, which the next starts from)
+    using = sorted(beat for beat in BEAT_IDS if picture in scene_sources(scene_of(beat).module))
     assert {"measured", "cache-rides-along"} <= set(using) and "two-waits" not in using
     saved = time.monotonic()
-    edit(project / "scenes" / "measured.py", 'length * ideal / longest, COMPUTE,',
+    edit(project / "scenes" / "pictures" / "measured.py", 'length * ideal / longest, COMPUTE,',
          'length * ideal / longest, TEXT,')  # (a colour measured.py imports)
     for beat in using:
         wait_for(page, f"var a = document.getElementById('beat-{beat}'); return a.dataset.status == 'ready' && "

@@ -2,8 +2,8 @@
 counters stand and how a time becomes the division that made it.
 
 Both beats are one shot: prefill ends on its picture, and decode starts from it, turns the lights off and opens
-the tap. Each beat's last picture is built by one function in its own module (`prefill_ending`, `decode_ending`),
-which the beat itself animates towards and the next beat starts from.
+the tap. Each beat's last picture is built by one function beside this one (`prefill_ending` in prefill.py,
+`decode_ending` in decode.py), which the beat itself animates towards and the next beat starts from.
 """
 
 from __future__ import annotations
