@@ -3,7 +3,8 @@
     specs/    data/ loaded and checked; the roofline maths
     plan/     the storyboard (and the page's words) resolved for one choice into the typed plan
     voice/    the narration: speech fitted to the beats, the timed plan, the track, subtitles
-    video/    the beats rendered from the timed plan (scenes/), cached, joined into the film
+    engine/   what a beat is written against (BeatScene) and the plumbing that draws it, on Manim
+    video/    the beats (scenes/, on engine/) rendered from the timed plan, cached, joined into the film
     publish/  what goes out with a film: the publishing kit, the film's page and the review page
     cluster/  many films at once on a Dask cluster, each shared beat rendered once
     studio/   make studio: each saved edit drawn again on a page on 127.0.0.1

@@ -12,11 +12,8 @@
 
 and the pictures they share: pictures/ (what each beat hands the next, built from the plan, so that no beat imports
 another; the stage prefill and decode stand on), helpers.py (the recurring objects: chip, wall, KV stacks, roofline
-chart, counters, bars) and style.py (palette, font, sizes and the safe area);
-
-and the engine they run on (to move to render/, issue 44): base.py (BeatScene: the plan, cue-timed playback, an
-exact length), layers.py (draw only what changes), camera.py, copying.py and families.py (Manim made faster),
-layout_lint.py (what a picture gets wrong, from bounding boxes).
+chart, counters, bars) and style.py (palette, font, sizes and the safe area); all written on the engine in
+render/engine/ (BeatScene, render/engine/scene.py), which imports nothing of scenes/.
 
 Each beat is a BeatScene subclass named by the CamelCase of its id, in the module its id names. Scenes
 compose the shared objects of helpers.py in the palette of style.py and write every number with

@@ -9,7 +9,7 @@ from manim import (DOWN, LEFT, RIGHT, UP, Create, Dot, FadeIn, FadeOut, FadeTran
                    ReplacementTransform, VGroup, Write)
 
 from render import formatting as fmt, formulas
-from scenes.base import BeatScene
+from render.engine.scene import BeatScene
 from scenes.helpers import (Counter, Labelled, LogChart, RooflineChart, WeightsWall, decades, get_caption, get_formula,
                             get_provenance, get_text, get_title, inside_safe_area, power_label, powers_of_ten, retitle,
                             slide_clear_of, tex_text)

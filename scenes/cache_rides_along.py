@@ -9,7 +9,7 @@ from __future__ import annotations
 from manim import (DOWN, LEFT, UP, FadeIn, FadeOut, GrowFromEdge, Indicate, LaggedStart, ReplacementTransform, VGroup,
                    Write)
 
-from scenes.base import BeatScene
+from render.engine.scene import BeatScene
 from scenes.helpers import retitle
 from scenes.pictures.cache_rides_along import cache_picture
 from scenes.pictures.measured import measured_ending

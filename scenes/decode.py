@@ -9,8 +9,8 @@ from manim import (DOWN, UP, AnimationGroup, FadeIn, FadeOut, FadeTransform, Squ
                    rate_functions)
 
 from render import formatting as fmt
-from scenes.base import BeatScene
-from scenes.base import AMBIENT_SECONDS as AMBIENT
+from render.engine.scene import BeatScene
+from render.engine.scene import AMBIENT_SECONDS as AMBIENT
 from scenes.helpers import Counter, retitle
 from scenes.pictures.decode import DecodeEnding, decode_ending
 from scenes.pictures.prefill import prefill_ending

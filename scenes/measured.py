@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from manim import LEFT, UP, AnimationGroup, Create, FadeIn, Indicate, LaggedStart, ReplacementTransform, VGroup
 
-from scenes.base import BeatScene
+from render.engine.scene import BeatScene
 from scenes.pictures.measured import measured_ending
 from scenes.pictures.wasted_money import long_prompt_picture
 from scenes.style import HIGHLIGHT, TEXT

@@ -9,8 +9,8 @@ from manim import (DOWN, LEFT, RIGHT, UP, FadeIn, FadeOut, FadeTransform, Indica
                    Square, VGroup, Write)
 
 from render import formatting as fmt
-from scenes.base import BeatScene
-from scenes.base import AMBIENT_SECONDS as AMBIENT
+from render.engine.scene import BeatScene
+from render.engine.scene import AMBIENT_SECONDS as AMBIENT
 from scenes.helpers import Counter
 from scenes.pictures.prefill import PrefillEnding, prefill_ending
 from scenes.pictures.stage import TOKENS_AT, Stage, at_best, get_counter_row

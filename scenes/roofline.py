@@ -9,7 +9,7 @@ from __future__ import annotations
 from manim import DOWN, LEFT, RIGHT, UP, Create, FadeIn, FadeOut, FadeTransform, Indicate, Transform, VGroup, Write
 
 from render import formatting as fmt
-from scenes.base import BeatScene
+from render.engine.scene import BeatScene
 from scenes.helpers import Labelled, get_pill, retitle, slide_clear_of
 from scenes.pictures.decode import decode_ending
 from scenes.pictures.roofline import gpu_badge, ridge_formula, roofline_ending

@@ -5,8 +5,8 @@ from __future__ import annotations
 import manimpango
 
 from render import formulas
+from render.engine.cuts import BACKGROUND, LEAD, TRANSITION  # noqa: F401  (the engine's, part of the film's look)
 
-BACKGROUND = "#0e1116"
 TEXT = "#e9edf3"
 MUTED = "#8d97a8"
 COMPUTE = "#ff9f43"    # warm: arithmetic, busy cores, the flat roof, prefill
@@ -47,7 +47,3 @@ SAFE_WIDTH = 14.22 * 0.9
 SAFE_HEIGHT = 8 * 0.9
 SAFE_LEFT, SAFE_RIGHT = -SAFE_WIDTH / 2, SAFE_WIDTH / 2
 SAFE_BOTTOM, SAFE_TOP = -SAFE_HEIGHT / 2, SAFE_HEIGHT / 2
-
-# Motion
-TRANSITION = 0.4       # seconds of fade in at a beat's start and out at its end
-LEAD = 0.15            # an animation starts this much before its cue, so the change lands on the word

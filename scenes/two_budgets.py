@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from manim import DOWN, RIGHT, UP, AnimationGroup, FadeIn, Indicate, LaggedStart, Line, ReplacementTransform, VGroup
 
 from render import formatting as fmt
-from scenes.base import BeatScene
+from render.engine.scene import BeatScene
 from scenes.helpers import BudgetCard, Lever, get_text, get_title
 from scenes.pictures.cache_rides_along import cache_picture
 from scenes.style import BODY_SIZE, COMPUTE, HIGHLIGHT, MEMORY, MUTED, SMALL_SIZE, TEXT, TITLE_SIZE

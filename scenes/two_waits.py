@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from manim import LEFT, RIGHT, UP, AnimationGroup, Create, FadeIn, FadeOut, GrowFromEdge, Indicate, LaggedStart, Write
 
-from scenes.base import BeatScene
+from render.engine.scene import BeatScene
 from scenes.pictures.two_waits import two_waits_picture
 from scenes.style import HIGHLIGHT
 

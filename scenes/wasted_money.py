@@ -8,7 +8,7 @@ from manim import (DOWN, LEFT, RIGHT, UP, FadeIn, FadeOut, GrowFromEdge, Indicat
                    VGroup)
 
 from render import formatting as fmt
-from scenes.base import BeatScene
+from render.engine.scene import BeatScene
 from scenes.helpers import Bar, blend, get_pill, get_text, get_title, inside_safe_area
 from scenes.pictures.batching import batching_handover
 from scenes.pictures.wasted_money import long_prompt_picture

@@ -89,8 +89,8 @@ def test_every_module_a_beat_loads_is_in_its_key_and_an_unrelated_one_is_not(pro
 
     loaded = {beat: set(run_in(project, LOADED, scene_of(beat).module)) for beat in BEAT_IDS}
     everything = set().union(*loaded.values())
-    assert "render/formulas.py" in everything and "render/video/internals.py" in everything
-    assert "scenes/copying.py" in everything and "scenes/families.py" in everything
+    assert "render/formulas.py" in everything and "render/engine/internals.py" in everything
+    assert "render/engine/copying.py" in everything and "render/engine/families.py" in everything
     unrelated = ("render/publish/page.py", "render/measure/client.py")  # the film's page, the measuring client
     assert not everything & set(unrelated)
     keys = run_in(project, KEYS, str(project / "none"), *sorted(everything), *unrelated)

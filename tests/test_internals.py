@@ -1,5 +1,5 @@
 """Whatever reaches into Manim, PyAV or svgelements does so from one list, checked against the tested versions
-(issue 44): render/video/internals.py."""
+(issue 44): render/engine/internals.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from render.errors import FilmError
-from render.video import internals
+from render.engine import internals
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARIES = ("manim", "av", "svgelements")
@@ -91,7 +91,7 @@ def test_no_module_replaces_an_internal_the_list_lacks():
             replaced.setdefault(name, []).append(str(path.relative_to(ROOT)))
     assert {"Mobject.__deepcopy__", "CairoRenderer.render", "VideoSegmentEncoder.write_frame"} <= set(replaced)
     unlisted = {name: where for name, where in replaced.items() if name not in listed}
-    assert not unlisted, f"add these to render/video/internals.py's PATCHED: {unlisted}"
+    assert not unlisted, f"add these to render/engine/internals.py's PATCHED: {unlisted}"
 
 
 def refusal(monkeypatch, version) -> str:

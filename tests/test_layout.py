@@ -56,7 +56,7 @@ def test_the_lint_finds_text_running_over_a_cards_edge():
     """The class of fault a preview found: a lever's text grown past its card's right border."""
     from manim import DOWN, RIGHT
 
-    from scenes.layout_lint import bounding_box, texts_over_frame_edges
+    from render.engine.layout_lint import bounding_box, texts_over_frame_edges
     from scenes.helpers import BudgetCard, get_text
     from scenes.style import MEMORY
 

@@ -144,7 +144,7 @@ def frames_sent_to_the_encoder(monkeypatch) -> list[tuple[str, int]]:
 def test_a_play_draws_its_still_objects_once_and_the_frames_are_manims(narrated, beat_id, tmp_path, monkeypatch):
     """Drawn in layers (what a play leaves still, once; what moves, each frame), every frame has exactly the
     pixels Manim's own drawing gives it. These two beats have the most still objects after a moving one."""
-    from scenes.base import BeatScene
+    from render.engine.scene import BeatScene
 
     sent = frames_sent_to_the_encoder(monkeypatch)
     layered = beats.render_video(narrated.plan, beat_id, beats.QUALITIES["tiny"], tmp_path / "layered.mp4")
@@ -276,7 +276,7 @@ def test_an_updater_that_moves_an_object_it_does_not_own_is_named(narrated, tmp_
     moves another is a scene's mistake, named, not a picture with the old one left in it."""
     from manim import DOWN, LEFT, RIGHT, UP, Square, tempconfig
 
-    from scenes.base import BeatScene
+    from render.engine.scene import BeatScene
 
     class Meddling(BeatScene):
         def build(self):
@@ -372,11 +372,11 @@ def test_parsed_shapes_are_kept_for_the_next_render_and_checked(narrated, tmp_pa
 
 
 def test_a_family_is_listed_as_manim_lists_it():
-    """Families listed in one pass (scenes/families.py) are Manim's lists: its order, a part held twice
+    """Families listed in one pass (render/engine/families.py) are Manim's lists: its order, a part held twice
     listed once (where Manim keeps it), a part that holds its own ancestor not followed back."""
     from manim import Circle, Square, VGroup
 
-    from scenes import families
+    from render.engine import families
 
     a, b, c = Square(), Circle(), Square()
     shared = VGroup(a, VGroup(b, a), c)
@@ -475,7 +475,7 @@ def test_scenes_read_no_yaml_and_compute_no_physics():
     voice."""
     allowed_render = {"render.errors", "render.formatting", "render.formulas", "render.plan.types",
                       "render.plan.tracking", "render.plan.beat_scene",
-                      "render.video.internals"}  # (the engine's patches check the tested releases first)
+                      "render.engine.scene", "render.engine.cuts"}  # (the authoring API, never its plumbing)
     for path in SCENES.rglob("*.py"):
         tree = ast.parse(path.read_text())
         imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
@@ -532,7 +532,7 @@ def test_every_beat_is_drawn_by_the_class_its_id_names_and_every_scene_class_dra
     """Issue 56, step 2: no registry. Beat `cache-rides-along` is class CacheRidesAlong in scenes/cache_rides_along.py;
     every BeatScene subclass in scenes/ is one beat's, in that beat's module."""
     from scenes import scene_class
-    from scenes.base import BeatScene
+    from render.engine.scene import BeatScene
 
     drawn = set()
     for beat in BEAT_IDS:
@@ -689,7 +689,7 @@ def test_a_measured_sweep_replaces_the_roofline_chart_in_the_batching_beat(data_
         {"batching": (), "measured": (), "cache-rides-along": ()}
 
     def before_the_fade(timed) -> float:  # the beat's last picture, just before its closing fade begins
-        from scenes.base import BeatView
+        from render.engine.scene import BeatView
         return BeatView.of(timed, "batching").cues["end"] - 0.2
 
     stills = {name: np.asarray(Image.open(beats.render_still(timed, "batching", before_the_fade(timed), "low",
@@ -730,7 +730,7 @@ def test_a_film_of_expected_numbers_shows_them_and_the_reached_roof(narrated, se
     """EFFICIENCY=: the decode beat reads the expected figures and the shares, and the roofline beat's last picture has
     the reached roof, dashed, under the datasheet's: more of the slope's and the roof's colours than the film of
     ceilings, in the same chart."""
-    from scenes.base import BeatView
+    from render.engine.scene import BeatView
     from scenes.style import COMPUTE, MEMORY
 
     cache = seed_speech(tmp_path / "cache")

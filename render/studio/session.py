@@ -47,7 +47,7 @@ class Problem:
 
 @dataclass
 class BeatPanel:
-    """One beat as the studio's page shows it: its panel (the scenes see a beat as scenes.base.BeatView)."""
+    """One beat as the studio's page shows it: its panel (the scenes see a beat as render.engine.scene.BeatView)."""
     id: str
     title: str
     clock: str

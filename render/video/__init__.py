@@ -1,4 +1,4 @@
-"""Stage 4, the pictures and the film: scenes/ rendered with Manim from the timed plan, then joined.
+"""Stage 6, the pictures and the film: scenes/ (written on render/engine/) rendered from the timed plan, then joined.
 
     quality.py   the qualities a beat renders at and how its video is encoded
     beats.py     one beat's pictures (a BeatRender), stills, the contact sheet, the layout lint
@@ -7,7 +7,6 @@
     sources.py   the scenes' source files, read and parsed once per version
     cues.py      the cues each scene waits for, checked against those its beat marks
     settling.py  when each beat's picture settles after each cue (the stills are taken there)
-    internals.py every place the renderer reaches into Manim, PyAV or svgelements, and the tested versions
     frames.py    Manim's frames handed to the encoder without new buffers; held pictures repeated
     h264.py      a held picture's repeats as H.264 frames that skip every macroblock
     shapes.py    the outlines of text and formulas, kept between renders

@@ -116,7 +116,7 @@ class BeatRender:
     values_read: tuple[str, ...]  # the plan values the scene read ("numbers.prefill.ops"), for the cache
     seconds: float                # wall time of the render
     layout: tuple[str, ...] = ()  # text over text, or text under ~28 px at 1080p (should be nothing)
-    frames_layered: int = 0       # frames drawn over their play's still objects (scenes/layers.py)
+    frames_layered: int = 0       # frames drawn over their play's still objects (render/engine/layers.py)
     settled: tuple[tuple[str, float], ...] = ()  # (cue, seconds into the beat) once what it set moving has ended
 
 

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from fractions import Fraction
 
 from render.video.h264 import SkipFrames
-from render.video.internals import check_versions
+from render.engine.internals import check_versions
 
 
 @contextmanager

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from render.files import write_atomic
-from render.video.internals import check_versions
+from render.engine.internals import check_versions
 
 log = logging.getLogger("film")
 

@@ -116,12 +116,12 @@ def parsed(path: Path) -> tuple[bytes, ast.Module, list[str]]:
 def scene_sources(module: str) -> list[Path]:
     """The files a beat's pictures depend on: its scene module and every project module it imports, followed through
     scenes/ and render/ alike, with the engine that draws any beat (render/video/beats.py) and every module that
-    installs one of the renderer's patches on Manim, PyAV or svgelements (render/video/internals.py), and what those
+    installs one of the renderer's patches on Manim, PyAV or svgelements (render/engine/internals.py), and what those
     import."""
-    from render.video.internals import PATCHED
+    from render.engine.internals import PATCHED
 
     seen: set[str] = set()
-    pending = [module, "scenes.base", "render.video.beats", "render.video.internals",
+    pending = [module, "render.engine.scene", "render.video.beats", "render.engine.internals",
                *(module_name(PROJECT_ROOT / patch.where) for patch in PATCHED)]
     while pending:
         name = pending.pop()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from manim import LEFT, RIGHT, UP
 
-from scenes.base import BeatScene
+from render.engine.scene import BeatScene
 from scenes.helpers import RooflineChart, WeightsWall, inside_safe_area, wall_label
 from scenes.pictures.roofline import axis_ranges
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from manim import DOWN, LEFT, RIGHT, UP, DashedLine, Rectangle, VGroup
 
 from render import formatting as fmt, formulas
-from scenes.base import BeatScene
+from render.engine.scene import BeatScene
 from scenes.helpers import Bar, WeightsWall, get_formula, get_pill, get_provenance, get_text, get_title, tex_text
 from scenes.pictures.measured import BAR_LENGTH, prompt_name
 from scenes.style import HIGHLIGHT, KV_CACHE, MEMORY, MUTED, SMALL_SIZE

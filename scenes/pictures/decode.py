@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from manim import DOWN, LEFT, UP, VGroup
 
 from render import formatting as fmt, formulas
-from scenes.base import BeatScene
+from render.engine.scene import BeatScene
 from scenes.helpers import get_formula, get_pill, get_text, inside_safe_area, tex_text
 from scenes.pictures.stage import (DECODE_SHIFT, FORMULA_AT, FORMULA_WIDTH, Division, Stage, get_division, get_stage,
                                    times_gpus)

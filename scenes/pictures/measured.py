@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from manim import DOWN, LEFT, RIGHT, UP, Dot, Rectangle, VGroup
 
 from render import formatting as fmt
-from scenes.base import BeatScene
+from render.engine.scene import BeatScene
 from scenes.helpers import (Bar, LogChart, decades, get_pill, get_provenance, get_text, get_title, inside_safe_area,
                             power_label, powers_of_ten)
 from scenes.style import COMPUTE, HIGHLIGHT, LABEL_SIZE, SMALL_SIZE, TEXT

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from manim import DOWN, LEFT, RIGHT, UL, UP, VGroup
 
 from render import formatting as fmt, formulas
-from scenes.base import BeatScene
+from render.engine.scene import BeatScene
 from scenes.helpers import Labelled, RooflineChart, get_formula, get_pill, get_title, inside_safe_area, tex_text
 from scenes.style import COMPUTE, HIGHLIGHT, MEMORY, TEXT
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from manim import DOWN, LEFT, RIGHT, UP, Arrow, VGroup
 
 from render import formatting as fmt
-from scenes.base import BeatScene
+from render.engine.scene import BeatScene
 from scenes.helpers import (Chip, Counter, WeightsWall, get_formula, get_title, inside_safe_area, slide_clear_of,
                             tex_text, wall_label)
 from scenes.style import MEMORY, MUTED

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from manim import DOWN, LEFT, RIGHT, UP, FadeIn, FadeOut, Line, Rectangle, RoundedRectangle, Succession, VGroup
 
 from render import formulas
-from scenes.base import BeatScene
+from render.engine.scene import BeatScene
 from scenes.helpers import Chip, WeightsWall, get_formula, get_text, get_title, term
 from scenes.style import BODY_SIZE, COMPUTE, IDLE, LABEL_SIZE, MEMORY, MUTED, PANEL, SMALL_SIZE, TEXT
 

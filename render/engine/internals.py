@@ -34,25 +34,26 @@ def manim(name: str, where: str, why: str) -> Patch:
 
 # In the order a render meets them.
 PATCHED = (
-    manim("mobject.mobject.Mobject.__deepcopy__", "scenes/copying.py",
+    manim("mobject.mobject.Mobject.__deepcopy__", "render/engine/copying.py",
           "a copy shares the parts that never change (points stay, colours and parsed paths are immutable)"),
-    Patch("manim", "utils.color.core.ManimColor.__deepcopy__", "scenes/copying.py", "colours are immutable",
+    Patch("manim", "utils.color.core.ManimColor.__deepcopy__", "render/engine/copying.py", "colours are immutable",
           adds=True),
-    Patch("svgelements", "Path.__deepcopy__", "scenes/copying.py", "a glyph's copies share its parsed path",
+    Patch("svgelements", "Path.__deepcopy__", "render/engine/copying.py", "a glyph's copies share its parsed path",
           adds=True),
-    manim("mobject.mobject.Mobject.get_family", "scenes/families.py", "a family listed in one pass"),
-    manim("camera.camera.Camera.set_cairo_context_path", "scenes/camera.py",
+    manim("mobject.mobject.Mobject.get_family", "render/engine/families.py", "a family listed in one pass"),
+    manim("camera.camera.Camera.set_cairo_context_path", "render/engine/camera.py",
           "an outline traced once while its points stay the same (overridden in KeptPathCamera)"),
-    manim("renderer.cairo_renderer.CairoRenderer.freeze_current_frame", "scenes/base.py",
+    manim("renderer.cairo_renderer.CairoRenderer.freeze_current_frame", "render/engine/drawing.py",
           "a held frame written for this part of the beat only"),
-    manim("renderer.cairo_renderer.CairoRenderer.render", "scenes/base.py",
+    manim("renderer.cairo_renderer.CairoRenderer.render", "render/engine/drawing.py",
           "each frame drawn once, by layers, within the part"),
-    manim("renderer.cairo_renderer.CairoRenderer.save_static_frame_data", "scenes/base.py",
+    manim("renderer.cairo_renderer.CairoRenderer.save_static_frame_data", "render/engine/drawing.py",
           "nothing drawn for a skipped play"),
-    manim("renderer.cairo_renderer.CairoRenderer.update_frame", "scenes/base.py", "nothing drawn for a skipped play"),
-    Patch("manim", "renderer.cairo_renderer.CairoRenderer.static_image", "scenes/base.py",
+    manim("renderer.cairo_renderer.CairoRenderer.update_frame", "render/engine/drawing.py",
+          "nothing drawn for a skipped play"),
+    Patch("manim", "renderer.cairo_renderer.CairoRenderer.static_image", "render/engine/drawing.py",
           "no background kept for a skipped play", adds=True),
-    Patch("manim", "renderer.cairo_renderer.CairoRenderer._original_skipping_status", "scenes/base.py",
+    Patch("manim", "renderer.cairo_renderer.CairoRenderer._original_skipping_status", "render/engine/drawing.py",
           "a play wholly before the part skipped, as Manim's own skipping does", adds=True),
     manim("renderer.cairo_renderer.CairoRenderer.get_frame", "render/video/frames.py",
           "frames handed over in kept buffers"),
@@ -85,6 +86,6 @@ def check_versions() -> None:
             names = ", ".join(".".join(patch.name.split(".")[-2:]) for patch in PATCHED if patch.library == library)
             raise FilmError(f"{library} {version} is installed, but the renderer reaches into its internals ({names}) "
                             f"as tested on {' or '.join(prefix + 'x' for prefix in prefixes)}; run `make setup` to "
-                            f"install the tested release (pyproject.toml pins it), or test render/video/internals.py's "
-                            f"list against {version} and add it to TESTED")
+                            f"install the tested release (pyproject.toml pins it), or test "
+                            f"render/engine/internals.py's list against {version} and add it to TESTED")
 

@@ -16,7 +16,7 @@ import svgelements
 from manim import ManimColor, Mobject
 from manim.constants import CapStyleType, LineJointType
 
-from render.video.internals import check_versions
+from render.engine.internals import check_versions
 
 SHARED = frozenset({int, float, bool, str, bytes, complex, type(None), np.float64, np.int64, np.bool_, ManimColor,
                     LineJointType, CapStyleType})
@@ -42,7 +42,7 @@ def copy_mobject(mobject: Mobject, memo: dict) -> Mobject:
     return result
 
 
-check_versions()  # (Manim's, svgelements' internals: render/video/internals.py lists what is replaced)
+check_versions()  # (Manim's, svgelements' internals: render/engine/internals.py lists what is replaced)
 Mobject.__deepcopy__ = copy_mobject
 ManimColor.__deepcopy__ = lambda color, memo: color
 # A glyph keeps the SVG path its points were made from, read once and never changed: its copies share it.

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from manim import config
 
-from scenes.layers import extent
+from render.engine.layers import extent
 
 
 # Text at font size 1 is this many pixels tall (ascender to descender) at 1080p; the brief asks for 28.
