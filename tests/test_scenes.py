@@ -386,6 +386,8 @@ def test_a_family_is_listed_as_manim_lists_it():
         assert families.get_family(group) == families.manims_get_family(group)
     assert families.get_family(shared) == [shared, shared.submobjects[1], b, a, c]  # `a` where it is last
     from manim import Mobject
+
+    families.install()  # (as every scene's setup does)
     assert Mobject.get_family is families.get_family
 
 

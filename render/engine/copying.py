@@ -16,7 +16,7 @@ import svgelements
 from manim import ManimColor, Mobject
 from manim.constants import CapStyleType, LineJointType
 
-from render.engine.internals import check_versions
+from render.engine import internals
 
 SHARED = frozenset({int, float, bool, str, bytes, complex, type(None), np.float64, np.int64, np.bool_, ManimColor,
                     LineJointType, CapStyleType})
@@ -42,9 +42,15 @@ def copy_mobject(mobject: Mobject, memo: dict) -> Mobject:
     return result
 
 
-check_versions()  # (Manim's, svgelements' internals: render/engine/internals.py lists what is replaced)
-Mobject.__deepcopy__ = copy_mobject
-ManimColor.__deepcopy__ = lambda color, memo: color
-# A glyph keeps the SVG path its points were made from, read once and never changed: its copies share it.
-# Deep-copying it was nine tenths of copying a text.
-svgelements.Path.__deepcopy__ = lambda path, memo: path
+def itself(value, memo):
+    """A value's copy: the value (a colour is never changed in place; nor is a glyph's parsed path)."""
+    return value
+
+
+def install() -> None:
+    """Copies share what never changes, from here on (render/engine/internals.py lists what is replaced)."""
+    internals.install(Mobject, "__deepcopy__", copy_mobject)
+    internals.install(ManimColor, "__deepcopy__", itself)
+    # A glyph keeps the SVG path its points were made from, read once and never changed: its copies share it.
+    # Deep-copying it was nine tenths of copying a text.
+    internals.install(svgelements.Path, "__deepcopy__", itself)

@@ -12,7 +12,7 @@ from manim import Scene, config
 from manim.utils.exceptions import EndSceneEarlyException
 from manim.utils.iterables import list_update
 
-from render.engine import copying, families  # noqa: F401  (copies share what never changes; families in one pass)
+from render.engine import copying, families, internals
 from render.engine.camera import KeptPathCamera
 from render.engine.cuts import BACKGROUND
 from render.engine.layers import Layers
@@ -73,6 +73,8 @@ class DrawnScene(Scene):
         super().__init__(camera_class=KeptPathCamera, **kwargs)
 
     def setup(self) -> None:
+        copying.install()   # copies share what never changes
+        families.install()  # families listed in one pass
         self.camera.background_color = BACKGROUND
         self.frames_done = 0
         renderer = self.renderer
@@ -102,7 +104,7 @@ class DrawnScene(Scene):
 
         def save_static_unless_skipping(scene, static):
             if renderer.skip_animations:
-                renderer.static_image = None
+                internals.install(renderer, "static_image", None)
                 return None
             return save_static_frame_data(scene, static)
 
@@ -111,10 +113,10 @@ class DrawnScene(Scene):
                 update_frame(*args, **kwargs)
 
         # (Manim's renderer internals, checked against the tested version: render/engine/internals.py)
-        renderer.freeze_current_frame = freeze_current_frame
-        renderer.render = render
-        renderer.save_static_frame_data = save_static_unless_skipping
-        renderer.update_frame = update_unless_skipping
+        for name, hook in (("freeze_current_frame", freeze_current_frame), ("render", render),
+                           ("save_static_frame_data", save_static_unless_skipping),
+                           ("update_frame", update_unless_skipping)):
+            internals.install(renderer, name, hook)
 
     def frames_of_part(self, first: int, count: int) -> int:
         """How many of the frames first..first+count-1 this render writes (all of them, unless a part)."""
@@ -138,7 +140,7 @@ class DrawnScene(Scene):
             if self.frames_done >= self.part[1]:
                 raise EndSceneEarlyException()  # the part is written; Manim closes its file
             # A play wholly before the part jumps to its end, as Manim's skipping does.
-            self.renderer._original_skipping_status = self.frames_done + frames <= self.part[0]
+            internals.install(self.renderer, "_original_skipping_status", self.frames_done + frames <= self.part[0])
         super().play(*animations, run_time=asked / config.frame_rate, **kwargs)
         if self.stills_wanted:
             # A held frame (a wait with nothing moving) never reaches play_internal: its frames are the picture

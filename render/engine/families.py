@@ -12,7 +12,7 @@ from __future__ import annotations
 from manim import Mobject
 from manim.utils.iterables import remove_list_redundancies
 
-from render.engine.internals import check_versions
+from render.engine import internals
 
 
 def get_family(mobject: Mobject, recurse: bool = True) -> list[Mobject]:
@@ -33,5 +33,8 @@ def get_family(mobject: Mobject, recurse: bool = True) -> list[Mobject]:
 
 
 manims_get_family = Mobject.get_family
-check_versions()  # (Manim's internals: render/engine/internals.py lists what is replaced)
-Mobject.get_family = get_family
+
+
+def install() -> None:
+    """Families listed in one pass, from here on (render/engine/internals.py lists what is replaced)."""
+    internals.install(Mobject, "get_family", get_family)

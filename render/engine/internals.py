@@ -2,15 +2,19 @@
 
 Speed-ups that replace a library's own methods (a deep copy that shares what never changes, families listed in one
 pass, frames handed to the encoder without new buffers, parsed outlines kept between renders, a renderer that
-writes only its part of a beat) rely on internals a release may change without notice. Each site that installs one
-calls `check_versions()` first, which refuses an untested version with one message; a test checks that every name
-listed here exists in the installed libraries and that no module replaces a library attribute this list lacks.
+writes only its part of a beat) rely on internals a release may change without notice. `install` (and `installed`,
+for the length of a render) is the one place a library's attribute is assigned: it checks the installed releases
+against TESTED first (once; an untested one is refused with one message) and sets only what PATCHED lists. The sites
+that reach in call it while a beat renders; nothing patches at import. A test checks that every name listed here
+exists in the installed libraries and that no other module assigns a library attribute.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
+import inspect
 from dataclasses import dataclass
 
 from render.errors import FilmError
@@ -89,3 +93,30 @@ def check_versions() -> None:
                             f"install the tested release (pyproject.toml pins it), or test "
                             f"render/engine/internals.py's list against {version} and add it to TESTED")
 
+
+
+LISTED = frozenset(".".join(patch.name.split(".")[-2:]) for patch in PATCHED)  # "Mobject.__deepcopy__", …
+
+
+def install(owner: object, name: str, value: object) -> None:
+    """Set `owner.name` to `value`: a library class's method, or what one of its objects holds (Manim's renderer's
+    hooks and state). The installed releases are checked first; a name PATCHED does not list is refused."""
+    check_versions()
+    listed = f"{(owner if inspect.isclass(owner) else type(owner)).__name__}.{name}"
+    if listed not in LISTED:
+        raise FilmError(f"the renderer sets {listed}, which render/engine/internals.py does not list: add it to "
+                        f"PATCHED, with where it is set and why")
+    setattr(owner, name, value)
+
+
+@contextlib.contextmanager
+def installed(*replacements: tuple[object, str, object]):
+    """Each (owner, name, value) installed for the length of the block, the library's own put back after."""
+    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in replacements]
+    for owner, name, value in replacements:
+        install(owner, name, value)
+    try:
+        yield
+    finally:
+        for owner, name, value in reversed(originals):
+            install(owner, name, value)

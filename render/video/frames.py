@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from fractions import Fraction
 
 from render.video.h264 import SkipFrames
-from render.engine.internals import check_versions
+from render.engine.internals import installed
 
 
 @contextmanager
@@ -36,10 +36,8 @@ def kept_frame_buffers(held_crf: str | None = None):
     from manim.renderer.cairo_renderer import CairoRenderer
     from manim.scene import video_segment_encoder
 
-    check_versions()
     encoder_class = video_segment_encoder.VideoSegmentEncoder
-    originals = encoder_class.write_frame, encoder_class.finish, CairoRenderer.get_frame
-    original_write, original_finish, original_get = originals
+    original_finish = encoder_class.finish
     # The renderer's copy of each frame is made straight into an RGBA picture the encoder converts as it is
     # (a pool, each picture handed back once converted); where a picture's rows are padded (not the one
     # C-contiguous array Manim takes), into a kept array the encoder copies into its own picture.
@@ -108,11 +106,9 @@ def kept_frame_buffers(held_crf: str | None = None):
         except Exception as error:
             raise encoder._operation_error("finish", error) from error
 
-    encoder_class.write_frame, encoder_class.finish, CairoRenderer.get_frame = write_frame, finish, get_frame
-    try:
+    with installed((encoder_class, "write_frame", write_frame), (encoder_class, "finish", finish),
+                   (CairoRenderer, "get_frame", get_frame)):
         yield
-    finally:
-        encoder_class.write_frame, encoder_class.finish, CairoRenderer.get_frame = originals
 
 
 class Pictures:

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from render.files import write_atomic
-from render.engine.internals import check_versions
+from render.engine.internals import installed
 
 log = logging.getLogger("film")
 
@@ -136,7 +136,6 @@ def kept_shapes(cache: Path | None):
     from manim import RIGHT
     from manim.mobject.svg import svg_mobject
 
-    check_versions()
     folder = Path(cache) / "typeset" / "shapes"
     folder.mkdir(parents=True, exist_ok=True)
     parse = svg_mobject.SVGMobject.init_svg_mobject
@@ -167,10 +166,6 @@ def kept_shapes(cache: Path | None):
         mobject.flip(RIGHT)  # as Manim's parse ends
         return mobject
 
-    svg_mobject.SVGMobject.init_svg_mobject = init_svg_mobject
-    svg_mobject.SVGMobject.generate_mobject = generate_mobject
-    try:
+    with installed((svg_mobject.SVGMobject, "init_svg_mobject", init_svg_mobject),
+                   (svg_mobject.SVGMobject, "generate_mobject", generate_mobject)):
         yield
-    finally:
-        svg_mobject.SVGMobject.init_svg_mobject = parse
-        svg_mobject.SVGMobject.generate_mobject = generate
