@@ -132,14 +132,16 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
     # A broken storyboard: the page names the file and line; the last good pictures stay, marked stale.
     storyboard = project / "script" / "storyboard.yaml"
     good = storyboard.read_text()
+    shown = pictures(page)  # what the page shows as the bad save comes
     storyboard.write_text(good.replace("beats:", "beats: [unclosed", 1))
     wait_for(page, "return !document.getElementById('problem').hidden;", 30)
     where = page.find_element("css selector", "#problem .where").text
     assert re.search(r"storyboard\.yaml:\d+", where), where
     deadline = time.monotonic() + 30  # (the problem, then each beat marked stale, as the studio publishes them)
-    while not all((broken := pictures(page))[beat][3] for beat in after) and time.monotonic() < deadline:
+    while not all((broken := pictures(page))[beat][3] for beat in shown) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert all(broken[beat][1:3] == after[beat][1:3] and broken[beat][3] for beat in after), broken  # kept, stale
+    changed = {beat: (shown[beat][1:3], broken[beat][1:3]) for beat in shown if broken[beat][1:3] != shown[beat][1:3]}
+    assert not changed and all(broken[beat][3] for beat in shown), (changed, lines[printed_before:])  # kept, stale
 
     # Mended: the problem goes, nothing is drawn again (the files are as they were), nothing is stale.
     storyboard.write_text(good)

@@ -65,6 +65,8 @@ PATCHED = (
           "kept buffers, and a held picture's repeats made rather than encoded"),
     manim("scene.video_segment_encoder.VideoSegmentEncoder.finish", "render/video/frames.py",
           "the held picture's repeats written at the end"),
+    Patch("manim", "scene.video_segment_encoder.VideoSegmentEncoder._closed", "render/video/frames.py",
+          "a segment whose held repeats are written marked closed, as Manim's own finish marks it", adds=True),
     Patch("av", "VideoFrame.reformat", "render/video/frames.py",
           "the kept picture converted to the encoder's format (with its stream's codec context, Manim's _stream)"),
     manim("mobject.svg.svg_mobject.SVGMobject.init_svg_mobject", "render/video/shapes.py",

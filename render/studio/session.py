@@ -404,7 +404,9 @@ class Studio:
                     # (an edited beat) are taken again there, before the beat is ready.
                     view = self.views[beat_id]
                     before = {cue["name"]: cue["at"] for cue in view.cues}
-                    self.finish(plan, narration, beat_id, "clip", result, [], finished[beat_id], saved_at, version)
+                    # (not ready until it is known whether its stills are taken again: shown below, once)
+                    self.finish(plan, narration, beat_id, "clip", result, [], finished[beat_id], saved_at, version,
+                                show=False)
                     moved = [cue for cue in self.cues_of(plan, beat_id) if before.get(cue["name"]) != cue["at"]]
                     if moved and "problem" not in result:
                         view.cues = [next((m for m in moved if m["name"] == cue["name"]), cue) for cue in view.cues]
@@ -414,15 +416,15 @@ class Studio:
                                         str(self.folder / "media"), str(self.cache_folder))
                         stills_left[beat_id] = stills_left.get(beat_id, 0) + 1
                         finished[beat_id].discard("stills")
-                        view.status = "drawing stills"
-                        self.publish("beat", asdict(view))
+                    if "problem" not in result:
+                        self.show(view, finished[beat_id])
         finally:
             self.stop_drawing()
 
     def finish(self, plan: Plan, narration, beat_id: str, kind: str, result: dict, cues: list[dict],
-               finished: set[str], saved_at: float, version: int) -> None:
+               finished: set[str], saved_at: float, version: int, show: bool = True) -> None:
         """Show what a drawing process made of a beat (`kind`: stills, at `cues`, or its clip; `finished`: what
-        of the beat is all done this update)."""
+        of the beat is all done this update; `show`: publish its panel now, else the caller does)."""
         view = self.views[beat_id]
         if "problem" in result:
             view.problem, view.status = result["problem"], "failed"
@@ -454,6 +456,11 @@ class Studio:
             view.numbers = self.numbers_of(plan, beat_id)
             self.reads[beat_id] = self.cache.values_read(plan, beat_id, self.quality)
             self.drawn_with[beat_id] = key_parts(plan, beat_id, self.reads[beat_id])
+        if show:
+            self.show(view, finished)
+
+    def show(self, view: BeatPanel, finished: set[str]) -> None:
+        """Publish a beat's panel, its status from what of it is all done this update."""
         if finished >= {"stills", "clip"}:
             view.status, view.stale = "ready", False
         else:

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from fractions import Fraction
 
 from render.video.h264 import SkipFrames
-from render.engine.internals import installed
+from render.engine.internals import install, installed
 
 
 @contextmanager
@@ -97,7 +97,8 @@ def kept_frame_buffers(held_crf: str | None = None):
             original_finish(encoder)
             return
         # Manim's finish, with the held repeats written between x264's last packets and the close.
-        encoder._held, encoder._closed = None, True
+        encoder._held = None
+        install(encoder, "_closed", True)
         try:
             try:
                 write_skip_frames(encoder, held[1])
