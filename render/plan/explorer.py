@@ -148,6 +148,7 @@ class Explorer:
     context_stops: tuple[int, ...]
     answer_stops: tuple[int, ...]
     start: dict[str, int]                   # each slider's starting stop: the settings the source's maths speaks of
+    steps: dict[str, dict[str, int]]        # each beat's step: the stop it opens each slider at (the rest at start)
     gpus: tuple[str, ...]                   # GPU pill ids, the film's first
     dtypes: tuple[str, ...]
     deployments: dict[str, DeploymentView]  # every (GPU, data type) that fits, by key
@@ -155,9 +156,6 @@ class Explorer:
     def stops_of(self, slider: str) -> tuple[int, ...]:
         return {"prompt": self.prompt_stops, "batch": self.batch_stops, "context": self.context_stops,
                 "answer": self.answer_stops}[STOPS_OF[slider]]
-
-    def stop_index(self, slider: str, value: int) -> int:
-        return self.stops_of(slider).index(value)
 
 
 def key_of(deployment: Deployment) -> str:
@@ -169,13 +167,14 @@ SLIDERS = ("prompt", "batch", "context", "cache", "answer")
 STOPS_OF = {"prompt": "prompt", "batch": "batch", "context": "context", "cache": "context", "answer": "answer"}
 
 
-def explore(catalog: Catalog, deployment: Deployment, pills: tuple[str, ...], settings: dict[str, tuple[int, ...]],
-            start: dict[str, int], kv_tokens: int) -> Explorer:
-    """Every pill's numbers at every stop, around the film's own deployment. `settings`: the values the film speaks
-    of, by the stops they belong to (prompt, batch, context, answer), each made a stop; `start`: where each slider of
-    SLIDERS starts, a value among its stops."""
-    prompts, batches = with_stops(PROMPT_STOPS, settings["prompt"]), with_stops(BATCH_STOPS, settings["batch"])
-    contexts, answers = with_stops(CONTEXT_STOPS, settings["context"]), with_stops(ANSWER_STOPS, settings["answer"])
+def explore(catalog: Catalog, deployment: Deployment, pills: tuple[str, ...], start: dict[str, int],
+            steps: dict[str, dict[str, int]], kv_tokens: int) -> Explorer:
+    """Every pill's numbers at every stop, around the film's own deployment. `start`: where each slider of SLIDERS
+    starts; `steps`: the values each beat's step opens sliders at. Every one of those values is made a stop."""
+    spoken = {group: tuple({value for settings in (start, *steps.values()) for slider, value in settings.items()
+                            if STOPS_OF[slider] == group}) for group in ("prompt", "batch", "context", "answer")}
+    prompts, batches = with_stops(PROMPT_STOPS, spoken["prompt"]), with_stops(BATCH_STOPS, spoken["batch"])
+    contexts, answers = with_stops(CONTEXT_STOPS, spoken["context"]), with_stops(ANSWER_STOPS, spoken["answer"])
     stops = {"prompt": prompts, "batch": batches, "context": contexts, "answer": answers}
     gpu_order = [deployment.gpu.id, *[gpu for gpu in pills if gpu != deployment.gpu.id],
                  *[gpu for gpu in catalog.gpus if gpu != deployment.gpu.id and gpu not in pills]]
@@ -197,6 +196,8 @@ def explore(catalog: Catalog, deployment: Deployment, pills: tuple[str, ...], se
         default=key_of(deployment), prompt_stops=prompts, batch_stops=batches, context_stops=contexts,
         answer_stops=answers,
         start={slider: stops[STOPS_OF[slider]].index(start[slider]) for slider in SLIDERS},
+        steps={beat: {slider: stops[STOPS_OF[slider]].index(value) for slider, value in settings.items()}
+               for beat, settings in steps.items()},
         gpus=tuple(shown_gpus), dtypes=tuple(catalog.dtypes), deployments=views)
 
 

@@ -185,12 +185,16 @@ def explorer_for(plan: Plan, data_dir: Path = DATA_DIR):
     from render.plan.explorer import ANSWER_TOKENS, explore
 
     params, long_measured = plan.parameters, plan.measured.long.prompt_tokens
-    settings = {"prompt": (params.prompt_tokens, params.long_prompt_tokens),
-                "batch": (1, params.batch_size), "context": (0, params.batch_context_tokens, long_measured),
-                "answer": (ANSWER_TOKENS,)}
     start = {"prompt": params.prompt_tokens, "batch": 1, "context": 0, "cache": long_measured, "answer": ANSWER_TOKENS}
+    # Each beat's step opens at the settings its narration speaks of, so its words, formula and readout agree.
+    steps = {"prefill": {"prompt": params.prompt_tokens},
+             "decode": {"batch": 1, "context": 0},
+             "roofline": {"prompt": params.prompt_tokens, "batch": 1, "context": 0},
+             "batching": {"batch": params.batch_size, "context": params.batch_context_tokens},
+             "wasted-money": {"prompt": params.long_prompt_tokens},
+             "cache-rides-along": {"cache": long_measured}}
     return explore(load_catalog(data_dir), plan.choice.deployment, tuple(pill.gpu_id for pill in plan.pills),
-                   settings, start, film_kv_tokens(params))
+                   start, steps, film_kv_tokens(params))
 
 
 # No narrator (ours speak about three words a second) says more than this in a second, even sped up.

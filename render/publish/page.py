@@ -127,18 +127,6 @@ def measured_elsewhere(plan: Plan) -> str:
             f"{choice.model.name}'s in {choice.dtype.name}.")
 
 
-def step_settings(plan: Plan) -> dict[str, dict[str, int]]:
-    """The settings each beat's step opens at (slider values; the rest at "The maths" own, the film's GPU and data
-    type): those its narration speaks of, so its words, its formula and its readout give the same numbers."""
-    params, long_measured = plan.parameters, plan.measured.long.prompt_tokens
-    return {"prefill": {"prompt": params.prompt_tokens},
-            "decode": {"batch": 1, "context": 0},
-            "roofline": {"prompt": params.prompt_tokens, "batch": 1, "context": 0},
-            "batching": {"batch": params.batch_size, "context": params.batch_context_tokens},
-            "wasted-money": {"prompt": params.long_prompt_tokens},
-            "cache-rides-along": {"cache": long_measured}}
-
-
 def mathml(formula: formulas.Formula, display: str = "block") -> str:
     """The formula as MathML, from exactly the LaTeX the film typesets it from, coloured part by part."""
     latex = " ".join(tex if role == formulas.TEXT else rf"{{\color{{{style.ROLE_COLOURS[role]}}}{tex}}}"
@@ -464,15 +452,13 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, list[tuple[str
     lines = [mathml for block in formulas_shown.values()
              for mathml in (block["mathml"], *(line for _, line in block["filled"]))]
     formula_characters = "".join(characters_of(mathml) for mathml in lines) + "0123456789,.×≈+="
-    settings = step_settings(plan)
     steps = []
     for number, beat in enumerate(beats, 1):
         view = STEPS.get(beat["id"], StepView("latency"))
-        opening = {slider: explorer.stop_index(slider, value) for slider, value in settings.get(beat["id"], {}).items()}
         steps.append({"number": number, "id": beat["id"], "title": beat["title"], "start": beat["start"],
                       "clock": beat["clock"], "narration": beat["narration"], "stills": stills.get(beat["id"], []),
                       "formula": view.formula, "controls": " ".join(view.controls), "readout": view.readout,
-                      "settings": json.dumps({**explorer.start, **opening})})
+                      "settings": json.dumps({**explorer.start, **explorer.steps.get(beat["id"], {})})})
     rows = number_rows(plan, explorer)
     # Only what this page uses: the sources its rows cite (and the measured timings its fit shows), the words it says.
     cited = {source.kind for row in rows for source in row.sources} | {MEASURED}
