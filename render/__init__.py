@@ -15,7 +15,7 @@
 beside what every stage shares: errors.py (one message, never a traceback), files.py (where files live, written
 whole), formatting.py (every number as the film writes it), formulas.py (the film's formulas, for scenes and page),
 media.py (ffmpeg and ffprobe), text.py (free text made safe to show), logs.py (only the project's own messages
-reach the terminal); and cli.py, the `film` command.
+reach the terminal); and cli.py, the `film` command (its options in arguments.py).
 """
 
 __version__ = "0.1.0"

@@ -81,3 +81,16 @@ def echo(value: object, limit: int = ECHO_LENGTH) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit].rstrip()}… ({length:,} characters)"
+
+
+def whole_number_in(text: str, low: int, high: int) -> int:
+    """A whole number from `low` to `high` (commas and underscores allowed), or a ValueError that says why not."""
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise ValueError(f"{echo(text)} is not a whole number") from None
+    if value < low:
+        raise ValueError(f"must be at least {low}, not {text}" if low else f"must not be negative, not {text}")
+    if value > high:
+        raise ValueError(f"at most {high:,}, not {text}")
+    return value

@@ -7,7 +7,7 @@ import argparse
 import re
 from pathlib import Path
 
-from render.cli import build_parser
+from render.arguments import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -18,7 +18,8 @@ from conftest import ROOT
 STAGES = {"render.errors": 0, "render.files": 0, "render.formatting": 0, "render.media": 0, "render": 0,
           "render.specs": 1, "render.serving": 1, "render.measure": 1, "render.plan": 2, "render.voice": 3,
           "render.engine": 4, "scenes": 5, "render.video": 6,
-          "render.publish": 7, "render.cluster": 8, "render.studio": 8, "render.tools": 9, "render.cli": 9}
+          "render.publish": 7, "render.cluster": 8, "render.studio": 8, "render.tools": 9, "render.arguments": 9,
+          "render.cli": 9}
 
 
 def stage_of(module: str) -> int:

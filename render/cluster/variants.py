@@ -12,9 +12,10 @@ import re
 from collections.abc import Callable
 
 from render.errors import FilmError
+from render.files import DATA_DIR
 from render.plan.storyboard import Storyboard
 from render.plan.types import FilmRequest, Plan
-from render.specs.catalog import Catalog
+from render.specs.catalog import Catalog, load_catalog
 from render.text import echo
 
 MATRICES = ("all", "gpus", "models")
@@ -81,3 +82,28 @@ def plans_for(variants: list[FilmRequest], resolve: Callable[[FilmRequest], Plan
             continue
         plans.append(plan)
     return plans, left_out
+
+
+def films_asked(variants: str | None, matrix: str | None, around: FilmRequest, storyboard: Storyboard,
+                resolve: Callable[[FilmRequest], Plan], say: Callable[[str], None] = print) -> list[Plan]:
+    """`make films`: the plans VARIANTS= or MATRIX= asks for around the command line's choice (`resolve` makes a
+    variant's plan with the command line's other settings); a matrix's choices that do not fit are left out and
+    said, and a matrix of which none fits is refused."""
+    if bool(variants) == bool(matrix):
+        raise FilmError("make films: say which films, either VARIANTS=\"h100-sxm/llama-3.1-8b/bf16 …\" or "
+                        f"MATRIX={'|'.join(MATRICES)} (not both)")
+    if variants:
+        if around.asks_deployment:
+            raise FilmError("make films: with VARIANTS each variant names its own GPU, model and data type; "
+                            "leave GPU, GPUS, MODEL, DTYPE and KV_DTYPE unset (or use MATRIX=gpus|models around them)")
+        candidates = parse_variants(variants)
+    else:
+        candidates = matrix_variants(matrix, load_catalog(DATA_DIR), storyboard, around)
+    plans, left_out = plans_for(candidates, resolve, strict=bool(variants))
+    if left_out:
+        say(f"films: MATRIX={matrix} leaves out {len(left_out)} of its {len(candidates)} choices, which do not fit: "
+            + "; ".join(left_out[:3]) + (" …" if len(left_out) > 3 else ""))
+    if not plans:
+        raise FilmError(f"MATRIX={matrix}: no choice around {around} fits; try another GPU, more GPUS= or a "
+                        f"smaller data type")
+    return plans

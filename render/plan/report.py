@@ -1,5 +1,6 @@
-"""`film roofline`: a deployment's spec sheet and the timing of each phase at a prompt, a batch and a context,
-typed (the plan's own SpecSheet), as the table a person reads or the JSON a script reads."""
+"""What the plan says, as text: `film roofline` (a deployment's spec sheet and the timing of each phase at a prompt,
+a batch and a context, typed as the plan's own SpecSheet, as the table a person reads or the JSON a script reads)
+and `film plan` (each beat's times, words and captions, and the module that draws it)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from dataclasses import dataclass
 
 from render import formatting as fmt
 from render.plan import codec
+from render.plan.beat_scene import scene_of
 from render.plan.numbers import spec_sheet
-from render.plan.types import SpecSheet
+from render.plan.types import Plan, SpecSheet
 from render.specs import roofline as rl
 from render.specs.types import Deployment
 
@@ -59,7 +61,16 @@ class RooflineReport:
         return {**ids, **spec, **data}
 
 
+def asked_roofline(deployment: Deployment, prompt: int, batch: int, context: int) -> RooflineReport:
+    """`film roofline`: the report, refused (one message) where the prompt or the batch's cache does not fit."""
+    rl.check_fits(deployment, max(prompt, batch * context),
+                  f"a {prompt:,}-token prompt" if prompt >= batch * context
+                  else f"{batch} sequences of {context:,} cached tokens")
+    return roofline_report(deployment, prompt, batch, context)
+
+
 def roofline_report(deployment: Deployment, prompt: int, batch: int, context: int) -> RooflineReport:
+    """Each phase's timing at a prompt, a batch and a context."""
     phases = {"prefill": PhaseTiming.of(deployment, rl.prefill(deployment, prompt), prompt, 1, 0),
               "decode": PhaseTiming.of(deployment, rl.decode_step(deployment, 1, context), 1, 1, context)}
     if batch > 1:
@@ -116,4 +127,16 @@ def roofline_table(label: str, deployment: Deployment, report: RooflineReport) -
         f"  decode reaches the ridge at batch {fmt.count(report.batch_size_at_ridge)}" if report.batch_size_at_ridge
         else "  decode never reaches the ridge at this context: each sequence's KV cache grows with the batch",
     ]
+    return "\n".join(lines)
+
+
+def plan_listing(plan: Plan) -> str:
+    """`film plan`: the choice, then each beat's times, title and module, its narration and its captions."""
+    choice = plan.choice
+    lines = [f"{plan.title}: {choice.gpu.name}, {choice.model.name}, {choice.dtype.name} "
+             f"(compared with {choice.compare_gpu.name}; measured: {choice.measured_id})"]
+    for beat in plan.beats:
+        times = f"{fmt.timestamp(beat.start)}-{fmt.timestamp(beat.end)}"
+        lines += ["", f"{times}  {beat.title}  [{scene_of(beat.id).path}]", f"  {beat.narration}",
+                  *(f"  ({name}) {caption}" for name, caption in beat.captions.items())]
     return "\n".join(lines)

@@ -116,6 +116,12 @@ class FilmRequest:
         """This request for `other`'s deployment (a matrix's film, with the command line's other settings)."""
         return replace(self, **{name: getattr(other, name) for name in self.DEPLOYMENT})
 
+    @property
+    def make_variables(self) -> str:
+        """The choice as make's variables (' GPU=a100-sxm-80gb GPUS=2'), for a message that says what to run."""
+        return "".join(f" {name.upper()}={getattr(self, name)}" for name in self.__dataclass_fields__
+                       if name not in ("voice", "recordings") and getattr(self, name) is not None)
+
     def __str__(self) -> str:
         """As VARIANTS= writes it: GPU/MODEL/DTYPE[/gpus=N][/kv=X] (one GPU goes without saying)."""
         parts = [self.gpu or "(default)", self.model or "(default)", self.dtype or "(default)"]

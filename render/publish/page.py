@@ -31,8 +31,10 @@ from render import formatting as fmt, formulas, media
 from render.files import link_or_copy, replace_folder, write_atomic
 from render.plan.explorer import (CHART_HEIGHT, CHART_LEFT, CHART_MARGIN, CHART_WIDTH, FLOPS_RANGE, INTENSITY_RANGE,
                                   SLIDERS, Explorer, chart_point)
-from render.plan.types import BUILT_IN_CUES, Plan
+from render.plan.resolve import explorer_for
+from render.plan.types import BUILT_IN_CUES, FilmRequest, Plan
 from render.publish import web
+from render.publish.review import made_film
 from render.publish.explain import MEASURED, NumberRow, fit_view, number_row, sources_of
 from render.publish.mathfont import MATH_FONT, body_font_css, characters_of, math_font_css, page_characters
 from render.video.settling import settled_of, settled_time
@@ -343,6 +345,18 @@ def chart_axes() -> dict:
         decade *= 10
     return {"width": CHART_WIDTH, "height": CHART_HEIGHT, "margin": CHART_MARGIN, "left": CHART_LEFT, "x": x_ticks,
             "y": y_ticks}
+
+
+def page_of_film(plan: Plan, folder: Path, request: FilmRequest, build_dir: Path,
+                 say: Callable[[str], None] = print) -> Path:
+    """`make page`: the page of the film made for this choice (else its preview); returns its index.html."""
+    film, timed = made_film(plan, folder, request, build_dir, "to make a page of")
+    return write_page(timed, film, say)
+
+
+def write_page(plan: Plan, film: Path, say: Callable[[str], None] = print) -> Path:
+    """The page beside `film`, the explorer's grid made from the plan."""
+    return make_page(plan, explorer_for(plan), film, say)
 
 
 def make_page(plan: Plan, explorer: Explorer, film: Path, say: Callable[[str], None] = print) -> Path:

@@ -12,6 +12,7 @@ and swapped in whole, so a failed review leaves the previous one as it was.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -22,9 +23,9 @@ import ffmpeg
 
 from render import formatting as fmt, media
 from render.errors import FilmError
-from render.files import BUILD_DIR, link_or_copy, replace_folder, write_atomic
+from render.files import BUILD_DIR, cache_dir, link_or_copy, replace_folder, write_atomic
 from render.plan.tracking import value_at
-from render.plan.types import Plan
+from render.plan.types import FilmRequest, Plan
 from render.publish import web
 from render.publish.explain import NumberRow, fit_view, number_row, sources_of
 from render.publish.web import beat_views, captions_url
@@ -53,6 +54,34 @@ def film_to_review(folder: Path, choice_args: str, purpose: str = "to review") -
             return candidate
     raise FilmError(f"no film {purpose} in {display_path(folder)} yet: run `make film{choice_args}` "
                     f"(or `make preview{choice_args}`) first")
+
+
+def made_film(plan: Plan, folder: Path, request: FilmRequest, build_dir: Path,
+              purpose: str = "to review") -> tuple[Path, Plan]:
+    """The film made for this plan (else its preview) and the timed plan it was made from (the narration's cache
+    answers: nothing is voiced again)."""
+    from render.voice.narration import make_narration
+
+    film = film_to_review(folder, request.make_variables, purpose)
+    return film, make_narration(plan, folder, cache_dir(build_dir)).plan
+
+
+def review_film(plan: Plan, folder: Path, request: FilmRequest, build_dir: Path = BUILD_DIR,
+                say: Callable[[str], None] = print) -> Path:
+    """`make review`: the review page of the film made for this choice; returns its index.html."""
+    film, timed = made_film(plan, folder, request, build_dir)
+    return make_review(timed, film, shown_numbers(timed, film), build_dir, say)
+
+
+def shown_numbers(plan: Plan, film: Path) -> dict[str, list[str]]:
+    """Each beat's numbers: those its scene showed (the render's shown.json beside the film) and those its words
+    speak of. A damaged shown.json leaves the narration's alone."""
+    shown_file = film.parent / "shown.json"
+    try:
+        shown = json.loads(shown_file.read_text()) if shown_file.is_file() else {}
+    except ValueError:
+        shown = {}
+    return {beat.id: sorted({*shown.get(beat.id, []), *beat.reads}) for beat in plan.beats}
 
 
 def make_review(plan: Plan, film: Path, shown: dict[str, list[str]], build_dir: Path = BUILD_DIR,

@@ -16,14 +16,16 @@ import math
 import re
 from pathlib import Path
 
+from render import formatting as fmt
 from render.errors import FilmError
 from render.specs.architecture import count_parameters
 from render.specs.catalog import PARAMETER_TOLERANCE, load_entries
 from render.specs.fields import bounds_of, out_of_range, to_yaml
+from render.specs.roofline import active_parameters
 from render.specs.types import Model
 from render.files import read_text_capped, write_atomic
 from render.specs.yamlio import MAX_INT_DIGITS, display_path
-from render.text import echo
+from render.text import NAME_LENGTH, control_characters, echo
 
 SUPPORTED = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe", "deepseek_v3")
 MOE_TYPES = ("mixtral", "qwen3_moe", "deepseek_v3")
@@ -248,7 +250,25 @@ def default_name(model_id: str) -> str:
 
 
 def model_from_file(path: Path, model_id: str | None = None, name: str | None = None) -> Model:
+    if name is not None:
+        check_name(name)
     return model_from_config(load_config(path), display_path(Path(path)), model_id, name)
+
+
+def check_name(name: str) -> None:
+    """--name: one line of plain text, short enough for a title and a file name."""
+    found = control_characters(name)
+    if found or not name.strip() or len(name) > NAME_LENGTH:
+        raise FilmError(f"--name: a name is one line of plain text, 1 to {NAME_LENGTH} characters"
+                        + (f"; this one holds control characters ({', '.join(found)})" if found else
+                           f"; this one is {len(name):,} characters long" if name.strip() else ""))
+
+
+def parameter_summary(model: Model) -> str:
+    """'8.03 billion parameters', and for a mixture of experts those active per token beside them."""
+    active = active_parameters(model)
+    total = f"{fmt.large(model.parameters)} parameters"
+    return f"{total}, {fmt.large(active)} active per token" if active != model.parameters else total
 
 
 FAMILY_NAMES = {"llama": "Llama", "mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3", "mixtral": "Mixtral",

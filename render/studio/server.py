@@ -27,13 +27,15 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from render.errors import FilmError
-from render.files import PROJECT_ROOT, resolved
+from render.files import PROJECT_ROOT, cache_dir, output_dir, resolved
+from render.plan.types import Plan
 from render.studio.session import Studio
 from render.text import clean_text
 
@@ -204,6 +206,29 @@ def project_name(path: str) -> str:
     """A saved file as the page names it: relative to the project where it is inside it."""
     where = resolved(path)
     return str(where.relative_to(PROJECT_ROOT)) if where.is_relative_to(PROJECT_ROOT) else path
+
+
+def open_studio(plan: Plan, plan_of: Callable[[], Plan], build: Path, quality: str, beat: str | None, port: int,
+                storyboard: Path) -> int:
+    """`make studio` for `plan`'s choice (`plan_of` resolves it again after each save): its folder under the
+    build folder locked for the studio alone, its page served until Ctrl-C."""
+    from render.publish import web
+    from render.video.finish import output_lock
+    from render.voice.narration import make_narration
+
+    folder = output_dir(plan.choice.name, plan.choice.is_default, build) / "studio"
+    cache = cache_dir(build)
+    broadcast = Broadcast()
+
+    def narrate(resolved):  # the timed plan at once (the stills need only that); the track levelled meanwhile
+        narration = make_narration(resolved, folder, cache, level_later=True)
+        narration.levelling.start()
+        return narration
+
+    studio = Studio(plan_of, narrate, folder, cache, quality, beat, broadcast.publish)
+    page = web.render("studio.html", title=plan.title, label=plan.choice.long_label, duration=plan.duration)
+    with output_lock(folder):
+        return run_studio(studio, storyboard, port, page, broadcast)
 
 
 def run_studio(studio: Studio, storyboard: Path, port: int, page: str, broadcast: Broadcast,

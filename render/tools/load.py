@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -178,20 +178,76 @@ def capacity_table(result: Sweep) -> str:
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
 
 
-def scheduler_of(name: str, args, deployment: Deployment) -> Scheduler:
-    """A scheduler by name with the command's settings (those of other schedulers are left at their defaults)."""
+@dataclass(frozen=True)
+class SchedulerSettings:
+    """What the command line sets for the schedulers (each takes its own; the rest keep their defaults)."""
+
+    max_seqs: int = 256
+    batch: int = 8                        # static batching's batch
+    max_wait: float = 0.5                 # static batching: seconds before a short batch goes
+    chunk_tokens: int = 512               # chunked prefill's tokens a step
+    prefill_gpus: int | None = None       # disaggregation's (None: the deployment's)
+    decode_gpus: int | None = None
+
+    def __post_init__(self):
+        if not (0 <= self.max_wait <= 3600):
+            raise FilmError(f"--max-wait {self.max_wait:g}: give seconds from 0 to 3600")
+
+
+def scheduler_of(name: str, settings: SchedulerSettings, deployment: Deployment) -> Scheduler:
+    """A scheduler by name with its settings."""
     if name not in SCHEDULERS:
         raise FilmError(f"--scheduler {echo(name)}: give one of {', '.join(SCHEDULERS)}, or several with commas")
     kind = SCHEDULERS[name]
-    settings = {"max_seqs": args.max_seqs}
+    own = {"max_seqs": settings.max_seqs}
     if name == "static":
-        settings.update(batch=args.batch, max_wait=args.max_wait)
+        own.update(batch=settings.batch, max_wait=settings.max_wait)
     elif name == "chunked":
-        settings["chunk_tokens"] = args.chunk_tokens
+        own["chunk_tokens"] = settings.chunk_tokens
     elif name == "disaggregated":
-        settings.update(prefill_gpus=args.prefill_gpus or deployment.gpus,
-                        decode_gpus=args.decode_gpus or deployment.gpus)
-    return kind(**settings)
+        own.update(prefill_gpus=settings.prefill_gpus or deployment.gpus,
+                   decode_gpus=settings.decode_gpus or deployment.gpus)
+    return kind(**own)
+
+
+def schedulers_named(names: str | None, sweeping: bool, settings: SchedulerSettings,
+                     deployment: Deployment) -> tuple[Scheduler, ...]:
+    """--scheduler's names (default: continuous batching, or all four for a sweep)."""
+    if names:
+        chosen = [name.strip() for name in names.split(",")]
+    else:
+        chosen = list(SCHEDULERS) if sweeping else ["continuous"]
+    return tuple(scheduler_of(name, settings, deployment) for name in chosen)
+
+
+def load_answer(request: LoadRequest, sweep_text: str | None = None, compare_with: Path | None = None,
+                as_json: bool = False, folder: Path = Path("build/load")) -> str:
+    """`film load`'s whole answer, as text: a measured load dataset compared with its prediction, a sweep of rates
+    (each scheduler's capacity, and its chart written into `folder`), or one rate (half the deployment's
+    saturation when none is given)."""
+    import json
+
+    if compare_with is not None:
+        from render.measure.load import read_load
+
+        rows = compare(read_load(compare_with), request)
+        if as_json:
+            return json.dumps({name: {"predicted": p, "measured": m, "error": e} for name, p, m, e in rows}, indent=2)
+        return compare_table(rows)
+    if sweep_text is not None:
+        result = sweep(request, sweep_rates(sweep_text), progress=progress_bar())
+        png, svg = write_sweep_chart(folder, request, result)
+        if as_json:
+            return json.dumps(sweep_json(result), indent=2)
+        return "\n".join((describe(request).replace(" at {rate}", " at each rate"),
+                          f"capacity: the highest rate at which {CAPACITY_SHARE:.0%} of requests meet {result.slo}",
+                          capacity_table(result), f"chart: {png}, {svg}"))
+    if request.rate is None and request.trace is None:
+        request = replace(request, rate=float(f"{saturation_rate(request) / 2:.3g}"))
+    reports = run(request)
+    if as_json:
+        return json.dumps(reports[0].as_json() if len(reports) == 1 else [r.as_json() for r in reports], indent=2)
+    return describe(request).replace("{rate}", f"{request.rate:g} a second") + "\n" + report_table(reports)
 
 
 def sweep_rates(text: str) -> tuple[float, ...] | None:

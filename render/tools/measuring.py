@@ -1,21 +1,27 @@
 """`film measure`'s whole run, as a library call: the endpoint timed at every prompt length (and concurrency level),
 the timings written as a data/measured/ dataset with the fit the film will make of them, and a report of both.
-The command line parses and checks its arguments into a MeasureRequest; nothing here reads a Namespace."""
+The command line parses its arguments into a MeasureRequest (or, for --load, a LoadMeasureRequest), which checks
+them; nothing here reads a Namespace."""
 
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from render.errors import FilmError
 from render.files import DATA_DIR
 from render.plan.resolve import resolve_choice
 from render.plan.storyboard import load_storyboard
 from render.plan.types import FilmRequest
-from render.specs.catalog import load_catalog
+from render.serving.workload import Lengths, check_rate
+from render.specs.catalog import DATASET_NAME, load_catalog
 from render.specs.yamlio import display_path
-from render.text import table
+from render.text import echo, table, whole_number_in
+
+MAX_MEASURED_PROMPT = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,79 @@ class MeasureRequest:
     provider: str | None
     out: Path                   # data/measured/<id>.yaml
     request: FilmRequest        # the catalog's GPU, model and precision the timings are compared with
+
+    @classmethod
+    def checked(cls, prompt_tokens: str, concurrency: str, **settings) -> MeasureRequest:
+        """From the command line's text: the lengths and levels read, the dataset's name and the run's size checked
+        (one message naming the option and the fix)."""
+        from render.measure.timings import MAX_CONCURRENCY, planned_requests
+
+        lengths = whole_numbers(prompt_tokens, "--prompt-tokens", 1, MAX_MEASURED_PROMPT)
+        if list(lengths) != sorted(set(lengths)) or len(lengths) < 2:
+            raise FilmError(f"--prompt-tokens {echo(prompt_tokens)}: give at least two increasing lengths")
+        out = settings["out"]
+        if out.suffix != ".yaml" or not DATASET_NAME.fullmatch(out.stem):
+            raise FilmError(f"--out {out}: the dataset must be a .yaml file whose name is its id: letters, digits, "
+                            f"'.', '_' and '-', e.g. data/measured/my-endpoint.yaml")
+        levels = whole_numbers(concurrency, "--concurrency", 1, MAX_CONCURRENCY)
+        if list(levels) != sorted(set(levels)) or levels[0] != 1:
+            raise FilmError(f"--concurrency {echo(concurrency)}: give increasing numbers of streams starting with 1 "
+                            f"(the single-stream figures the measured beats use), e.g. 1,8,32")
+        planned = planned_requests(len(lengths), settings["runs"], levels)
+        if planned > settings["max_requests"]:
+            raise FilmError(f"this run needs {planned:,} timed requests ({len(lengths)} prompt lengths x "
+                            f"{settings['runs']} runs x {sum(levels)} streams over --concurrency {concurrency}), more "
+                            f"than --max-requests {settings['max_requests']:,}; raise --max-requests or lower --runs "
+                            f"or --concurrency")
+        return cls(lengths=lengths, levels=levels, **settings)
+
+
+def whole_numbers(text: str, option: str, low: int, high: int) -> tuple[int, ...]:
+    """'34,2081,16361' as whole numbers, each from `low` to `high`."""
+    try:
+        return tuple(whole_number_in(part, low, high) for part in text.split(","))
+    except ValueError as error:
+        raise FilmError(f"{option} {echo(text)}: {error}") from None
+
+
+@dataclass(frozen=True)
+class LoadMeasureRequest:
+    """`film measure --load`: an open-loop stream of Poisson arrivals, every request timed, written as a load
+    dataset (each value checked on the way in)."""
+
+    base_url: str
+    model: str
+    api_key_env: str | None
+    timeout: float
+    rate: float                 # requests a second
+    requests: int
+    prompt: Lengths
+    answer: Lengths
+    seed: int
+    max_seconds: float          # no request is sent after this
+    out: Path                   # a .yaml load dataset
+
+    def __post_init__(self):
+        check_rate(self.rate)
+        if not (1 <= self.max_seconds <= 86_400):
+            raise FilmError(f"--max-seconds {self.max_seconds:g}: give from 1 to 86,400 seconds")
+        if self.out.suffix != ".yaml":
+            raise FilmError(f"--out {self.out}: a load dataset is a .yaml file, e.g. build/load/mine.yaml")
+
+
+def measure_load_endpoint(asked: LoadMeasureRequest, say: Callable[[str], None] = print) -> Path:
+    """Send the stream, time every request, write the load dataset and say how to compare it; returns its path."""
+    from render.measure import client
+    from render.measure.load import measure_load, write_load
+
+    endpoint = client.Endpoint(asked.base_url, asked.model, client.api_key_from(asked.api_key_env),
+                               timeout=asked.timeout, max_requests=asked.requests + 64)
+    record = measure_load(endpoint, asked.rate, asked.requests, asked.prompt, asked.answer, asked.seed,
+                          asked.max_seconds, say=say)
+    write_load(asked.out, record)
+    say(f"wrote {display_path(asked.out)}: {len(record.requests):,} requests timed ({record.failed} failed); compare "
+        f"it with film load --compare {shlex.quote(str(asked.out))}")
+    return asked.out
 
 
 def measure_endpoint(asked: MeasureRequest, say: Callable[[str], None] = print) -> Path:

@@ -300,6 +300,24 @@ def ctrl_c_noted():
         signal.signal(signal.SIGINT, previous)
 
 
+def render_asked(plan: Plan, kind: str, beat_id: str | None, at: float | None, quality_name: str, out_dir: Path,
+                 cache: Path) -> Path:
+    """`make scene`, `make still` and `make sheet` for a resolved plan: the narration (cached) or only its timings,
+    then the beat's clip with its sound, one frame of it, or a contact sheet of every beat."""
+    from render.voice.narration import Narrator, make_narration
+
+    if kind != "sheet":
+        plan.beat(beat_id)  # an unknown beat fails before anything is voiced
+    if kind == "scene":
+        narration = make_narration(plan, out_dir, cache)
+        return render_beat(narration.plan, narration.track, beat_id, quality_name, out_dir / "beats", cache=cache).video
+    narrator = Narrator(plan, cache)  # a picture needs the speech's timings, not the track; a still, its own beat's
+    if kind == "still":
+        return beats.render_still(narrator.timed_slice(beat_id), beat_id, at, quality_name, out_dir / "stills",
+                                  cache=cache)
+    return beats.make_sheet(narrator.narrate().plan, quality_name, out_dir / "sheet.png", cache=cache)
+
+
 def render_beat(plan: Plan, narration: Path, beat_id: str, quality_name: str, out_dir: Path,
                 cache: Path | None = None) -> beats.BeatRender:
     """`make scene`: the beat's video with its narration, at <out_dir>/<beat-id>.mp4."""

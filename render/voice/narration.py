@@ -419,6 +419,13 @@ class NarrationResult:
     seconds: float
     levelling: Levelling
 
+    @property
+    def cache_line(self) -> str:
+        """What the speech cache did: clips synthesised, reused and regenerated."""
+        line = (f"speech cache: {self.synthesised} clips synthesised, {self.reused} reused"
+                + (f", {self.repaired} damaged ones regenerated" if self.repaired else ""))
+        return line if self.synthesised else f"{line}: nothing to synthesise"
+
     def track_ready(self) -> Path:
         """The levelled track, waited for (and its failure raised) if it is still being made."""
         self.levelling.wait()
