@@ -11,12 +11,13 @@
     two_budgets.py        what each wait answers to, then the end card
 
 and the pictures they share: pictures/ (what each beat hands the next, built from the plan, so that no beat imports
-another; the stage prefill and decode stand on), helpers.py (the recurring objects: chip, wall, KV stacks, roofline
-chart, counters, bars) and style.py (palette, font, sizes and the safe area); all written on the engine in
-render/engine/ (BeatScene, render/engine/scene.py), which imports nothing of scenes/.
+another; the stage prefill and decode stand on), figures/ (the recurring objects, a module by what they draw:
+text, the chip with its wall and KV stacks, counters and bars, charts) and style.py (palette, font, sizes and the
+safe area); all written on the engine in render/engine/ (BeatScene, render/engine/scene.py), which imports nothing of
+scenes/.
 
 Each beat is a BeatScene subclass named by the CamelCase of its id, in the module its id names. Scenes
-compose the shared objects of helpers.py in the palette of style.py and write every number with
+compose the shared objects of figures/ in the palette of style.py and write every number with
 render/formatting.py; they read the plan's attributes and never read YAML or compute physics.
 """
 

@@ -10,9 +10,11 @@ from manim import (DOWN, LEFT, RIGHT, UP, Create, Dot, FadeIn, FadeOut, FadeTran
 
 from render import formatting as fmt, formulas
 from render.engine.scene import BeatScene
-from scenes.helpers import (Counter, Labelled, LogChart, RooflineChart, WeightsWall, decades, get_caption, get_formula,
-                            get_provenance, get_text, get_title, inside_safe_area, power_label, powers_of_ten, retitle,
-                            slide_clear_of, tex_text)
+from scenes.figures.charts import LogChart, RooflineChart, decades, power_label, powers_of_ten
+from scenes.figures.chip import WeightsWall
+from scenes.figures.counters import Counter, Labelled
+from scenes.figures.text import (get_caption, get_formula, get_provenance, get_text, get_title, inside_safe_area,
+                                 retitle, slide_clear_of, tex_text)
 from scenes.pictures.batching import WALL_HEIGHT, WALL_WIDTH, batching_chart, batching_handover, batching_wall
 from scenes.pictures.roofline import roofline_ending
 from scenes.style import HIGHLIGHT, KV_CACHE, LABEL_SIZE, MEMORY, SMALL_SIZE

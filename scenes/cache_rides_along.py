@@ -10,7 +10,7 @@ from manim import (DOWN, LEFT, UP, FadeIn, FadeOut, GrowFromEdge, Indicate, Lagg
                    Write)
 
 from render.engine.scene import BeatScene
-from scenes.helpers import retitle
+from scenes.figures.text import retitle
 from scenes.pictures.cache_rides_along import cache_picture
 from scenes.pictures.measured import measured_ending
 from scenes.style import HIGHLIGHT

@@ -11,7 +11,8 @@ from manim import (DOWN, UP, AnimationGroup, FadeIn, FadeOut, FadeTransform, Squ
 from render import formatting as fmt
 from render.engine.scene import BeatScene
 from render.engine.scene import AMBIENT_SECONDS as AMBIENT
-from scenes.helpers import Counter, retitle
+from scenes.figures.counters import Counter
+from scenes.figures.text import retitle
 from scenes.pictures.decode import DecodeEnding, decode_ending
 from scenes.pictures.prefill import prefill_ending
 from scenes.pictures.stage import DECODE_SHIFT, Stage, get_counter_row

@@ -11,7 +11,7 @@ from manim import (DOWN, LEFT, RIGHT, UP, FadeIn, FadeOut, FadeTransform, Indica
 from render import formatting as fmt
 from render.engine.scene import BeatScene
 from render.engine.scene import AMBIENT_SECONDS as AMBIENT
-from scenes.helpers import Counter
+from scenes.figures.counters import Counter
 from scenes.pictures.prefill import PrefillEnding, prefill_ending
 from scenes.pictures.stage import TOKENS_AT, Stage, at_best, get_counter_row
 from scenes.pictures.two_waits import two_waits_picture

@@ -10,7 +10,8 @@ from manim import DOWN, LEFT, RIGHT, UP, Create, FadeIn, FadeOut, FadeTransform,
 
 from render import formatting as fmt
 from render.engine.scene import BeatScene
-from scenes.helpers import Labelled, get_pill, retitle, slide_clear_of
+from scenes.figures.counters import Labelled
+from scenes.figures.text import get_pill, retitle, slide_clear_of
 from scenes.pictures.decode import decode_ending
 from scenes.pictures.roofline import gpu_badge, ridge_formula, roofline_ending
 from scenes.style import COMPUTE, HIGHLIGHT, MEMORY

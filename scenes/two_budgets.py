@@ -8,7 +8,8 @@ from manim import DOWN, RIGHT, UP, AnimationGroup, FadeIn, Indicate, LaggedStart
 
 from render import formatting as fmt
 from render.engine.scene import BeatScene
-from scenes.helpers import BudgetCard, Lever, get_text, get_title
+from scenes.figures.counters import BudgetCard, Lever
+from scenes.figures.text import get_text, get_title
 from scenes.pictures.cache_rides_along import cache_picture
 from scenes.style import BODY_SIZE, COMPUTE, HIGHLIGHT, MEMORY, MUTED, SMALL_SIZE, TEXT, TITLE_SIZE
 

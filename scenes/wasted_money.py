@@ -9,7 +9,8 @@ from manim import (DOWN, LEFT, RIGHT, UP, FadeIn, FadeOut, GrowFromEdge, Indicat
 
 from render import formatting as fmt
 from render.engine.scene import BeatScene
-from scenes.helpers import Bar, blend, get_pill, get_text, get_title, inside_safe_area
+from scenes.figures.counters import Bar, blend
+from scenes.figures.text import get_pill, get_text, get_title, inside_safe_area
 from scenes.pictures.batching import batching_handover
 from scenes.pictures.wasted_money import long_prompt_picture
 from scenes.style import COMPUTE, HIGHLIGHT, LABEL_SIZE, MEMORY, MUTED

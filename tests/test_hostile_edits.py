@@ -49,7 +49,7 @@ def project(tmp_path) -> Path:
 # -- 1. a scene saved with a syntax error -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module, beat", [("two_waits.py", "two-waits"), ("helpers.py", "prefill")])
+@pytest.mark.parametrize("module, beat", [("two_waits.py", "two-waits"), ("figures/counters.py", "prefill")])
 def test_a_half_typed_scene_is_named_with_its_line_not_a_traceback(project, module, beat):
     scene = project / "scenes" / module
     lines = scene.read_text().count("\n")

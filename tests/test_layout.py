@@ -57,7 +57,8 @@ def test_the_lint_finds_text_running_over_a_cards_edge():
     from manim import DOWN, RIGHT
 
     from render.engine.layout_lint import bounding_box, texts_over_frame_edges
-    from scenes.helpers import BudgetCard, get_text
+    from scenes.figures.counters import BudgetCard
+    from scenes.figures.text import get_text
     from scenes.style import MEMORY
 
     card = BudgetCard("tokens per second", "decode's budget", MEMORY)

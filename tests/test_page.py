@@ -874,7 +874,7 @@ def public_texts(plan, page_html: str) -> dict[str, str]:
     """Every text of a film a viewer or reader meets: the page (its table and notes included), the video
     description, the narration (the captions' words), the lines the film writes on screen under the measured beats."""
     from render.publish.kit import description_text
-    from scenes.helpers import provenance_lines
+    from scenes.figures.text import provenance_lines
 
     text = re.sub(r"<script.*?</script>|<style.*?</style>", " ", page_html, flags=re.S)
     text = html.unescape(re.sub(r"<[^>]+>", " ", text))

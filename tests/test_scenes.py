@@ -644,7 +644,7 @@ def test_words_change_whole_never_as_broken_letters(narrated):
 
 
 def test_a_mixture_of_experts_wall_lights_only_the_experts_a_read_touches():
-    from scenes.helpers import Chip, WeightsWall
+    from scenes.figures.chip import Chip, WeightsWall
 
     plan = resolve_plan(model="mixtral-8x7b", gpus=2)
     wall = WeightsWall("", shares=plan.spec.gpus, experts=plan.spec.experts)

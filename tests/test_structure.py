@@ -177,7 +177,7 @@ def test_no_module_imports_itself_back_through_others():
 
 
 PACKAGES = ["render", *sorted(f"render/{path.parent.name}" for path in (ROOT / "render").glob("*/__init__.py")),
-            "scenes", "scenes/pictures"]
+            "scenes", "scenes/figures", "scenes/pictures"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -22,8 +22,8 @@ Progress = Callable[[int, int], None]  # (frames drawn, frames in the beat)
 
 
 def shown_counters(mobjects) -> list[tuple[str, str, str, str]]:
-    """Each counter on screen (scenes/helpers.py's Counter, found through its value, which names it: a play splits
-    the groups its objects were added in) as Counter.counter_state says it."""
+    """Each counter on screen (scenes/figures/counters.py's Counter, found through its value, which names it: a play
+    splits the groups its objects were added in) as Counter.counter_state says it."""
     found, seen = [], set()
     for mobject in mobjects:
         for part in mobject.get_family():

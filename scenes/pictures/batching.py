@@ -7,7 +7,9 @@ from __future__ import annotations
 from manim import LEFT, RIGHT, UP
 
 from render.engine.scene import BeatScene
-from scenes.helpers import RooflineChart, WeightsWall, inside_safe_area, wall_label
+from scenes.figures.charts import RooflineChart
+from scenes.figures.chip import WeightsWall, wall_label
+from scenes.figures.text import inside_safe_area
 from scenes.pictures.roofline import axis_ranges
 
 WALL_WIDTH, WALL_HEIGHT = 2.8, 2.4  # the weights wall batching draws, whose KV stacks it scales by

@@ -10,7 +10,9 @@ from manim import DOWN, LEFT, RIGHT, UP, DashedLine, Rectangle, VGroup
 
 from render import formatting as fmt, formulas
 from render.engine.scene import BeatScene
-from scenes.helpers import Bar, WeightsWall, get_formula, get_pill, get_provenance, get_text, get_title, tex_text
+from scenes.figures.chip import WeightsWall
+from scenes.figures.counters import Bar
+from scenes.figures.text import get_formula, get_pill, get_provenance, get_text, get_title, tex_text
 from scenes.pictures.measured import BAR_LENGTH, prompt_name
 from scenes.style import HIGHLIGHT, KV_CACHE, MEMORY, MUTED, SMALL_SIZE
 

@@ -10,7 +10,7 @@ from manim import DOWN, LEFT, UP, VGroup
 
 from render import formatting as fmt, formulas
 from render.engine.scene import BeatScene
-from scenes.helpers import get_formula, get_pill, get_text, inside_safe_area, tex_text
+from scenes.figures.text import get_formula, get_pill, get_text, inside_safe_area, tex_text
 from scenes.pictures.stage import (DECODE_SHIFT, FORMULA_AT, FORMULA_WIDTH, Division, Stage, get_division, get_stage,
                                    times_gpus)
 from scenes.style import HIGHLIGHT, MEMORY, MUTED, SMALL_SIZE

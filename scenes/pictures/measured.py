@@ -11,8 +11,9 @@ from manim import DOWN, LEFT, RIGHT, UP, Dot, Rectangle, VGroup
 
 from render import formatting as fmt
 from render.engine.scene import BeatScene
-from scenes.helpers import (Bar, LogChart, decades, get_pill, get_provenance, get_text, get_title, inside_safe_area,
-                            power_label, powers_of_ten)
+from scenes.figures.charts import LogChart, decades, power_label, powers_of_ten
+from scenes.figures.counters import Bar
+from scenes.figures.text import get_pill, get_provenance, get_text, get_title, inside_safe_area
 from scenes.style import COMPUTE, HIGHLIGHT, LABEL_SIZE, SMALL_SIZE, TEXT
 
 BAR_LENGTH = 6.0

@@ -10,7 +10,7 @@ from manim import DOWN, UP
 
 from render import formatting as fmt, formulas
 from render.engine.scene import BeatScene
-from scenes.helpers import get_formula, get_pill, get_text
+from scenes.figures.text import get_formula, get_pill, get_text
 from scenes.pictures.stage import FORMULA_AT, TOKENS_AT, Division, Stage, get_division, get_stage, times_gpus
 from scenes.style import COMPUTE, LABEL_SIZE, MEMORY, MUTED, SMALL_SIZE
 

@@ -11,7 +11,9 @@ from manim import DOWN, LEFT, RIGHT, UL, UP, VGroup
 
 from render import formatting as fmt, formulas
 from render.engine.scene import BeatScene
-from scenes.helpers import Labelled, RooflineChart, get_formula, get_pill, get_title, inside_safe_area, tex_text
+from scenes.figures.charts import RooflineChart
+from scenes.figures.counters import Labelled
+from scenes.figures.text import get_formula, get_pill, get_title, inside_safe_area, tex_text
 from scenes.style import COMPUTE, HIGHLIGHT, MEMORY, TEXT
 
 CHART_AT = LEFT * 1.3 + DOWN * 0.35

@@ -14,8 +14,9 @@ from manim import DOWN, LEFT, RIGHT, UP, Arrow, VGroup
 
 from render import formatting as fmt
 from render.engine.scene import BeatScene
-from scenes.helpers import (Chip, Counter, WeightsWall, get_formula, get_title, inside_safe_area, slide_clear_of,
-                            tex_text, wall_label)
+from scenes.figures.chip import Chip, WeightsWall, wall_label
+from scenes.figures.counters import Counter
+from scenes.figures.text import get_formula, get_title, inside_safe_area, slide_clear_of, tex_text
 from scenes.style import MEMORY, MUTED
 
 CHIP_AT = LEFT * 1.9 + UP * 0.5

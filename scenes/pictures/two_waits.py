@@ -11,7 +11,8 @@ from manim import DOWN, LEFT, RIGHT, UP, FadeIn, FadeOut, Line, Rectangle, Round
 
 from render import formulas
 from render.engine.scene import BeatScene
-from scenes.helpers import Chip, WeightsWall, get_formula, get_text, get_title, term
+from scenes.figures.chip import Chip, WeightsWall
+from scenes.figures.text import get_formula, get_text, get_title, term
 from scenes.style import BODY_SIZE, COMPUTE, IDLE, LABEL_SIZE, MEMORY, MUTED, PANEL, SMALL_SIZE, TEXT
 
 # The chat the opening shows: a question about a pasted report, and the reply that streams back (words of the

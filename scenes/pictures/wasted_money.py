@@ -10,7 +10,7 @@ from manim import DOWN, RIGHT, UP, Rectangle, VGroup
 
 from render import formatting as fmt, formulas
 from render.engine.scene import BeatScene
-from scenes.helpers import get_formula, get_text, slide_clear_of, term
+from scenes.figures.text import get_formula, get_text, slide_clear_of, term
 from scenes.style import COMPUTE, KV_CACHE, LABEL_SIZE, MUTED, SMALL_SIZE, TEXT
 
 
