@@ -185,7 +185,7 @@ def test_the_bounded_fit_is_what_scipys_solvers_find():
     import numpy as np
     from scipy.optimize import lsq_linear, nnls
 
-    from render.specs.calibration import nonnegative_least_squares
+    from render.specs.fitting import nonnegative_least_squares
 
     rng = np.random.default_rng(3)
     active = 0

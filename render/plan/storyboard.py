@@ -89,11 +89,7 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     film, defaults, parameters = document["film"], document["defaults"], document["parameters"]
     check_fields(film, "film", FILM_FIELDS)
     check_fields(defaults, "defaults", DEFAULT_FIELDS)
-    check_fields(parameters, "parameters", *yaml_keys(Parameters))
-    if parameters.get("embedding_reads") not in (None, *choices_of(Parameters, "embedding_reads")):
-        raise FilmError(f"{parameters.where('embedding_reads')}: parameters: embedding_reads must be table (a step "
-                        f"reads every weight, the source's convention) or rows (only its tokens' rows of the input "
-                        f"embedding table), not {echo(parameters['embedding_reads'])}")
+    check_parameters(parameters)
     narration = document["narration"]
     check_fields(narration, "narration", *yaml_keys(NarrationSettings))
     check_narration(narration)
@@ -101,6 +97,28 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
         parse_voice(narration["voice"])
     except FilmError as error:
         raise error.with_prefix(f"{narration.where('voice')}: narration: ") from None
+    film_end = parse_timestamp(film["end"], film.where("end"), "film end")
+    compile_template(film["summary"], film.where("summary"), "film summary")
+    beats = story_beats(document, film_end)
+
+    locations = {key: parameters.where(key) for key in parameters}
+    locations.update({f"defaults.{key}": defaults.where(key) for key in defaults})
+    locations.update({f"narration.{key}": narration.where(key) for key in narration})
+    locations["film.summary"] = film.where("summary")
+    return Storyboard(film["title"], film_end, film["source"], dict(defaults),
+                      Parameters(**{**parameters, "roofline_pills": tuple(parameters["roofline_pills"])}),
+                      NarrationSettings(**{key: float(value) if key not in ("voice", "recordings") else value
+                                           for key, value in narration.items()}),
+                      tuple(beats), path, locations, film["summary"])
+
+
+def check_parameters(parameters: YamlMap) -> None:
+    """The film's parameters: known fields, each within its range, the roofline's pills GPU ids."""
+    check_fields(parameters, "parameters", *yaml_keys(Parameters))
+    if parameters.get("embedding_reads") not in (None, *choices_of(Parameters, "embedding_reads")):
+        raise FilmError(f"{parameters.where('embedding_reads')}: parameters: embedding_reads must be table (a step "
+                        f"reads every weight, the source's convention) or rows (only its tokens' rows of the input "
+                        f"embedding table), not {echo(parameters['embedding_reads'])}")
     if not all(isinstance(pill, str) for pill in parameters["roofline_pills"]):
         raise FilmError(f"{parameters.where('roofline_pills')}: parameters: roofline_pills should be a list of "
                         f"GPU ids, e.g. [a100-sxm-80gb, rtx-4090]")
@@ -109,12 +127,13 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
             raise FilmError(f"{parameters.where(key)}: parameters: {key} must be from {low:,} to {high:,}, "
                             f"not {parameters[key]:,}")
 
-    film_end = parse_timestamp(film["end"], film.where("end"), "film end")
-    compile_template(film["summary"], film.where("summary"), "film summary")
+
+def story_beats(document: YamlMap, film_end: float) -> list[StoryBeat]:
+    """The beats, each checked (its fields, a unique id, its templates), in time order within the film; each ends
+    where the next starts, the last at the film's end."""
     beats_list = document["beats"]
     if not beats_list:
         raise FilmError(f"{document.where('beats')}: the storyboard has no beats")
-
     raw = []
     seen: dict[str, str] = {}
     for index, beat in enumerate(beats_list):
@@ -132,14 +151,29 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
                 raise FilmError(f"{captions.where(caption)}: {label}: caption {echo(caption)} should be text")
             compile_template(template, captions.where(caption), f"{label} caption {caption!r}")
         raw.append((beat, label, start, dict(captions)))
+    scene_lines_said([beat for beat, *_ in raw if "scene" in beat])
+    check_beat_order(raw, film_end, document["film"])
+    beats = []
+    for position, (beat, _label, start, captions) in enumerate(raw):
+        end = raw[position + 1][2] if position + 1 < len(raw) else film_end
+        where = {"narration": beat.where("narration")}
+        where.update({name: beat["captions"].where(name) for name in captions})
+        beats.append(StoryBeat(beat["id"], beat["title"], start, end, beat["narration"],
+                               captions, where, beat.get("holds")))
+    return beats
 
-    named = [beat for beat, *_ in raw if "scene" in beat]
-    if named:  # (a beat is drawn by the module its id names: said once, for every beat that still names one)
+
+def scene_lines_said(named: list) -> None:
+    """A beat is drawn by the module its id names: a storyboard's 'scene:' lines are said once, for every beat."""
+    if named:
         example, more = scene_of(named[0]["id"]), len(named) - 1
         others = f" (and {more} more beat{'s' * (more > 1)})" if more else ""
         log.warning(f"{named[0].where('scene')}{others}: 'scene:' is no longer needed: a beat is drawn by the class "
                     f"its id names ({example.beat!r}: {example.name} in {example.path}); delete the line")
 
+
+def check_beat_order(raw: list, film_end: float, film: YamlMap) -> None:
+    """The first beat starts at 0:00, each after the one before, every one before the film's end."""
     previous_start, previous_label = None, None
     for beat, label, start, _ in raw:
         if previous_start is None and start != 0:
@@ -156,24 +190,6 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
                 f"({film['end']}, {film.where('end')})"
             )
         previous_start, previous_label = start, label
-
-    beats = []
-    for position, (beat, _label, start, captions) in enumerate(raw):
-        end = raw[position + 1][2] if position + 1 < len(raw) else film_end
-        where = {"narration": beat.where("narration")}
-        where.update({name: beat["captions"].where(name) for name in captions})
-        beats.append(StoryBeat(beat["id"], beat["title"], start, end, beat["narration"],
-                               captions, where, beat.get("holds")))
-
-    locations = {key: parameters.where(key) for key in parameters}
-    locations.update({f"defaults.{key}": defaults.where(key) for key in defaults})
-    locations.update({f"narration.{key}": narration.where(key) for key in narration})
-    locations["film.summary"] = film.where("summary")
-    return Storyboard(film["title"], film_end, film["source"], dict(defaults),
-                      Parameters(**{**parameters, "roofline_pills": tuple(parameters["roofline_pills"])}),
-                      NarrationSettings(**{key: float(value) if key not in ("voice", "recordings") else value
-                                           for key, value in narration.items()}),
-                      tuple(beats), path, locations, film["summary"])
 
 
 def check_scene(beat: YamlMap, label: str) -> None:

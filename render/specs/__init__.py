@@ -10,5 +10,6 @@
     pronunciations.py  written forms -> spoken forms, from data/pronunciations.yaml
     roofline.py        pure maths: every number the film shows, from the specs alone
     calibration.py     what a deployment achieves, fitted from its measured timings
+    fitting.py         weighted least squares over a few figures, each by its written precision
     listing.py         film list: the catalog's entries as a table
 """

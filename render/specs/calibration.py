@@ -41,33 +41,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from decimal import Decimal
 
 import numpy as np
-# Chi-square's and Student's t quantiles (scipy.special: loaded with the voice's scipy.fft anyway).
-from scipy.special import chdtri, stdtrit
+# Chi-square's quantile (scipy.special: loaded with the voice's scipy.fft anyway).
+from scipy.special import chdtri
 
 from render.specs import roofline as rl
 from render.specs.catalog import Catalog, MeasuredDataset
+from render.specs.fitting import Estimate, LinearFit, inverse, predicted, weighted_fit, written_precision
 from render.specs.types import Deployment
 
-RELATIVE_FLOOR = 0.01  # no figure is trusted to better than 1%: runs differ by that much
 # A share of a ceiling the fit may report: above ten times the datasheet no deployment is what is assumed, and a share
 # whose uncertainty is larger than itself says nothing (flat TTFTs gave "300,527% ± 23,304,099,824%").
 MOST_PLAUSIBLE_SHARE = 10.0
-ONE_SIGMA = 0.841345  # the normal distribution's CDF at one sigma
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A fitted figure and its standard uncertainty (one sigma)."""
-
-    value: float
-    uncertainty: float
-
-    @property
-    def relative(self) -> float:
-        return self.uncertainty / self.value if self.value else math.inf
 
 
 @dataclass(frozen=True)
@@ -102,13 +88,6 @@ class KvSlope:
     @property
     def ratio(self) -> float:
         return self.seconds_per_token.value / self.predicted_seconds_per_token
-
-
-@dataclass(frozen=True)
-class LinearFit:
-    coefficients: np.ndarray
-    covariance: np.ndarray
-    exactly_determined: bool
 
 
 @dataclass(frozen=True)
@@ -178,32 +157,11 @@ class Calibration:
         return self.overhead_seconds.value / ttft.value
 
 
-def predicted(fit: LinearFit, row: np.ndarray) -> Estimate:
-    """A linear fit's value at one row of its design, with the uncertainty its covariance gives."""
-    return Estimate(float(row @ fit.coefficients), math.sqrt(max(float(row @ fit.covariance @ row), 0.0)))
-
-
 def serial_row(deployment: Deployment, step: rl.Step, overhead: float) -> np.ndarray:
     """A step's row of the serial model's design: (overhead's 1 or 0, arithmetic seconds, memory seconds), each at
     the datasheet's ceilings (so their fitted coefficients are one over the shares)."""
     timing = rl.time_on(deployment, step)
     return np.array([overhead, timing.compute_seconds, timing.memory_seconds])
-
-
-def written_precision(value: float, approximate: bool = False, written: str | None = None) -> float:
-    """Half a unit of the figure's last digit as the data file writes it (`written`: "0.30" is 0.3 +- 0.005, "30.0"
-    is +- 0.05, "30" +- 0.5), or as the number reads where the text is not known, and at least RELATIVE_FLOOR of it."""
-    try:
-        text = Decimal((written or "").strip().replace("_", ""))
-        if float(text) != float(value):  # (text of another value: a record changed since it was read)
-            raise ArithmeticError(written)
-        exponent = text.as_tuple().exponent
-    except (ArithmeticError, ValueError):  # (no text, or text that is no plain number: the number's own shortest form)
-        exponent = Decimal(repr(float(value))).normalize().as_tuple().exponent
-        if isinstance(exponent, int) and float(value).is_integer():
-            exponent = min(exponent, 0)  # a whole number's last digit is its units (30 is not 3e1)
-    half_digit = 0.5 * 10.0 ** exponent if isinstance(exponent, int) else 0.0
-    return max(half_digit, RELATIVE_FLOOR * abs(value))
 
 
 # A fit whose residuals its figures' precision cannot explain (chi-square beyond its 99.9% point) and that misses a
@@ -236,45 +194,6 @@ def decode_memory_seconds(deployment: Deployment, context: float, streams: int =
     return rl.time_on(deployment, rl.decode_step(deployment, streams, context)).memory_seconds
 
 
-def nonnegative_least_squares(design: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """x >= 0 minimising |design @ x - target|: every set of free unknowns solved, the best feasible kept (exact;
-    2^n sets, for the one to three unknowns of these fits)."""
-    unknowns = design.shape[1]
-    best, best_residual = np.zeros(unknowns), float(np.sum(target ** 2))
-    for mask in range(1, 2 ** unknowns):
-        free = [index for index in range(unknowns) if mask >> index & 1]
-        solved = np.linalg.lstsq(design[:, free], target, rcond=None)[0]
-        if np.all(solved >= 0):
-            candidate = np.zeros(unknowns)
-            candidate[free] = solved
-            residual = float(np.sum((design @ candidate - target) ** 2))
-            if residual < best_residual:
-                best, best_residual = candidate, residual
-    return best
-
-
-def weighted_fit(design: np.ndarray, measured: np.ndarray, sigma: np.ndarray) -> LinearFit:
-    """Bounded (>= 0) least squares of measured ~ design @ x, each row weighted by 1 / sigma."""
-    weighted, target = design / sigma[:, None], measured / sigma
-    solution = nonnegative_least_squares(weighted, target)
-    freedom = len(measured) - design.shape[1]
-    information = weighted.T @ weighted
-    covariance = np.linalg.pinv(information)
-    if freedom > 0:
-        # Scaled by the residuals, and widened by Student's t: from a few points the scatter is itself uncertain,
-        # and one sigma should still hold the truth about two times in three.
-        chi_square = float(np.sum((target - weighted @ solution) ** 2)) / freedom
-        covariance = covariance * max(1.0, chi_square) * float(stdtrit(freedom, ONE_SIGMA)) ** 2
-    return LinearFit(solution, covariance, freedom == 0)
-
-
-def inverse(coefficient: float, variance: float) -> Estimate | None:
-    """An efficiency from its fitted reciprocal (first-order propagation)."""
-    if coefficient <= 0:
-        return None
-    return Estimate(1 / coefficient, math.sqrt(max(variance, 0.0)) / coefficient ** 2)
-
-
 def deployment_of(dataset: MeasuredDataset, catalog: Catalog, gpu: str | None = None, gpus: int = 1,
                   embedding_rows: bool = False) -> Deployment:
     """The deployment a dataset's timings are compared with: its model and precision on its GPU (or `gpu`), reading
@@ -285,129 +204,164 @@ def deployment_of(dataset: MeasuredDataset, catalog: Catalog, gpu: str | None = 
     return deployment
 
 
-def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
-    """The dataset's timings fitted against the deployment's ceilings (see the module's docstring)."""
-    notes: list[str] = []
-    points: list[Point] = []
-    overhead = compute = memory = slope = prefill_fit = decode_fit = None
-    refusals: list[str] = []  # the overlapped model's misfits: said unless the serial model describes the data
-    gpu_named = f"{deployment.gpu.name}" + (f" x{deployment.gpus}" if deployment.gpus > 1 else "")
+@dataclass(frozen=True)
+class PhaseFit:
+    """One phase's fit: its estimates (overhead and compute for prefill, memory and the KV slope for decode), the
+    figures on its line, what it says, and why the overlapped model is refused (None: it is not)."""
 
-    timed = [prompt for prompt in dataset.prompts if prompt.ttft_seconds is not None]
+    first: Estimate | None
+    second: Estimate | KvSlope | None
+    fit: LinearFit | None
+    points: list[Point]
+    notes: list[str]
+    refusal: str | None = None
+
+
+def fit_prefill(deployment: Deployment, timed: list) -> PhaseFit:
+    """TTFT against the ideal prefill's arithmetic time: the overhead (intercept) and the share of peak (1 / slope)."""
     lengths = {prompt.prompt_tokens for prompt in timed}
-    if len(lengths) >= 2:
-        ideal = np.array([prefill_compute_seconds(deployment, prompt.prompt_tokens) for prompt in timed])
-        measured = np.array([prompt.ttft_seconds for prompt in timed])
-        sigma = np.array([written_precision(prompt.ttft_seconds, prompt.ttft_approximate, prompt.ttft_written)
-                          for prompt in timed])
-        fit = prefill_fit = weighted_fit(np.column_stack([np.ones_like(ideal), ideal]), measured, sigma)
-        overhead = Estimate(float(fit.coefficients[0]), math.sqrt(fit.covariance[0, 0]))
-        compute = inverse(float(fit.coefficients[1]), float(fit.covariance[1, 1]))
-        fitted = fit.coefficients[0] + fit.coefficients[1] * ideal
-        ttft_points = [Point("ttft", prompt.prompt_tokens, 1, prompt.ttft_seconds, float(error), float(value),
-                             prompt.ttft_approximate) for prompt, error, value in zip(timed, sigma, fitted)]
-        points += ttft_points
-        missed = misfit(ttft_points, 2)
-        if missed is not None:
-            refusals.append(prefill_misfit_note(missed, timed, ideal))
-            overhead = compute = prefill_fit = None
-        elif compute is None:
-            notes.append("TTFT does not grow with the prompt here, so prefill's arithmetic cannot be told apart from "
-                         "the overhead: measure longer prompts (thousands of tokens)")
-    elif lengths:
-        notes.append(f"one prompt length ({next(iter(lengths)):,} tokens) cannot separate the overhead from prefill's "
-                     "arithmetic: measure two or more lengths, far apart (say 64 and 4,096 tokens)")
-    else:
-        notes.append("no TTFT was measured: the overhead and prefill's arithmetic are unknown")
+    if len(lengths) == 1:
+        return PhaseFit(None, None, None, [], [
+            f"one prompt length ({next(iter(lengths)):,} tokens) cannot separate the overhead from prefill's "
+            "arithmetic: measure two or more lengths, far apart (say 64 and 4,096 tokens)"])
+    if not lengths:
+        return PhaseFit(None, None, None, [], ["no TTFT was measured: the overhead and prefill's arithmetic are "
+                                               "unknown"])
+    ideal = np.array([prefill_compute_seconds(deployment, prompt.prompt_tokens) for prompt in timed])
+    measured = np.array([prompt.ttft_seconds for prompt in timed])
+    sigma = np.array([written_precision(prompt.ttft_seconds, prompt.ttft_approximate, prompt.ttft_written)
+                      for prompt in timed])
+    fit = weighted_fit(np.column_stack([np.ones_like(ideal), ideal]), measured, sigma)
+    overhead = Estimate(float(fit.coefficients[0]), math.sqrt(fit.covariance[0, 0]))
+    compute = inverse(float(fit.coefficients[1]), float(fit.covariance[1, 1]))
+    fitted = fit.coefficients[0] + fit.coefficients[1] * ideal
+    points = [Point("ttft", prompt.prompt_tokens, 1, prompt.ttft_seconds, float(error), float(value),
+                    prompt.ttft_approximate) for prompt, error, value in zip(timed, sigma, fitted)]
+    missed = misfit(points, 2)
+    if missed is not None:
+        return PhaseFit(None, None, None, points, [], prefill_misfit_note(missed, timed, ideal))
+    notes = [] if compute is not None else [
+        "TTFT does not grow with the prompt here, so prefill's arithmetic cannot be told apart from the overhead: "
+        "measure longer prompts (thousands of tokens)"]
+    return PhaseFit(overhead, compute, fit, points, notes)
 
+
+def decode_steps(dataset: MeasuredDataset) -> list[tuple[int, int, float, str | None]]:
+    """Every decode rate measured: (cached tokens, streams, tokens a second, as written), one stream's first."""
     steps = [(prompt.prompt_tokens, 1, prompt.decode_tokens_per_second, prompt.decode_written)
              for prompt in dataset.prompts if prompt.decode_tokens_per_second]
-    steps += [(prompt.prompt_tokens, level.streams, level.decode_tokens_per_second, None) for prompt in dataset.prompts
-              for level in prompt.concurrency if level.streams > 1 and level.decode_tokens_per_second]
-    every_step = steps
-    # A step at many streams may be bound by arithmetic, not bandwidth: only memory-bound steps measure bandwidth.
-    steps = [step for step in steps if rl.time_on(deployment, rl.decode_step(deployment, step[1], step[0])).bound
-             == "memory"]
-    if steps:
-        ideal = np.array([decode_memory_seconds(deployment, context, streams) for context, streams, _, _ in steps])
-        measured = np.array([1 / rate for _, _, rate, _ in steps])
-        sigma = np.array([written_precision(rate, written=written) / rate ** 2
-                          for _, _, rate, written in steps])  # of 1 / rate
-        fit = decode_fit = weighted_fit(ideal[:, None], measured, sigma)
-        memory = inverse(float(fit.coefficients[0]), float(fit.covariance[0, 0]))
-        decode_points = [Point("decode", context, streams, float(step), float(error), float(value))
-                         for (context, streams, _, _), step, error, value in zip(steps, measured, sigma,
-                                                                                 fit.coefficients[0] * ideal)]
-        points += decode_points
-        missed = misfit(decode_points, 1)
-        if missed is not None:
-            refusals.append(f"this model does not describe the data: the decode step at {missed.prompt_tokens:,} "
-                            f"cached tokens{f', {missed.streams} streams' if missed.streams > 1 else ''} takes "
-                            f"{missed.measured * 1e3:.3g} ms, {ratio_words(missed)}the fit's "
-                            f"{missed.fitted * 1e3:.3g} ms, far beyond its figures' precision: the step does not grow "
-                            f"as the bytes it reads do, so decode's bandwidth is not fitted (measure again, a few runs "
-                            f"each)")
-            memory = decode_fit = None
-        slope = kv_slope(deployment, [step[:3] for step in steps if step[1] == 1], memory)
-    else:
-        notes.append("no decode rate was measured: the achieved bandwidth is unknown")
+    return steps + [(prompt.prompt_tokens, level.streams, level.decode_tokens_per_second, None)
+                    for prompt in dataset.prompts for level in prompt.concurrency
+                    if level.streams > 1 and level.decode_tokens_per_second]
 
-    overlap, serial = 1.0, None
-    if refusals and len(lengths) >= 2 and any(streams > 1 for _, streams, _, _ in every_step):
+
+def fit_decode(deployment: Deployment, every_step: list) -> PhaseFit:
+    """A decode step's time against the ideal time to read its bytes: the share of bandwidth (1 / slope), and the
+    check of it, the slope against cached context."""
+    # A step at many streams may be bound by arithmetic, not bandwidth: only memory-bound steps measure bandwidth.
+    steps = [step for step in every_step
+             if rl.time_on(deployment, rl.decode_step(deployment, step[1], step[0])).bound == "memory"]
+    if not steps:
+        return PhaseFit(None, None, None, [], ["no decode rate was measured: the achieved bandwidth is unknown"])
+    ideal = np.array([decode_memory_seconds(deployment, context, streams) for context, streams, _, _ in steps])
+    measured = np.array([1 / rate for _, _, rate, _ in steps])
+    sigma = np.array([written_precision(rate, written=written) / rate ** 2
+                      for _, _, rate, written in steps])  # of 1 / rate
+    fit = weighted_fit(ideal[:, None], measured, sigma)
+    memory = inverse(float(fit.coefficients[0]), float(fit.covariance[0, 0]))
+    points = [Point("decode", context, streams, float(step), float(error), float(value))
+              for (context, streams, _, _), step, error, value in zip(steps, measured, sigma,
+                                                                      fit.coefficients[0] * ideal)]
+    missed = misfit(points, 1)
+    refusal = None
+    if missed is not None:
+        refusal = (f"this model does not describe the data: the decode step at {missed.prompt_tokens:,} cached tokens"
+                   f"{f', {missed.streams} streams' if missed.streams > 1 else ''} takes "
+                   f"{missed.measured * 1e3:.3g} ms, {ratio_words(missed)}the fit's {missed.fitted * 1e3:.3g} ms, far "
+                   f"beyond its figures' precision: the step does not grow as the bytes it reads do, so decode's "
+                   f"bandwidth is not fitted (measure again, a few runs each)")
+        memory, fit = None, None
+    slope = kv_slope(deployment, [step[:3] for step in steps if step[1] == 1], memory)
+    return PhaseFit(memory, slope, fit, points, [], refusal)
+
+
+def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
+    """The dataset's timings fitted against the deployment's ceilings (see the module's docstring)."""
+    gpu_named = f"{deployment.gpu.name}" + (f" x{deployment.gpus}" if deployment.gpus > 1 else "")
+    timed = [prompt for prompt in dataset.prompts if prompt.ttft_seconds is not None]
+    every_step = decode_steps(dataset)
+    prefill, decode = fit_prefill(deployment, timed), fit_decode(deployment, every_step)
+    overhead, compute, memory, slope = prefill.first, prefill.second, decode.first, decode.second
+    points, notes = prefill.points + decode.points, prefill.notes + decode.notes
+    refusals = [refusal for refusal in (prefill.refusal, decode.refusal) if refusal]
+    prefill_fit, decode_fit, overlap, serial = prefill.fit, decode.fit, 1.0, None
+    if refusals and len({prompt.prompt_tokens for prompt in timed}) >= 2 and \
+            any(streams > 1 for _, streams, _, _ in every_step):
         serial = serial_fit(deployment, timed, every_step)
     if serial is not None:
         # The roofline's overlapped model is refused and the serial one describes every figure: the steps' arithmetic
         # and memory traffic follow one another (a CPU's small batches), and both phases are fitted together.
-        fitted_serial, points = serial
-        overlap, prefill_fit, decode_fit = 0.0, None, None
-        coefficients, covariance = fitted_serial.coefficients, fitted_serial.covariance
-        overhead = Estimate(float(coefficients[0]), math.sqrt(max(float(covariance[0, 0]), 0.0)))
-        compute = inverse(float(coefficients[1]), float(covariance[1, 1]))
-        memory = inverse(float(coefficients[2]), float(covariance[2, 2]))
+        overlap, prefill_fit, decode_fit, points = 0.0, None, None, serial[1]
+        overhead, compute, memory = serial_estimates(serial[0])
         slope = kv_slope(deployment, [step[:3] for step in every_step if step[1] == 1], memory)
-        most = max(streams for _, streams, _, _ in every_step)
-        one = [point for point in points if point.kind == "decode" and point.streams == 1]
-        many = [point for point in points if point.kind == "decode" and point.streams == most]
-        notes.append(f"arithmetic and memory traffic do not overlap here: a decode step takes "
-                     f"{np.mean([p.measured for p in one]) * 1e3:.3g} ms at one stream and "
-                     f"{np.mean([p.measured for p in many]) * 1e3:.3g} ms at {most}, growing with the streams' "
-                     f"arithmetic where the roofline's overlapped steps would not, so both phases are fitted with the "
-                     f"two one after the other (overlap 0), as a CPU's small batches run")
+        notes.append(serial_note(points, every_step))
     else:
         notes += refusals
-
     compute = telling(compute, "prefill's arithmetic", "TTFT hardly grows with the prompt here, so prefill's "
                       "arithmetic cannot be told apart from the overhead: measure longer prompts (thousands of tokens)",
                       gpu_named, notes)
     memory = telling(memory, "decode's bandwidth", "the decode rates do not pin it down: measure more of them (several "
                      "prompt lengths, a few runs each)", gpu_named, notes)
-    if memory is None:
-        slope = None
-    for name, estimate in (("prefill's arithmetic", compute), ("decode's bandwidth", memory)):
-        if estimate is not None and estimate.value > 1:
-            notes.append(f"{name} comes out at {estimate.value:.0%} of the {gpu_named}'s ceiling, more than it can "
-                         f"do: the deployment is not what is assumed (a faster GPU, more of them, or a smaller or "
-                         f"more compressed model than {deployment.model.name} in {deployment.dtype.name})")
-    if slope is not None:
-        off = abs(slope.ratio - 1)
-        if off > max(0.25, 2 * slope.seconds_per_token.relative):
-            notes.append(f"the cached tokens slow each step {slope.ratio:.2g}× as much as reading their KV bytes "
-                         f"at the fitted bandwidth would: something else grows with the context (attention's "
-                         f"arithmetic, a cache in another format or place than assumed)")
-        else:
-            notes.append(f"the cached tokens slow each step as reading their KV bytes explains ({slope.ratio:.2f}×, "
-                         f"within the uncertainty): decode is bound by memory traffic, weights and cache alike")
+    notes += checks_of(deployment, gpu_named, compute, memory, slope if memory is not None else None)
     if dataset.compared_gpu_is_assumption:
         notes.append(f"the provider does not say its hardware: the fractions are of an assumed {gpu_named}")
     exact = [name for name, fit in (("the overhead and prefill", prefill_fit), ("decode", decode_fit),
                                     ("the serial fit", serial[0] if serial else None))
              if fit is not None and fit.exactly_determined]
     if exact:
-        which = " and ".join(exact)
-        notes.append(f"{which}: as many figures as unknowns, so nothing is left over to check the fit by; the "
-                     "uncertainties come from the figures' written precision alone")
-    return Calibration(dataset.id, deployment, overhead, compute, memory, slope, tuple(points), tuple(notes),
-                       prefill_fit, decode_fit, overlap, serial[0] if serial else None)
+        notes.append(f"{' and '.join(exact)}: as many figures as unknowns, so nothing is left over to check the fit "
+                     "by; the uncertainties come from the figures' written precision alone")
+    return Calibration(dataset.id, deployment, overhead, compute, memory, slope if memory is not None else None,
+                       tuple(points), tuple(notes), prefill_fit, decode_fit, overlap, serial[0] if serial else None)
+
+
+def serial_estimates(fit: LinearFit) -> tuple[Estimate, Estimate | None, Estimate | None]:
+    """The serial fit's overhead, share of peak arithmetic and share of bandwidth."""
+    coefficients, covariance = fit.coefficients, fit.covariance
+    return (Estimate(float(coefficients[0]), math.sqrt(max(float(covariance[0, 0]), 0.0))),
+            inverse(float(coefficients[1]), float(covariance[1, 1])),
+            inverse(float(coefficients[2]), float(covariance[2, 2])))
+
+
+def serial_note(points: list[Point], every_step: list) -> str:
+    most = max(streams for _, streams, _, _ in every_step)
+    one = [point for point in points if point.kind == "decode" and point.streams == 1]
+    many = [point for point in points if point.kind == "decode" and point.streams == most]
+    return (f"arithmetic and memory traffic do not overlap here: a decode step takes "
+            f"{np.mean([p.measured for p in one]) * 1e3:.3g} ms at one stream and "
+            f"{np.mean([p.measured for p in many]) * 1e3:.3g} ms at {most}, growing with the streams' "
+            f"arithmetic where the roofline's overlapped steps would not, so both phases are fitted with the "
+            f"two one after the other (overlap 0), as a CPU's small batches run")
+
+
+def checks_of(deployment: Deployment, gpu_named: str, compute: Estimate | None, memory: Estimate | None,
+              slope: KvSlope | None) -> list[str]:
+    """What the estimates say about the deployment assumed: a share over its ceiling, and the KV slope's check."""
+    notes = []
+    for name, estimate in (("prefill's arithmetic", compute), ("decode's bandwidth", memory)):
+        if estimate is not None and estimate.value > 1:
+            notes.append(f"{name} comes out at {estimate.value:.0%} of the {gpu_named}'s ceiling, more than it can "
+                         f"do: the deployment is not what is assumed (a faster GPU, more of them, or a smaller or "
+                         f"more compressed model than {deployment.model.name} in {deployment.dtype.name})")
+    if slope is not None:
+        if abs(slope.ratio - 1) > max(0.25, 2 * slope.seconds_per_token.relative):
+            notes.append(f"the cached tokens slow each step {slope.ratio:.2g}× as much as reading their KV bytes "
+                         f"at the fitted bandwidth would: something else grows with the context (attention's "
+                         f"arithmetic, a cache in another format or place than assumed)")
+        else:
+            notes.append(f"the cached tokens slow each step as reading their KV bytes explains ({slope.ratio:.2f}×, "
+                         f"within the uncertainty): decode is bound by memory traffic, weights and cache alike")
+    return notes
 
 
 def serial_fit(deployment: Deployment, timed: list, steps: list) -> tuple[LinearFit, list[Point]] | None:
