@@ -274,7 +274,7 @@ SPELLINGS = {
 
 @pytest.mark.parametrize("spelling", SPELLINGS)
 def test_redaction_finds_the_key_however_it_is_spelt(spelling):
-    from render.measure.client import Redactor, readable
+    from render.measure.redact import Redactor, readable
 
     spelt = SPELLINGS[spelling](SECRET)
     redact = Redactor(SECRET)
@@ -287,7 +287,7 @@ def test_redaction_finds_the_key_however_it_is_spelt(spelling):
 
 
 def test_redaction_leaves_ordinary_text_and_escapes_alone():
-    from render.measure.client import Redactor
+    from render.measure.redact import Redactor
 
     redact = Redactor(SECRET)
     text = "HTTP 400 &amp; &#60;b&#62; 50% off \\u00e9t\\u00e9 sk-other-0123456789abcdef \u200bzero width"

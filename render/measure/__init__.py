@@ -24,7 +24,8 @@ Retry-After (bounded), a failed run is reported and left out, and the dataset is
 (atomically) only when every prompt length has enough good runs. The API key is read from an
 environment variable and never printed or written.
 
-    client.py    an OpenAI-compatible endpoint, timed: one streamed request under a deadline, retried, redacted
+    client.py    an OpenAI-compatible endpoint, timed: one streamed request under a deadline, retried
+    redact.py    the API key kept out of every text that leaves the program; the server's own words from an error
     prompts.py   prompts of a size the endpoint itself counts, each cold unless asked warm
     timings.py   every prompt length at every concurrency level, timed and summarised
     dataset.py   the measurement written as a data/measured/ dataset, through the fields the film reads

@@ -251,40 +251,8 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
     gpu, model, dtype, gpus = deployment.gpu, deployment.model, deployment.dtype, deployment.gpus
     peak, bandwidth = rl.peak_flops(gpu, dtype), gpu.bandwidth
     ridge = rl.ridge_ops_per_byte(gpu, dtype)
-
-    def attainable(intensity: float) -> float:
-        return min(peak, intensity * bandwidth)
-
-    prefill = []
-    for tokens in prompts:
-        timing = rl.time_on(deployment, rl.prefill(deployment, tokens))
-        intensity = timing.step.ops_per_byte
-        prefill.append(PrefillStop(
-            tokens, fmt.large(timing.step.operations, short=True), fmt.scientific(timing.step.operations, 2),
-            fmt.duration(timing.seconds, short=True),
-            fmt.percent(rl.prefill_attention_fraction(model, tokens), short=True),
-            fmt.ops_per_byte(intensity, short=True), timing.bound, rl.fits(deployment, tokens),
-            unfit(deployment, tokens), chart_point(intensity, attainable(intensity)),
-            fmt.scientific(timing.step.operations_per_gpu, 2), fmt.duration(timing.compute_seconds, short=True),
-            fmt.gigabytes(timing.step.bytes, short=True), fmt.duration(timing.memory_seconds, short=True)))
-    decode = []
-    for size in batches:
-        row = []
-        for cached in contexts:
-            timing = rl.time_on(deployment, rl.decode_step(deployment, size, cached))
-            weights = rl.weight_bytes_read(model, dtype, size, deployment.embedding_rows) / gpus
-            cache = size * cached * rl.kv_bytes_per_token_per_gpu(model, dtype, gpus)
-            intensity = timing.step.ops_per_byte
-            row.append(DecodeStop(
-                size, cached, fmt.duration(timing.seconds, short=True),
-                fmt.tokens_per_second(size / timing.seconds, short=True),
-                fmt.gigabytes(timing.step.bytes, short=True), fmt.gigabytes(weights, short=True),
-                fmt.gigabytes(cache, short=True), fmt.percent(cache / timing.step.bytes, short=True),
-                fmt.ops_per_byte(intensity, short=True), timing.bound, rl.fits(deployment, size * cached),
-                unfit(deployment, size * cached), chart_point(intensity, attainable(intensity)),
-                fmt.scientific(timing.step.operations_per_gpu, 2), fmt.duration(timing.compute_seconds, short=True),
-                fmt.duration(timing.memory_seconds, short=True)))
-        decode.append(tuple(row))
+    prefill = [prefill_stop(deployment, tokens) for tokens in prompts]
+    decode = [tuple(decode_stop(deployment, size, cached) for cached in contexts) for size in batches]
     at_ridge = tuple(fmt.count(found) if (found := rl.batch_size_at_ridge(deployment, cached)) else "never"
                      for cached in contexts)
     answer_rows = []
@@ -296,7 +264,7 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
                        fmt.percent((n - 1) * tpot / rl.latency(ttft, tpot, n), short=True),
                        latency_terms(ttft, tpot, n)) for n in answers))
     low, high = INTENSITY_RANGE
-    roof = (chart_point(low, attainable(low)), chart_point(ridge, peak), chart_point(high, peak))
+    roof = (chart_point(low, attainable(deployment, low)), chart_point(ridge, peak), chart_point(high, peak))
     return DeploymentView(
         key=key_of(deployment), gpu=f"{gpus}× {gpu.short_name}" if gpus > 1 else gpu.short_name, dtype=dtype.name,
         label=f"{f'{gpus}× ' if gpus > 1 else ''}{gpu.name} · {model.name} · {dtype.name}",
@@ -315,3 +283,40 @@ def view_of(deployment: Deployment, prompts, batches, contexts, answers) -> Depl
                                            short=True) for cached in contexts),
         cache_bytes=tuple(fmt.gigabytes(cached * rl.kv_bytes_per_token(model, dtype), short=True)
                           for cached in contexts))
+
+
+def attainable(deployment: Deployment, intensity: float) -> float:
+    """The roofline's height at an intensity: the lower of the peak and what the bandwidth feeds."""
+    return min(rl.peak_flops(deployment.gpu, deployment.dtype), intensity * deployment.gpu.bandwidth)
+
+
+def prefill_stop(deployment: Deployment, tokens: int) -> PrefillStop:
+    """Prefill of a `tokens`-token prompt as the page shows it."""
+    timing = rl.time_on(deployment, rl.prefill(deployment, tokens))
+    intensity = timing.step.ops_per_byte
+    return PrefillStop(
+        tokens, fmt.large(timing.step.operations, short=True), fmt.scientific(timing.step.operations, 2),
+        fmt.duration(timing.seconds, short=True),
+        fmt.percent(rl.prefill_attention_fraction(deployment.model, tokens), short=True),
+        fmt.ops_per_byte(intensity, short=True), timing.bound, rl.fits(deployment, tokens),
+        unfit(deployment, tokens), chart_point(intensity, attainable(deployment, intensity)),
+        fmt.scientific(timing.step.operations_per_gpu, 2), fmt.duration(timing.compute_seconds, short=True),
+        fmt.gigabytes(timing.step.bytes, short=True), fmt.duration(timing.memory_seconds, short=True))
+
+
+def decode_stop(deployment: Deployment, size: int, cached: int) -> DecodeStop:
+    """A decode step of `size` users with `cached` tokens each as the page shows it."""
+    model, dtype, gpus = deployment.model, deployment.dtype, deployment.gpus
+    timing = rl.time_on(deployment, rl.decode_step(deployment, size, cached))
+    weights = rl.weight_bytes_read(model, dtype, size, deployment.embedding_rows) / gpus
+    cache = size * cached * rl.kv_bytes_per_token_per_gpu(model, dtype, gpus)
+    intensity = timing.step.ops_per_byte
+    return DecodeStop(
+        size, cached, fmt.duration(timing.seconds, short=True),
+        fmt.tokens_per_second(size / timing.seconds, short=True),
+        fmt.gigabytes(timing.step.bytes, short=True), fmt.gigabytes(weights, short=True),
+        fmt.gigabytes(cache, short=True), fmt.percent(cache / timing.step.bytes, short=True),
+        fmt.ops_per_byte(intensity, short=True), timing.bound, rl.fits(deployment, size * cached),
+        unfit(deployment, size * cached), chart_point(intensity, attainable(deployment, intensity)),
+        fmt.scientific(timing.step.operations_per_gpu, 2), fmt.duration(timing.compute_seconds, short=True),
+        fmt.duration(timing.memory_seconds, short=True))

@@ -11,22 +11,23 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+from render import formatting as fmt
 from render.errors import DoesNotFit, FilmError
 from render.files import DATA_DIR, PAGE_SCRIPT_PATH, PROJECT_ROOT, STORYBOARD_PATH
-from render import formatting as fmt
 from render.formatting import with_article
-from render.plan import numbers as compute
 from render.plan.prose import fill_prose, load_prose
 from render.plan.storyboard import Storyboard, load_storyboard
 from render.plan.templating import extract_cues, fill, one_budget
 from render.plan.tracking import Tracked
-from render.plan.types import Beat, Choice, Efficiency, FilmRequest, NarrationSettings, Note, Plan, parse_voice
-from render.specs import roofline as rl
+from render.plan.types import (Beat, Choice, Efficiency, FilmRequest, NarrationSettings, Note, Numbers, Plan, SpecSheet,
+                               parse_voice)
+from render.plan import numbers as compute
 from render.specs.catalog import Catalog, load_catalog
-from render.specs.pronunciations import load_pronunciations
 from render.specs.hf_config import model_from_file, own_identity
+from render.specs.pronunciations import load_pronunciations
 from render.specs.types import DataType, Deployment, Gpu, Model, kv_cache_in
 from render.specs.yamlio import display_path
+from render.specs import roofline as rl
 from render.text import echo
 
 log = logging.getLogger("film")
@@ -60,29 +61,9 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
                                                 choice.embedding_rows)
     pills = tuple(compute.pill(catalog.gpu(gpu_id), choice.dtype) for gpu_id in params.roofline_pills
                   if gpu_id != choice.gpu.id)
-    achieved, expected = None, None
-    if choice.efficiency:
-        # The same formulas on the GPUs as the deployment reaches them (the comparison GPU at the same shares)
-        efficiency = choice.efficiency
-        shares = (efficiency.compute, efficiency.memory, efficiency.overlap)
-        reached = choice.deployment.on(rl.achieved(choice.gpu, *shares))
-        achieved = compute.spec_sheet(reached)
-        expected = compute.film_numbers(reached, rl.achieved(choice.compare_gpu, *shares), params, lever)
-
+    achieved, expected = expected_numbers(choice, params, lever)
     notes = plan_notes(choice, spec, catalog, dataset, measured_gpu)
-
-    # What a narration template may name: the plan's groups, and the choice's GPU, model and data type.
-    # Seen through Tracked views, so each beat records the plan paths its words read (the review
-    # page's "numbers this beat speaks").
-    groups = {"choice": (choice, "choice"), "gpu": (choice.hardware, "choice.hardware"),
-              "model": (choice.model, "choice.model"), "dtype": (choice.dtype, "choice.dtype"), "spec": (spec, "spec"),
-              "measured": (measured_numbers, "measured"), "parameters": (params, "parameters"),
-              "efficiency": (choice.efficiency, "choice.efficiency"), "achieved": (achieved, "achieved"),
-              "expected": (expected, "expected"), "numbers": (numbers, "numbers"),
-              # what the film says here: the expected numbers with EFFICIENCY=, else the ceilings
-              "here": (expected or numbers, "expected" if expected else "numbers"),
-              **{group: (getattr(numbers, group), f"numbers.{group}") for group in numbers.__dataclass_fields__}}
-    beats = []
+    groups = template_groups(choice, spec, measured_numbers, params, numbers, achieved, expected)
     with one_budget():  # the storyboard's templates share one budget of work (render/plan/templating.py)
         beats, summary = fill_storyboard(storyboard, groups)
     prose = fill_prose(prose_script, {name: Tracked(value, path, set()) for name, (value, path) in groups.items()})
@@ -90,19 +71,50 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
     for beat in beats:
         check_speakable(beat, narration)
 
+    return Plan(
+        title=storyboard.title, duration=storyboard.end, source=storyboard.source,
+        choice=choice, spec=spec, numbers=numbers, measured=measured_numbers, pills=pills,
+        parameters=params, narration=narration, pronunciations=pronunciations_of(catalog, choice, data_dir),
+        beats=tuple(beats), notes=tuple(notes), summary=summary, achieved=achieved, expected=expected, prose=prose,
+    )
+
+
+def expected_numbers(choice: Choice, params, lever) -> tuple[SpecSheet | None, Numbers | None]:
+    """With EFFICIENCY=: the spec sheet as the deployment reaches it and the film's numbers from the same formulas on
+    it (the comparison GPU at the same shares); else None, None."""
+    if not choice.efficiency:
+        return None, None
+    efficiency = choice.efficiency
+    shares = (efficiency.compute, efficiency.memory, efficiency.overlap)
+    reached = choice.deployment.on(rl.achieved(choice.gpu, *shares))
+    return (compute.spec_sheet(reached),
+            compute.film_numbers(reached, rl.achieved(choice.compare_gpu, *shares), params, lever))
+
+
+def template_groups(choice: Choice, spec, measured_numbers, params, numbers, achieved, expected) -> dict:
+    """What a narration template may name: the plan's groups, and the choice's GPU, model and data type, each with
+    its path in the plan. Seen through Tracked views, so each beat records the plan paths its words read (the review
+    page's "numbers this beat speaks")."""
+    return {"choice": (choice, "choice"), "gpu": (choice.hardware, "choice.hardware"),
+            "model": (choice.model, "choice.model"), "dtype": (choice.dtype, "choice.dtype"), "spec": (spec, "spec"),
+            "measured": (measured_numbers, "measured"), "parameters": (params, "parameters"),
+            "efficiency": (choice.efficiency, "choice.efficiency"), "achieved": (achieved, "achieved"),
+            "expected": (expected, "expected"), "numbers": (numbers, "numbers"),
+            # what the film says here: the expected numbers with EFFICIENCY=, else the ceilings
+            "here": (expected or numbers, "expected" if expected else "numbers"),
+            **{group: (getattr(numbers, group), f"numbers.{group}") for group in numbers.__dataclass_fields__}}
+
+
+def pronunciations_of(catalog: Catalog, choice: Choice, data_dir: Path):
+    """How the voice says every name the film may speak: the GPUs', models' (the choice's own, imported from a
+    config, among them) and data types'."""
     gpu_names = [(g.short_name, g.spoken_name) for g in catalog.gpus.values()]
     named = []
     if choice.model.id not in catalog.models:
         named.append((choice.model.name, choice.model.spoken_name))
     named += [(m.name, m.spoken_name) for m in catalog.models.values()]
     named += [(d.name, d.spoken_name) for d in catalog.dtypes.values()]
-    return Plan(
-        title=storyboard.title, duration=storyboard.end, source=storyboard.source,
-        choice=choice, spec=spec, numbers=numbers, measured=measured_numbers, pills=pills,
-        parameters=params, narration=narration,
-        pronunciations=load_pronunciations(data_dir / "pronunciations.yaml", named, gpu_names),
-        beats=tuple(beats), notes=tuple(notes), summary=summary, achieved=achieved, expected=expected, prose=prose,
-    )
+    return load_pronunciations(data_dir / "pronunciations.yaml", named, gpu_names)
 
 
 def fill_storyboard(storyboard, groups: dict[str, tuple[object, str]]) -> tuple[list[Beat], str]:

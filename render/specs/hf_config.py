@@ -10,6 +10,7 @@ total, where one exists, belongs in the entry instead, and the catalog checks th
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 import hashlib
 import json
 import math
@@ -115,6 +116,35 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
+@dataclass(frozen=True)
+class ConfigReader:
+    """A config's values read with their checks, each refusal naming the file and the key."""
+
+    config: dict
+    where: str
+
+    def whole(self, key: str, default: int | None = None, low: int = 1) -> int:
+        value = self.config.get(key, default)
+        if value is None:
+            value = default
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 10_000_000:
+            raise FilmError(f"{self.where}: {key} is {echo(value)}; it must be a whole number from {low} to "
+                            f"10,000,000")
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.config.get(key, default)
+        if not isinstance(value, bool):
+            raise FilmError(f"{self.where}: {key} is {echo(value)}; it must be true or false")
+        return value
+
+    def text(self, key: str) -> str | None:
+        value = self.config.get(key)
+        if value is not None and not isinstance(value, str):
+            raise FilmError(f"{self.where}: {key} is {str(value)[:60]!r}; it must be text")
+        return value
+
+
 def model_from_config(config: dict, where: str, model_id: str | None = None, name: str | None = None) -> Model:
     """The config's architecture as a `Model`, its parameters counted."""
     model_type = config.get("model_type")
@@ -124,72 +154,19 @@ def model_from_config(config: dict, where: str, model_id: str | None = None, nam
     if missing:
         raise FilmError(f"{where}: a {model_type} config needs {', '.join(missing)}; "
                         f"{'it is' if len(missing) == 1 else 'they are'} missing")
-
-    def whole(key: str, default: int | None = None, low: int = 1) -> int:
-        value = config.get(key, default)
-        if value is None:
-            value = default
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= 10_000_000:
-            raise FilmError(f"{where}: {key} is {echo(value)}; it must be a whole number from {low} to 10,000,000")
-        return value
-
-    def flag(key: str, default: bool) -> bool:
-        value = config.get(key, default)
-        if not isinstance(value, bool):
-            raise FilmError(f"{where}: {key} is {echo(value)}; it must be true or false")
-        return value
-
-    def text(key: str) -> str | None:
-        value = config.get(key)
-        if value is not None and not isinstance(value, str):
-            raise FilmError(f"{where}: {key} is {str(value)[:60]!r}; it must be text")
-        return value
-
-    text("_name_or_path")
-    if flag("mlp_bias", False):
+    read = ConfigReader(config, where)
+    read.text("_name_or_path")
+    if read.flag("mlp_bias", False):
         raise FilmError(f"{where}: mlp_bias is true; MLP biases are not supported")
-    layers, hidden, heads = whole("num_hidden_layers"), whole("hidden_size"), whole("num_attention_heads")
-    fields: dict = dict(
-        layers=layers, hidden_size=hidden, attention_heads=heads,
-        kv_heads=whole("num_key_value_heads", heads), head_dim=whole("head_dim", hidden // heads),
-        ffn_size=whole("intermediate_size"), vocab_size=whole("vocab_size"),
-        tied_embeddings=flag("tie_word_embeddings", False),
-        # Qwen2 always adds biases to q, k and v; the others only when attention_bias says so.
-        qkv_bias=True if model_type == "qwen2" else flag("attention_bias", False),
-        architecture=model_type, qk_norm=model_type in ("qwen3", "qwen3_moe"),
-    )
-    if model_type == "mixtral":
-        fields.update(experts=whole("num_local_experts"), experts_per_token=whole("num_experts_per_tok"),
-                      expert_ffn_size=fields["ffn_size"])
-    elif model_type == "qwen3_moe":
-        step = whole("decoder_sparse_step", 1)
-        dense_only = config.get("mlp_only_layers") or []
-        if not isinstance(dense_only, list) or not all(isinstance(layer, int) and not isinstance(layer, bool)
-                                                       for layer in dense_only):
-            raise FilmError(f"{where}: mlp_only_layers is {str(dense_only)[:60]!r}; it must be a list of layer "
-                            f"numbers, e.g. [0, 1]")
-        dense = sum(1 for layer in range(layers) if layer in dense_only or (layer + 1) % step)
-        fields.update(experts=whole("num_experts"), experts_per_token=whole("num_experts_per_tok"),
-                      expert_ffn_size=whole("moe_intermediate_size"), dense_layers=dense)
-    elif model_type == "deepseek_v3":
-        first, every = whole("first_k_dense_replace", 0, low=0), whole("moe_layer_freq", 1)
-        dense = sum(1 for layer in range(layers) if not (layer >= first and layer % every == 0))
-        rope = whole("qk_rope_head_dim")
-        fields.update(
-            experts=whole("n_routed_experts"), experts_per_token=whole("num_experts_per_tok"),
-            expert_ffn_size=whole("moe_intermediate_size"), shared_experts=whole("n_shared_experts", 0, low=0),
-            dense_layers=dense, router_bias=text("topk_method") == "noaux_tc",
-            q_lora_rank=whole("q_lora_rank", 0, low=0), kv_lora_rank=whole("kv_lora_rank"),
-            qk_rope_head_dim=rope, head_dim=whole("qk_nope_head_dim") + rope, v_head_dim=whole("v_head_dim"),
-            kv_heads=heads,  # latent attention caches one shared latent, not per-head keys and values
-        )
+    fields = dense_fields(read, model_type)
+    fields.update(expert_fields(read, model_type, fields["layers"], fields["attention_heads"], fields["ffn_size"]))
+    heads = fields["attention_heads"]
     if heads % fields["kv_heads"]:
         raise FilmError(f"{where}: num_attention_heads ({heads}) must be a multiple of num_key_value_heads "
                         f"({fields['kv_heads']})")
     if fields.get("experts") and not 1 <= fields["experts_per_token"] <= fields["experts"]:
         raise FilmError(f"{where}: num_experts_per_tok ({fields['experts_per_token']}) must be from 1 to the "
                         f"number of experts ({fields['experts']})")
-
     check_model_bounds(fields, where, model_type)
     the_id = model_id or default_id(config, where)
     if not MODEL_ID.fullmatch(the_id):
@@ -202,6 +179,54 @@ def model_from_config(config: dict, where: str, model_id: str | None = None, nam
         raise FilmError(f"{where}: its architecture has {total:,} parameters; {problem}: is it a real model's config?")
     return Model(**{**draft.__dict__, "parameters": total,
                     "source": f"{where} (imported; {total:,} parameters counted from the architecture)"})
+
+
+def dense_fields(read: ConfigReader, model_type: str) -> dict:
+    """What every supported architecture has: layers, widths, heads, vocabulary, biases and norms."""
+    layers, hidden = read.whole("num_hidden_layers"), read.whole("hidden_size")
+    heads = read.whole("num_attention_heads")
+    return dict(
+        layers=layers, hidden_size=hidden, attention_heads=heads,
+        kv_heads=read.whole("num_key_value_heads", heads), head_dim=read.whole("head_dim", hidden // heads),
+        ffn_size=read.whole("intermediate_size"), vocab_size=read.whole("vocab_size"),
+        tied_embeddings=read.flag("tie_word_embeddings", False),
+        # Qwen2 always adds biases to q, k and v; the others only when attention_bias says so.
+        qkv_bias=True if model_type == "qwen2" else read.flag("attention_bias", False),
+        architecture=model_type, qk_norm=model_type in ("qwen3", "qwen3_moe"),
+    )
+
+
+def expert_fields(read: ConfigReader, model_type: str, layers: int, heads: int, ffn_size: int) -> dict:
+    """A mixture of experts' experts, the layers left dense, and DeepSeek-V3's latent attention (none for a dense
+    model)."""
+    if model_type == "mixtral":
+        return dict(experts=read.whole("num_local_experts"), experts_per_token=read.whole("num_experts_per_tok"),
+                    expert_ffn_size=ffn_size)
+    if model_type == "qwen3_moe":
+        step = read.whole("decoder_sparse_step", 1)
+        dense_only = read.config.get("mlp_only_layers") or []
+        if not isinstance(dense_only, list) or not all(isinstance(layer, int) and not isinstance(layer, bool)
+                                                       for layer in dense_only):
+            raise FilmError(f"{read.where}: mlp_only_layers is {str(dense_only)[:60]!r}; it must be a list of layer "
+                            f"numbers, e.g. [0, 1]")
+        dense = sum(1 for layer in range(layers) if layer in dense_only or (layer + 1) % step)
+        return dict(experts=read.whole("num_experts"), experts_per_token=read.whole("num_experts_per_tok"),
+                    expert_ffn_size=read.whole("moe_intermediate_size"), dense_layers=dense)
+    if model_type == "deepseek_v3":
+        first, every = read.whole("first_k_dense_replace", 0, low=0), read.whole("moe_layer_freq", 1)
+        dense = sum(1 for layer in range(layers) if not (layer >= first and layer % every == 0))
+        rope = read.whole("qk_rope_head_dim")
+        return dict(
+            experts=read.whole("n_routed_experts"), experts_per_token=read.whole("num_experts_per_tok"),
+            expert_ffn_size=read.whole("moe_intermediate_size"),
+            shared_experts=read.whole("n_shared_experts", 0, low=0),
+            dense_layers=dense, router_bias=read.text("topk_method") == "noaux_tc",
+            q_lora_rank=read.whole("q_lora_rank", 0, low=0), kv_lora_rank=read.whole("kv_lora_rank"),
+            qk_rope_head_dim=rope, head_dim=read.whole("qk_nope_head_dim") + rope,
+            v_head_dim=read.whole("v_head_dim"),
+            kv_heads=heads,  # latent attention caches one shared latent, not per-head keys and values
+        )
+    return {}
 
 
 # The config's key for each Model field, for messages that name what the user can find in the file.

@@ -116,53 +116,60 @@ MAX_YAML_BYTES = 2 * 2**20  # the project's data files are a few kilobytes
 MAX_INT_DIGITS = min(sys.get_int_max_str_digits() or 4300, 4300)
 
 
+class PlacedLoader(LineLoader):
+    """Reads mappings and lists that remember their file and lines (YamlMap, YamlList), keys that are plain and
+    once each, and whole numbers short enough for Python to read, each refusal naming the file and line."""
+
+    def __init__(self, text: str, path: Path):
+        super().__init__(text)
+        self.path = path
+
+    def refused(self, node: yaml.Node, problem: str) -> FilmError:
+        return FilmError(f"{display_path(self.path)}:{node.start_mark.line + 1}: {problem}")
+
+    def construct_placed_mapping(self, node: yaml.MappingNode) -> YamlMap:
+        result = YamlMap()
+        result.source = Node(self.path, node.start_mark.line + 1)
+        result.key_lines = {}
+        result.written = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise self.refused(key_node, f"a key must be a plain name, not a {type(key).__name__}")
+            if key in result:
+                raise self.refused(key_node, f"duplicate key {key!r}")
+            result[key] = self.construct_object(value_node, deep=True)
+            result.key_lines[key] = key_node.start_mark.line + 1
+            if isinstance(value_node, yaml.ScalarNode):
+                result.written[key] = value_node.value
+        return result
+
+    def construct_placed_sequence(self, node: yaml.SequenceNode) -> YamlList:
+        result = YamlList(self.construct_object(child, deep=True) for child in node.value)
+        result.source = Node(self.path, node.start_mark.line + 1)
+        result.item_lines = [child.start_mark.line + 1 for child in node.value]
+        return result
+
+    def construct_short_int(self, node: yaml.ScalarNode) -> int:
+        digits = sum(char.isdigit() for char in node.value)
+        if digits > MAX_INT_DIGITS:  # Python refuses to read it (ValueError); say where, and what to write
+            raise self.refused(node, f"a whole number of {digits:,} digits; no value here has more than a few "
+                                     f"dozen, so write the number this field means")
+        return SAFE_LOADER.construct_yaml_int(self, node)
+
+
+PlacedLoader.add_constructor("tag:yaml.org,2002:int", PlacedLoader.construct_short_int)
+PlacedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, PlacedLoader.construct_placed_mapping)
+PlacedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, PlacedLoader.construct_placed_sequence)
+
+
 def load_yaml(path: Path, what: str = "a YAML data file") -> Any:
     """Parse a YAML file into YamlMap/YamlList values; syntax errors name the file and line. Read through the
     capped reader, and without aliases: a few lines of anchors and aliases ("billion laughs") would expand to
     gigabytes, and the project's files write every value out."""
     path = Path(path)
     text = read_text_capped(path, MAX_YAML_BYTES, what, display_path(path), "file not found", "save the file as UTF-8")
-
-    class Loader(LineLoader):
-        pass
-
-    def construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> YamlMap:
-        result = YamlMap()
-        result.source = Node(path, node.start_mark.line + 1)
-        result.key_lines = {}
-        result.written = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if not isinstance(key, (str, int, float, bool)) and key is not None:
-                raise FilmError(f"{display_path(path)}:{key_node.start_mark.line + 1}: a key must be a plain "
-                                f"name, not a {type(key).__name__}")
-            if key in result:
-                raise FilmError(
-                    f"{display_path(path)}:{key_node.start_mark.line + 1}: duplicate key {key!r}"
-                )
-            result[key] = loader.construct_object(value_node, deep=True)
-            result.key_lines[key] = key_node.start_mark.line + 1
-            if isinstance(value_node, yaml.ScalarNode):
-                result.written[key] = value_node.value
-        return result
-
-    def construct_sequence(loader: yaml.SafeLoader, node: yaml.SequenceNode) -> YamlList:
-        result = YamlList(loader.construct_object(child, deep=True) for child in node.value)
-        result.source = Node(path, node.start_mark.line + 1)
-        result.item_lines = [child.start_mark.line + 1 for child in node.value]
-        return result
-
-    def construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
-        digits = sum(char.isdigit() for char in node.value)
-        if digits > MAX_INT_DIGITS:  # Python refuses to read it (ValueError); say where, and what to write
-            raise FilmError(f"{display_path(path)}:{node.start_mark.line + 1}: a whole number of {digits:,} digits; "
-                            f"no value here has more than a few dozen, so write the number this field means")
-        return SAFE_LOADER.construct_yaml_int(loader, node)
-
-    Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
-    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
-    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_sequence)
-    loader = Loader(text)
+    loader = PlacedLoader(text, path)
     try:
         document = loader.get_single_node()
         if document is None:
