@@ -23,23 +23,12 @@ class Roofline(BeatScene):
     predecessor, successor = "decode", "batching"
 
     def build(self) -> None:
-        plan, spec, n = self.plan, self.plan.spec, self.plan.numbers
+        plan, spec = self.plan, self.plan.spec
         ending = roofline_ending(self, self.beat.title)
         chart = ending.chart
         frame = VGroup(chart.axes, chart.ticks, chart.x_title, chart.y_title)
         decode_dot, decode_label = ending.decode.mark, ending.decode.label
-        if self.continues:
-            # One shot with decode: its picture fades, and its operating point flies into the chart.
-            before = decode_ending(self, self.beat.previous_title)
-            self.add(*before.parts)
-            flying = before.lit_core.copy()
-            self.add(flying)
-            self.play(retitle(before.stage.title, ending.title), FadeIn(frame),
-                      *[FadeOut(part) for part in before.parts[1:]],
-                      Transform(flying, decode_dot.copy()), run_time=1.2)
-            self.carry_on_with(ending.title, frame, decode_dot)
-        else:
-            self.enter(ending.title, frame)
+        self.enter_from_decode(ending, frame)
         self.play(Create(chart.slope), run_time=0.8)
         # The roofline's rule beside it as it is drawn: the roof, the slope and the min that joins them.
         self.play(Create(chart.roof), FadeIn(ending.badge), Write(ending.attainable), run_time=0.8)
@@ -74,13 +63,34 @@ class Roofline(BeatScene):
             self.repeat_until("end", lambda: (Indicate(decode_dot, scale_factor=1.8), Indicate(ending.ridge.label)),
                               run_time=0.9, leaving=1.0)
             return
-        step = (self.seconds_until("end") - 0.05) / (len(stops) + 1)
+        self.tour_the_gpus(ending, [*stops, home])
+
+    def enter_from_decode(self, ending, frame) -> None:
+        """One shot with decode: its picture fades, and its operating point flies into the chart (else the chart's
+        frame enters)."""
+        if not self.continues:
+            self.enter(ending.title, frame)
+            return
+        before = decode_ending(self, self.beat.previous_title)
+        self.add(*before.parts)
+        flying = before.lit_core.copy()
+        self.add(flying)
+        self.play(retitle(before.stage.title, ending.title), FadeIn(frame),
+                  *[FadeOut(part) for part in before.parts[1:]], Transform(flying, ending.decode.mark.copy()),
+                  run_time=1.2)
+        self.carry_on_with(ending.title, frame, ending.decode.mark)
+
+    def tour_the_gpus(self, ending, stops: list[tuple]) -> None:
+        """The GPU pills, the film's own last: the same model on each moves the ridge, both points and the sum, in
+        equal shares of the time left."""
+        plan, n, chart = self.plan, self.plan.numbers, ending.chart
+        step = (self.seconds_until("end") - 0.05) / len(stops)
         badge, ridge, ridge_sum = ending.badge, ending.ridge, ending.ridge_sum
-        for index, (name, peak, bandwidth, ridge_value) in enumerate([*stops, home]):
+        for index, (name, peak, bandwidth, ridge_value) in enumerate(stops):
             # The reached roof is this GPU's (its shares were measured here): it leaves with the first pill, returns
             # home.
             achieved = ([FadeOut(ending.achieved)] if index == 0 else
-                        [FadeIn(ending.achieved)] if index == len(stops) else []) if plan.achieved else []
+                        [FadeIn(ending.achieved)] if index == len(stops) - 1 else []) if plan.achieved else []
             moves = [point.animate.shift(chart.point(intensity, min(peak, bandwidth * intensity))
                                          - point.mark.get_center())
                      for point, intensity in ((ending.decode, n.decode.ops_per_byte),

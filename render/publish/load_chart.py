@@ -41,53 +41,66 @@ def draw(context: cairo.Context, rates: tuple[float, ...], reports: dict[str, li
         low = 10 ** math.floor(math.log10(min(values + [objective or math.inf])))
         high = max(10 ** math.ceil(math.log10(max(values + [objective or 0]))), low * 10)
         panel = Panel(96 + number * 600, 90, 500, 370, rates[-1] * 1.02, low, high)
-        left, top, width, height = panel.left, panel.top, panel.width, panel.height
-        x, y = panel.x, panel.y
-
-        context.set_line_width(1)
-        context.set_font_size(15)
-        decade = low
-        while decade <= high * 1.0001:
-            context.set_source_rgb(*rgb(style.IDLE))
-            context.move_to(left, y(decade))
-            context.line_to(left + width, y(decade))
-            context.stroke()
-            context.set_source_rgb(*rgb(style.MUTED))
-            text = f"{decade:g} s" if decade >= 1 else (f"{decade * 1e3:g} ms")
-            extent = context.text_extents(text)
-            context.move_to(left - 10 - extent.width, y(decade) + 5)
-            context.show_text(text)
-            decade *= 10
-        for tick in nice_ticks(rates[-1]):
-            context.set_source_rgb(*rgb(style.MUTED))
-            text = f"{tick:g}"
-            extent = context.text_extents(text)
-            context.move_to(x(tick) - extent.width / 2, top + height + 24)
-            context.show_text(text)
-        context.move_to(left + width / 2 - 80, top + height + 50)
-        context.show_text("arrival rate (requests a second)")
-        context.set_source_rgb(*rgb(style.TEXT))
-        context.set_font_size(18)
-        context.move_to(left, top - 14)
-        context.show_text(label)
+        draw_axes(context, panel, rates, label)
         if objective is not None:
-            context.set_source_rgb(*rgb(style.HIGHLIGHT))
-            context.set_dash([6, 6])
-            context.set_line_width(1.5)
-            context.move_to(left, y(objective))
-            context.line_to(left + width, y(objective))
-            context.stroke()
-            context.set_dash([])
-            context.set_font_size(14)
-            context.move_to(left + 8, y(objective) - 6)
-            context.show_text(f"objective {objective:g} s")
+            draw_objective(context, panel, objective)
         for name, found in reports.items():
             context.set_source_rgb(*rgb(LINE_COLOURS.get(name, style.TEXT)))
             context.set_line_width(3)
-            points = [(x(report.rate), y(figure(report))) for report in found if math.isfinite(figure(report))]
+            points = [(panel.x(report.rate), panel.y(figure(report))) for report in found
+                      if math.isfinite(figure(report))]
             for index, (px, py) in enumerate(points):
                 (context.move_to if index == 0 else context.line_to)(px, py)
             context.stroke()
+    draw_legend(context, reports)
+
+
+def draw_axes(context: cairo.Context, panel: Panel, rates: tuple[float, ...], label: str) -> None:
+    """A panel's decades of seconds (lines and labels), its rates beneath, and its title above."""
+    left, top, width, height, y = panel.left, panel.top, panel.width, panel.height, panel.y
+    context.set_line_width(1)
+    context.set_font_size(15)
+    decade = panel.low
+    while decade <= panel.high * 1.0001:
+        context.set_source_rgb(*rgb(style.IDLE))
+        context.move_to(left, y(decade))
+        context.line_to(left + width, y(decade))
+        context.stroke()
+        context.set_source_rgb(*rgb(style.MUTED))
+        text = f"{decade:g} s" if decade >= 1 else (f"{decade * 1e3:g} ms")
+        extent = context.text_extents(text)
+        context.move_to(left - 10 - extent.width, y(decade) + 5)
+        context.show_text(text)
+        decade *= 10
+    for tick in nice_ticks(rates[-1]):
+        context.set_source_rgb(*rgb(style.MUTED))
+        text = f"{tick:g}"
+        extent = context.text_extents(text)
+        context.move_to(panel.x(tick) - extent.width / 2, top + height + 24)
+        context.show_text(text)
+    context.move_to(left + width / 2 - 80, top + height + 50)
+    context.show_text("arrival rate (requests a second)")
+    context.set_source_rgb(*rgb(style.TEXT))
+    context.set_font_size(18)
+    context.move_to(left, top - 14)
+    context.show_text(label)
+
+
+def draw_objective(context: cairo.Context, panel: Panel, objective: float) -> None:
+    """The objective as a dashed line across the panel, named."""
+    context.set_source_rgb(*rgb(style.HIGHLIGHT))
+    context.set_dash([6, 6])
+    context.set_line_width(1.5)
+    context.move_to(panel.left, panel.y(objective))
+    context.line_to(panel.left + panel.width, panel.y(objective))
+    context.stroke()
+    context.set_dash([])
+    context.set_font_size(14)
+    context.move_to(panel.left + 8, panel.y(objective) - 6)
+    context.show_text(f"objective {objective:g} s")
+
+
+def draw_legend(context: cairo.Context, reports: dict[str, list[Report]]) -> None:
     context.set_font_size(16)
     legend = 96
     for name in reports:

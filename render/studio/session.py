@@ -355,22 +355,8 @@ class Studio:
         version = self.version
         try:
             stills_left: dict[str, int] = {}
-            first, rest = [], []  # (beat, its cues): each edited beat's touched cue, before any other still
-            for beat_id in changed:
-                view = self.views[beat_id]
-                view.status, view.timing = "drawing stills", {}
-                self.publish("beat", asdict(view))
-                touched = [cue for cue in view.cues if cue["name"] == self.touched.get(beat_id)]
-                if touched:
-                    first.append((beat_id, touched))
-                rest.append((beat_id, [cue for cue in view.cues if cue not in touched]))
-            for beat_id, cues in first + rest:
-                if not cues:
-                    continue
-                names = [f"{beat_id}--{cue['name']}-{version}.png" for cue in cues]
-                drawings.submit((beat_id, "stills", cues), draw_stills, plan_json, beat_id, [cue["at"] for cue in cues],
-                                names, self.quality.name, str(self.folder / "media"), str(self.cache_folder))
-                stills_left[beat_id] = stills_left.get(beat_id, 0) + 1
+            for beat_id, cues in self.stills_in_order(changed):
+                self.submit_stills(drawings, plan_json, beat_id, cues, str(version), stills_left)
             unvoiced: list[tuple[str, dict]] = []  # clips drawn before the track is levelled: joined to it then
             for beat_id in changed:
                 if self.cache.lookup(plan, beat_id, self.quality) is None:
@@ -410,16 +396,34 @@ class Studio:
                     moved = [cue for cue in self.cues_of(plan, beat_id) if before.get(cue["name"]) != cue["at"]]
                     if moved and "problem" not in result:
                         view.cues = [next((m for m in moved if m["name"] == cue["name"]), cue) for cue in view.cues]
-                        names = [f"{beat_id}--{cue['name']}-{version}-settled.png" for cue in moved]
-                        drawings.submit((beat_id, "stills", moved), draw_stills, plan_json, beat_id,
-                                        [cue["at"] for cue in moved], names, self.quality.name,
-                                        str(self.folder / "media"), str(self.cache_folder))
-                        stills_left[beat_id] = stills_left.get(beat_id, 0) + 1
+                        self.submit_stills(drawings, plan_json, beat_id, moved, f"{version}-settled", stills_left)
                         finished[beat_id].discard("stills")
                     if "problem" not in result:
                         self.show(view, finished[beat_id])
         finally:
             self.stop_drawing()
+
+    def stills_in_order(self, changed: list[str]) -> list[tuple[str, list[dict]]]:
+        """Each changed beat shown as drawing its stills, and the cues to draw: each edited beat's touched cue before
+        any other still."""
+        first, rest = [], []
+        for beat_id in changed:
+            view = self.views[beat_id]
+            view.status, view.timing = "drawing stills", {}
+            self.publish("beat", asdict(view))
+            touched = [cue for cue in view.cues if cue["name"] == self.touched.get(beat_id)]
+            if touched:
+                first.append((beat_id, touched))
+            rest.append((beat_id, [cue for cue in view.cues if cue not in touched]))
+        return [(beat_id, cues) for beat_id, cues in first + rest if cues]
+
+    def submit_stills(self, drawings: Drawings, plan_json: str, beat_id: str, cues: list[dict], suffix: str,
+                      stills_left: dict[str, int]) -> None:
+        """A beat's stills at `cues` to a drawing process (their files named by beat, cue and `suffix`)."""
+        names = [f"{beat_id}--{cue['name']}-{suffix}.png" for cue in cues]
+        drawings.submit((beat_id, "stills", cues), draw_stills, plan_json, beat_id, [cue["at"] for cue in cues],
+                        names, self.quality.name, str(self.folder / "media"), str(self.cache_folder))
+        stills_left[beat_id] = stills_left.get(beat_id, 0) + 1
 
     def finish(self, plan: Plan, narration, beat_id: str, kind: str, result: dict, cues: list[dict],
                finished: set[str], saved_at: float, version: int, show: bool = True) -> None:
