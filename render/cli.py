@@ -20,6 +20,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from render import logs
@@ -218,8 +219,8 @@ def run_studio(args: argparse.Namespace) -> int:
     plan = plan_from(args)  # a bad choice or storyboard at the start is refused as make film refuses it
     if args.beat is not None:
         plan.beat(args.beat)
-    return open_studio(plan, lambda: plan_from(args), args.build, args.quality, args.beat, args.port,
-                       Path(args.storyboard))
+    return open_studio(plan, lambda asked: plan_from(args, replace(request_of(args), **asked) if asked else None),
+                       args.build, args.quality, args.beat, args.port, Path(args.storyboard))
 
 
 def run_measure(args: argparse.Namespace) -> int:

@@ -218,7 +218,7 @@ def test_a_problem_names_the_scene_file_and_line_or_the_file_its_message_names()
     """A scene's exception points at the line of the scene that raised it; a storyboard's error at the file and
     line its message gives."""
     from render.errors import FilmError
-    from render.studio.session import problem_from_error
+    from render.studio.drawings import problem_from_error
 
     scene = ROOT / "scenes" / "two_waits.py"
     code = compile("\n" * 41 + "raise ValueError('no such colour')", str(scene), "exec")
@@ -249,7 +249,7 @@ def test_a_drawing_process_leaves_ctrl_c_to_the_studio_from_its_fork(tmp_path):
     process with Ctrl-C at its default, as a terminal starts the studio (this suite's workers ignore it)."""
     handler = tmp_path / "handler"
     child = f"import signal; open({str(handler)!r}, 'w').write(repr(signal.getsignal(signal.SIGINT)))"
-    script = (f"import sys\nfrom render.studio.session import drawing_context\n"
+    script = (f"import sys\nfrom render.studio.drawings import drawing_context\n"
               f"process = drawing_context().Process(target=exec, args=({child!r},))\n"
               f"process.start(); process.join(120); sys.exit(process.exitcode)")
     ran = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=180,
@@ -262,7 +262,7 @@ def test_a_drawing_process_forked_as_the_studio_stops_ends_quietly(tmp_path):
     """The studio killed between the fork server's fork and the task's arrival (Ctrl-C as a drawing starts): the
     child finds the task's pipe closed and ends without a traceback on the studio's terminal."""
     ran_flag = tmp_path / "ran"
-    script = (f"import os\nfrom multiprocessing import forkserver\nfrom render.studio.session import drawing_context\n"
+    script = (f"import os\nfrom multiprocessing import forkserver\nfrom render.studio.drawings import drawing_context\n"
               f"connect = forkserver.connect_to_new_process\n"
               f"def connect_then_stop(fds):\n    connect(fds)\n    os._exit(0)  # the studio, gone before the task\n"
               f"forkserver.connect_to_new_process = connect_then_stop\n"
@@ -270,3 +270,73 @@ def test_a_drawing_process_forked_as_the_studio_stops_ends_quietly(tmp_path):
     ran = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert ran.returncode == 0 and not ran_flag.exists()
     assert ran.stderr == "", ran.stderr
+
+
+def test_a_deployment_chosen_on_the_page_is_drawn_without_a_restart(tmp_path, default_tiny_film):
+    """Issue 45: GPU, model, data type, GPU count, KV format and EFFICIENCY= chosen on the page; the studio draws
+    what that changes (prefill's words and pictures name the new GPU), a choice that does not fit is a problem on
+    the page with the last pictures kept, a bad value is refused with one message, and another page cannot choose."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from selenium.webdriver.support.ui import Select
+
+    from render.plan.resolve import resolve_plan
+
+    project = copy_project(tmp_path, default_tiny_film.build / "cache")
+    process, address, lines = start_studio(project, "--beat", "prefill")
+    driver = chromium()
+    try:
+        driver.get(address)
+        ready = ("var a = document.getElementById('beat-prefill'); return a && a.dataset.status == 'ready' && "
+                 "a.querySelectorAll('.stills img').length > 0")
+        wait_for(driver, ready, 120)
+        assert "H100 SXM · Llama 3.1 8B · BF16" in driver.find_element("css selector", "header .deployment").text
+        assert Select(driver.find_element("name", "gpu")).first_selected_option.get_attribute("value") == "h100-sxm"
+        before = pictures(driver)["prefill"][1]
+
+        a100 = resolve_plan(gpu="a100-sxm-80gb", gpus=2)
+        Select(driver.find_element("name", "gpu")).select_by_value("a100-sxm-80gb")
+        gpus = driver.find_element("name", "gpus")
+        gpus.clear()
+        gpus.send_keys("2")
+        driver.find_element("css selector", "#deployment button").click()
+        wait_for(driver, "return document.querySelector('#beat-prefill .narration').textContent == arguments[0];", 60,
+                 a100.beat("prefill").narration)
+        assert "2× A100 80GB SXM" in driver.find_element("css selector", "header .deployment").text
+        wait_for(driver, ready + " && !a.classList.contains('stale')", 120)
+        after = pictures(driver)["prefill"][1]
+        assert after and set(after).isdisjoint(before), (before, after)  # drawn again, for the new GPU
+
+        Select(driver.find_element("name", "gpu")).select_by_value("rtx-4090")
+        gpus = driver.find_element("name", "gpus")
+        gpus.clear()
+        gpus.send_keys("1")
+        Select(driver.find_element("name", "model")).select_by_value("llama-3.1-70b")
+        driver.find_element("css selector", "#deployment button").click()
+        wait_for(driver, "return !document.getElementById('problem').hidden;", 60)
+        assert "does not fit" in driver.find_element("css selector", "#problem .message").text
+        assert pictures(driver)["prefill"][1] == after and pictures(driver)["prefill"][3]  # kept, marked stale
+
+        refused = driver.execute_async_script(
+            "var done = arguments[arguments.length - 1]; fetch('choose', {method: 'POST', headers: {'Content-Type': "
+            "'application/json'}, body: JSON.stringify({gpu: 'h100-sxm', gpus: 99})}).then(function (r) { return "
+            "r.json().then(function (b) { done([r.status, b.error]); }); });")
+        assert refused == [400, "GPUs 99: give a whole number from 1 to 8"], refused
+        for body, why in ((b'{"model": "/etc/passwd"}', "model '/etc/passwd': give an id from the catalog"),
+                          (b'{"colour": "red"}', "a choice is an object of gpu, model")):
+            request = urllib.request.Request(address + "choose", body, {"Content-Type": "application/json"})
+            with pytest.raises(urllib.error.HTTPError) as answer:
+                urllib.request.urlopen(request, timeout=10)
+            assert answer.value.code == 400 and why in json.loads(answer.value.read())["error"]
+        other = urllib.request.Request(address + "choose", b'{"gpu": "b200"}', {"Content-Type": "application/json",
+                                                                                 "Origin": "http://example.com"})
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(other, timeout=10)
+        assert answer.value.code == 403
+        assert not any("Traceback" in line for line in lines), "".join(lines)
+    finally:
+        driver.quit()
+        os.killpg(process.pid, signal.SIGINT)
+        process.wait(timeout=10)

@@ -224,7 +224,7 @@ def test_a_taken_port_and_a_held_folder_are_named(studio, project):
 def test_a_problem_raised_inside_a_library_is_placed_in_the_projects_file_not_in_the_venv():
     import yaml
 
-    from render.studio.session import problem_from_error
+    from render.studio.drawings import problem_from_error
 
     try:
         yaml.safe_load("n: " + "9" * 5000)  # PyYAML's int() of 5,000 digits: Python's ValueError, deep in .venv/

@@ -2,6 +2,9 @@
 
     session.py  what the page shows, and the update an edit starts (resolve, narrate, compare the beats'
                 keys, draw the changed beats' stills, then their clips, in fresh processes)
-    server.py   the page on 127.0.0.1, its server-sent events, the file watcher and Ctrl-C
+    choosing.py the deployment chosen on the page (GPU, model, data type, GPUs, KV format, EFFICIENCY=), checked
+    drawings.py the drawing processes (a beat's stills, its clip), and a problem named by its file and line
+    server.py   the page on 127.0.0.1 (a choice POSTed to /choose), its server-sent events, the file watcher and
+                Ctrl-C
     ignore_ctrl_c.py  imported first by the studio's workers: Ctrl-C is the studio's to handle
 """

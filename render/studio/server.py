@@ -36,6 +36,7 @@ from urllib.parse import unquote, urlparse
 from render.errors import FilmError
 from render.files import PROJECT_ROOT, cache_dir, output_dir, resolved
 from render.plan.types import Plan
+from render.studio import choosing
 from render.studio.session import Studio
 from render.text import clean_text
 
@@ -93,6 +94,7 @@ class StudioServer(ThreadingHTTPServer):
             raise
         self.studio, self.broadcast, self.page = studio, broadcast, page
         self.closing = threading.Event()
+        self.saves: queue.Queue = queue.Queue()  # (what changed, when): each starts an update
         port = self.server_address[1]
         self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
         self.origins = {f"http://{host}" for host in self.hosts}
@@ -131,6 +133,32 @@ class Handler(BaseHTTPRequestHandler):
             self.media(unquote(path.removeprefix("/media/")))
         else:
             self.send_error(HTTPStatus.NOT_FOUND)
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        """/choose: the page's deployment (JSON); any other page's, or anything but a small JSON object, refused."""
+        if not self.addressed_to_us():
+            return
+        if urlparse(self.path).path != "/choose":
+            self.send_error(HTTPStatus.NOT_FOUND)
+            return
+        length = self.headers.get("Content-Length", "")
+        if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/json" or not length.isdigit() \
+                or int(length) > choosing.MAX_BODY_BYTES:
+            self.send_error(HTTPStatus.BAD_REQUEST, "send the choice as a small JSON object")
+            return
+        try:
+            asked = self.server.studio.choose(json.loads(self.rfile.read(int(length)) or b"null"))
+        except (ValueError, FilmError) as error:
+            body = json.dumps({"error": clean_text(str(error), 300)}).encode()
+            self.send_response(HTTPStatus.BAD_REQUEST)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        chosen = "/".join(str(asked[name]) for name in ("gpu", "model", "dtype") if asked[name]) or "the defaults"
+        self.server.saves.put(([f"(the deployment: {chosen})"], time.monotonic()))
+        self.send(json.dumps({"asked": asked}).encode(), "application/json")
 
     def addressed_to_us(self) -> bool:
         """Host is the studio's own address (and Origin, where sent, its own page), or the request is refused."""
@@ -172,6 +200,8 @@ class Handler(BaseHTTPRequestHandler):
         for view in state["beats"]:
             listener.put(("beat", view))
         listener.put(("problem", state["problem"]))
+        if state["choice"]:
+            listener.put(("choice", state["choice"]))
         if state["update"]:
             listener.put(("update", {"busy": False, **state["update"]}))
         try:
@@ -208,9 +238,10 @@ def project_name(path: str) -> str:
     return str(where.relative_to(PROJECT_ROOT)) if where.is_relative_to(PROJECT_ROOT) else path
 
 
-def open_studio(plan: Plan, plan_of: Callable[[], Plan], build: Path, quality: str, beat: str | None, port: int,
+def open_studio(plan: Plan, plan_of: Callable[[dict], Plan], build: Path, quality: str, beat: str | None, port: int,
                 storyboard: Path) -> int:
-    """`make studio` for `plan`'s choice (`plan_of` resolves it again after each save): its folder under the
+    """`make studio` for `plan`'s choice (`plan_of` resolves it again after each save, for the deployment the page
+    chose: FilmRequest fields, none for the command line's): its folder under the
     build folder locked for the studio alone, its page served until Ctrl-C."""
     from render.publish import web
     from render.video.finish import output_lock
@@ -241,7 +272,7 @@ def run_studio(studio: Studio, storyboard: Path, port: int, page: str, broadcast
     serving.start()
     say(f"studio: {server.address}  (Ctrl-C stops it)")
     stop = threading.Event()
-    saves: queue.Queue = queue.Queue()
+    saves = server.saves  # the watcher's saves and the page's choices alike
 
     def watch() -> None:
         """Put each batch of saves on `saves`; whatever goes wrong, watch on (a watcher that died left the page up

@@ -1,0 +1,168 @@
+"""The studio's drawing processes and the problems they report: each task (a beat's stills, its clip) in a fresh
+process forked from a server that has Manim loaded, at most `jobs` at once, each result left in a file; and a
+problem named by the file and line it comes from."""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import os
+import pickle
+import re
+import traceback
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from render import media
+from render.errors import FilmError
+from render.files import PROJECT_ROOT, atomic_path, resolved
+from render.plan.types import Plan
+from render.video import beats
+
+
+@dataclass
+class Problem:
+    """Something an update could not get past, as the page shows it."""
+    message: str
+    file: str = ""
+    line: int | None = None
+    beat: str = ""
+
+
+def problem_from_error(error: BaseException, beat: str = "") -> Problem:
+    """A problem naming the file and line it comes from: the deepest frame in the project's scenes (or, failing
+    that, in the project), else what the error's message names."""
+    frames = traceback.extract_tb(error.__traceback__)
+    ours = [frame for frame in frames if resolved(frame.filename).is_relative_to(PROJECT_ROOT / "scenes")] \
+        or [frame for frame in frames if project_file(frame.filename)]
+    message = str(error) if isinstance(error, FilmError) else f"{type(error).__name__}: {error}"
+    if isinstance(error, SyntaxError) and error.filename:  # (raised by an import: the frames are importlib's)
+        where = Path(error.filename)
+        name = os.path.relpath(where, PROJECT_ROOT) if where.is_absolute() else str(where)
+        return Problem(f"SyntaxError: {error.msg}", name, error.lineno, beat)
+    if ours and not isinstance(error, FilmError):
+        where = ours[-1]
+        return Problem(message, os.path.relpath(where.filename, PROJECT_ROOT), where.lineno, beat)
+    return Problem(message, *place_named(message), beat=beat)
+
+
+PROJECT_FOLDERS = ("scenes", "render", "script", "data", "tests")  # not .venv/ (the libraries), build/ or a cache
+
+
+def project_file(filename: str) -> bool:
+    """Whether a frame's file is one of the project's own (a library installed in .venv/ is not)."""
+    path = resolved(filename)
+    return any(path.is_relative_to(PROJECT_ROOT / folder) for folder in PROJECT_FOLDERS) \
+        and "site-packages" not in path.parts
+
+
+def place_named(message: str) -> tuple[str, int | None]:
+    """The file (and line) a message names: 'script/storyboard.yaml, line 12: …' or 'data/gpus.yaml: …'."""
+    found = re.search(r"([\w./-]+\.(?:yaml|yml|py|json))(?:[,:]\s*line\s+(\d+)|:(\d+))?", message)
+    if not found:
+        return "", None
+    line = found.group(2) or found.group(3)
+    return found.group(1), int(line) if line else None
+
+
+# -- in the drawing processes -------------------------------------------------------------------------------
+
+
+def start_drawing_process() -> None:
+    """A drawing process dies with the fork server that made it (which ends with the studio), and leaves Ctrl-C
+    to the studio, which stops it itself (ignored from the fork on: render/studio/ignore_ctrl_c.py)."""
+    media.die_with_parent()
+
+
+def draw_stills(plan_json: str, beat_id: str, times: list[float], names: list[str], quality: str, folder: str,
+                cache: str) -> dict:
+    try:
+        plan = Plan.from_json(plan_json)
+        paths = beats.render_frames(plan, beat_id, times, quality, Path(folder), names, cache=Path(cache))
+        return {"stills": [path.name for path in paths]}
+    except BaseException as error:  # noqa: BLE001 - shown on the page: the studio goes on
+        return {"problem": asdict(problem_from_error(error, beat_id))}
+
+
+def draw_clip(plan_json: str, beat_id: str, quality: str, out: str, cache: str) -> dict:
+    try:
+        plan = Plan.from_json(plan_json)
+        render = beats.render_video(plan, beat_id, beats.quality(quality), Path(out), cache=Path(cache))
+        return {"render": render}
+    except BaseException as error:  # noqa: BLE001 - shown on the page
+        return {"problem": asdict(problem_from_error(error, beat_id))}
+
+
+def drawing_context():
+    """Processes forked from a server that has Manim imported already (a second saved), but not the scenes:
+    each drawing imports the scenes as the files hold them now."""
+    context = multiprocessing.get_context("forkserver")
+    # (the server keeps the handlers its preloads leave and gives them to each process it forks)
+    context.set_forkserver_preload(["render.studio.ignore_ctrl_c", "manim", "render.video.beats"])
+    return context
+
+
+def run_drawing(task: Callable[..., dict], args: tuple, result: str) -> None:
+    """In a drawing process: one task, its result left in a file (whole, or not at all)."""
+    start_drawing_process()
+    outcome = task(*args)
+    with atomic_path(Path(result)) as temporary:
+        temporary.write_bytes(pickle.dumps(outcome))
+
+
+class Drawings:
+    """At most `jobs` drawing processes at once, one task each, each result in a file. No queue or lock is
+    shared with them, so stopping one mid-task (Ctrl-C, newer edits) leaves nothing behind to drain."""
+
+    def __init__(self, jobs: int, scratch: Path):
+        self.jobs, self.scratch = jobs, scratch
+        self.context = drawing_context()
+        self.waiting: deque = deque()
+        self.running: dict = {}  # process -> (its key, its result file)
+        self.made = 0
+
+    def submit(self, key, task: Callable[..., dict], *args) -> None:
+        self.waiting.append((key, task, args))
+
+    def __bool__(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def start_more(self) -> None:
+        while self.waiting and len(self.running) < self.jobs:
+            key, task, args = self.waiting.popleft()
+            self.made += 1
+            result = self.scratch / f".drawing-{os.getpid()}-{self.made}.pickle"
+            process = self.context.Process(target=run_drawing, args=(task, args, str(result)), daemon=True)
+            process.start()
+            self.running[process] = (key, result)
+
+    def finished(self, timeout: float) -> list[tuple[object, dict]]:
+        """(key, result) of each task that ended within `timeout` seconds."""
+        self.start_more()
+        ended = multiprocessing.connection.wait([process.sentinel for process in self.running], timeout)
+        found = []
+        for process in [process for process in self.running if process.sentinel in ended]:
+            key, result = self.running.pop(process)
+            process.join()
+            try:
+                found.append((key, pickle.loads(result.read_bytes())))
+            except (OSError, pickle.UnpicklingError, EOFError):
+                found.append((key, {"problem": asdict(Problem(
+                    f"the drawing process ended (exit code {process.exitcode}) before it finished"))}))
+            result.unlink(missing_ok=True)
+        self.start_more()
+        return found
+
+    def stop(self) -> None:
+        self.waiting.clear()
+        for process in self.running:
+            process.terminate()
+        for process, (_, result) in self.running.items():
+            process.join(2)
+            if process.is_alive():
+                process.kill()
+                process.join()
+            result.unlink(missing_ok=True)
+        self.running.clear()
