@@ -340,3 +340,61 @@ def test_a_deployment_chosen_on_the_page_is_drawn_without_a_restart(tmp_path, de
         driver.quit()
         os.killpg(process.pid, signal.SIGINT)
         process.wait(timeout=10)
+
+
+def test_the_timeline_shows_the_whole_film_and_a_cue_opens_its_still(tmp_path, default_tiny_film):
+    """Issue 45: the film on one timeline (its beats as chapters where the timed plan puts them, each cue a mark, the
+    narration's waveform); a cue's mark opens its still at full width; ] and [ move between the beats."""
+    import json
+    import urllib.request
+
+    project = copy_project(tmp_path, default_tiny_film.build / "cache")
+    process, address, lines = start_studio(project, "--beat", "prefill")
+    driver = chromium()
+    try:
+        driver.set_window_size(1280, 900)
+        driver.get(address)
+        wait_for(driver, "var a = document.getElementById('beat-prefill'); return a && a.dataset.status == 'ready' "
+                         "&& document.querySelector('#timeline path').getAttribute('d').length > 0;", 120)
+        state = json.loads(urllib.request.urlopen(address + "state", timeout=10).read())
+        timeline, plan = state["timeline"], default_tiny_film.result.plan
+        assert [beat["id"] for beat in timeline["beats"]] == [beat.id for beat in plan.beats]
+        width = driver.execute_script("return document.querySelector('#timeline .track').clientWidth;")
+        for beat in plan.beats:  # each chapter where the timed plan puts it, each cue where it is spoken
+            left = driver.execute_script("return document.querySelector('#timeline .chapter[data-beat=\"' + "
+                                         "arguments[0] + '\"]').offsetLeft;", beat.id)
+            assert abs(left - width * beat.start / plan.duration) <= 1.5, (beat.id, left)
+            for name, at in beat.timing.cues.items():
+                mark = driver.find_element("css selector", f"#timeline .cue[data-beat='{beat.id}'][data-cue='{name}']")
+                centre = driver.execute_script("var r = arguments[0].getBoundingClientRect(), t = document."
+                                               "querySelector('#timeline .track').getBoundingClientRect(); "
+                                               "return r.left + r.width / 2 - t.left - 1;", mark)
+                assert abs(centre - width * at / plan.duration) <= 2, (beat.id, name, centre)
+        peaks = timeline["peaks"]
+        assert len(peaks) == 1000 and max(peaks) == 1.0
+        first_words = plan.beats[0].timing.speech_start
+        assert max(peaks[:int(1000 * first_words / plan.duration)] or [0]) < 0.05  # silence before the first words
+        assert sum(peak > 0.1 for peak in peaks) > 500  # speech most of the film
+
+        driver.find_element("css selector", "#timeline .cue[data-beat=prefill][data-cue=ops]").click()
+        wait_for(driver, "return document.getElementById('still-view').open;", 10)
+        shown = driver.execute_script("return document.querySelector('#still-view img').getAttribute('src');")
+        stills = driver.execute_script("return Array.from(document.querySelectorAll('#beat-prefill figure')).filter("
+                                       "function (f) { return f.dataset.cue == 'ops'; }).map(function (f) { return "
+                                       "f.querySelector('img').getAttribute('src'); });")
+        assert stills and shown == stills[0]
+        assert driver.execute_script("return document.querySelector('#still-view img').naturalWidth;") > 0
+        driver.find_element("css selector", "#still-view button").click()
+        driver.find_element("css selector", "#timeline .chapter[data-beat=two-waits]").click()
+        driver.switch_to.active_element.send_keys("]")
+        assert driver.execute_script("return document.activeElement.dataset.beat;") == "prefill"
+        top = driver.execute_script("return document.getElementById('beat-prefill').getBoundingClientRect().top;")
+        status = driver.execute_script("return document.getElementById('status').getBoundingClientRect().bottom;")
+        assert top >= status - 1, (top, status)  # its heading below the sticky status, not covered by it
+        driver.switch_to.active_element.send_keys("[")
+        assert driver.execute_script("return document.activeElement.dataset.beat;") == "two-waits"
+        assert [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"] == []
+    finally:
+        driver.quit()
+        os.killpg(process.pid, signal.SIGINT)
+        process.wait(timeout=10)

@@ -3,6 +3,7 @@
     session.py  what the page shows, and the update an edit starts (resolve, narrate, compare the beats'
                 keys, draw the changed beats' stills, then their clips, in fresh processes)
     choosing.py the deployment chosen on the page (GPU, model, data type, GPUs, KV format, EFFICIENCY=), checked
+    timeline.py the whole film on one timeline: chapters, cues, subtitles and the narration's waveform
     drawings.py the drawing processes (a beat's stills, its clip), and a problem named by its file and line
     server.py   the page on 127.0.0.1 (a choice POSTed to /choose), its server-sent events, the file watcher and
                 Ctrl-C

@@ -202,6 +202,8 @@ class Handler(BaseHTTPRequestHandler):
         listener.put(("problem", state["problem"]))
         if state["choice"]:
             listener.put(("choice", state["choice"]))
+        if state["timeline"]:
+            listener.put(("timeline", state["timeline"]))
         if state["update"]:
             listener.put(("update", {"busy": False, **state["update"]}))
         try:

@@ -28,6 +28,7 @@ from render.video import beats
 from render.video.cache import BeatCache, beat_slice, values_key
 from render.video.sources import scene_sources, source_bytes
 from render.studio import choosing
+from render.studio.timeline import timeline
 from render.studio.drawings import Drawings, Problem, draw_clip, draw_stills, problem_from_error
 
 @dataclass
@@ -89,6 +90,7 @@ class Studio:
         self.problem: Problem | None = None
         self.asked: dict[str, object] = {}  # the deployment chosen on the page (empty: the command line's)
         self.choice: dict[str, object] = {}  # the deployment drawn, as the page's form shows it
+        self.timeline: dict = {}  # the whole film's chapters, cues, subtitles and waveform (render/studio/timeline.py)
         self.last_update: dict = {}
         self.version = 0
         self.interrupted = threading.Event()  # set when newer edits wait: the update stops at its next step
@@ -99,7 +101,8 @@ class Studio:
     def state(self) -> dict:
         return {"beats": [asdict(view) for view in self.views.values()],
                 "problem": self.problem and asdict(self.problem),
-                "update": self.last_update, "choice": self.choice, "options": choosing.options()}
+                "update": self.last_update, "choice": self.choice, "options": choosing.options(),
+                "timeline": self.timeline}
 
     def choose(self, data: object) -> dict[str, object]:
         """The page chose a deployment: checked (a bad value refused with one message), then drawn by the next
@@ -129,6 +132,7 @@ class Studio:
         narration = self.narrate(plan)
         phases["voice"] = round(time.monotonic() - saved_at, 2)
         timed = narration.plan
+        self.show_timeline(timed, None)  # at once; with the waveform once the track is levelled
         if self.problem is not None:
             self.problem = None
             self.publish("problem", None)
@@ -155,10 +159,18 @@ class Studio:
             del self.views[gone]
         if changed:
             self.draw(timed, narration, changed, saved_at)
+        if not self.interrupted.is_set():
+            self.show_timeline(timed, narration.track_ready())
         self.last_update = {"edited": edited, "drawn": changed, "seconds": round(time.monotonic() - saved_at, 2),
                             "why": {beat_id: self.views[beat_id].why for beat_id in changed if beat_id in self.views},
                             "interrupted": self.interrupted.is_set(), "phases": phases}
         self.publish("update", {"busy": False, **self.last_update})
+
+    def show_timeline(self, plan: Plan, track: Path | None) -> None:
+        made = timeline(plan, track)
+        if made != self.timeline:
+            self.timeline = made
+            self.publish("timeline", made)
 
     def fail(self, problem: Problem) -> None:
         self.problem = problem
