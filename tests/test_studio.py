@@ -101,6 +101,9 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
     assert address.startswith("http://127.0.0.1:")
     first = all_ready(page, 120)
     assert all(stills and clip and not stale for _, stills, clip, stale in first.values()), first
+    deadline = time.monotonic() + 30  # the first update ends (its timeline's waveform made) after its last beat
+    while not any("studio: updated in" in line for line in lines) and time.monotonic() < deadline:
+        time.sleep(0.1)
     shot = page.get_screenshot_as_png()
     assert len(shot) > 10_000
 
@@ -308,6 +311,17 @@ def test_a_deployment_chosen_on_the_page_is_drawn_without_a_restart(tmp_path, de
         wait_for(driver, ready + " && !a.classList.contains('stale')", 120)
         after = pictures(driver)["prefill"][1]
         assert after and set(after).isdisjoint(before), (before, after)  # drawn again, for the new GPU
+        # Before and after: each new still keeps the one it replaced, shown in its place by its figure's button.
+        befores = driver.execute_script("return Array.from(document.querySelectorAll('#beat-prefill figure')).map("
+                                        "function (f) { return f.dataset.before; });")
+        assert sorted(befores) == sorted(before), (befores, before)
+        toggle = driver.find_element("css selector", "#beat-prefill figure button.before")
+        toggle.click()
+        wait_for(driver, "var i = document.querySelector('#beat-prefill figure img'); return i.complete && "
+                         "i.naturalWidth > 0 && i.getAttribute('src') == arguments[0];", 10, befores[0])
+        assert toggle.get_attribute("aria-pressed") == "true"
+        toggle.click()
+        assert pictures(driver)["prefill"][1] == after
 
         Select(driver.find_element("name", "gpu")).select_by_value("rtx-4090")
         gpus = driver.find_element("name", "gpus")

@@ -307,10 +307,7 @@ class Studio:
             return
         if kind == "stills":
             made = {cue["name"]: f"media/{name}" for cue, name in zip(cues, result["stills"])}
-            kept = {still["cue"]: still["url"] for still in view.stills}
-            self.remove_media({url for cue, url in kept.items() if cue in made})
-            view.stills = [{"cue": cue["name"], "url": made.get(cue["name"]) or kept.get(cue["name"])}
-                           for cue in view.cues if made.get(cue["name"]) or kept.get(cue["name"])]
+            view.stills = self.replaced_stills(view, made, version)
             if "still" not in view.timing:  # the first of its stills (the cue the edit touched, if it touched one)
                 view.timing = {**view.timing, "still": round(time.monotonic() - saved_at, 2)}
             view.problem = None
@@ -332,6 +329,26 @@ class Studio:
             self.drawn_with[beat_id] = key_parts(plan, beat_id, self.reads[beat_id])
         if show:
             self.show(view, finished)
+
+    def replaced_stills(self, view: BeatPanel, made: dict[str, str], version: int) -> list[dict]:
+        """The beat's stills with those just `made` in place, each new one with the still it replaces as its
+        `before` (the page shows them side by side): the picture before this update's edit, not one this update drew
+        a moment earlier (a still taken again where its picture settles keeps the first one's before)."""
+        kept = {still["cue"]: still for still in view.stills}
+        stills, gone = [], set()
+        for name in [cue["name"] for cue in view.cues]:
+            old = kept.get(name)
+            if name not in made:
+                stills += [old] if old else []
+                continue
+            before = ""
+            if old:
+                this_update = old["url"].endswith((f"-{version}.png", f"-{version}-settled.png"))
+                before = old.get("before", "") if this_update else old["url"]
+                gone |= {old["url"]} if this_update else {old.get("before", "")}
+            stills.append({"cue": name, "url": made[name], "before": before})
+        self.remove_media(gone - {"", *(still.get("before", "") for still in stills)})
+        return stills
 
     def show(self, view: BeatPanel, finished: set[str]) -> None:
         """Publish a beat's panel, its status from what of it is all done this update."""
