@@ -240,6 +240,16 @@ def project_name(path: str) -> str:
     return str(where.relative_to(PROJECT_ROOT)) if where.is_relative_to(PROJECT_ROOT) else path
 
 
+def next_change(saves: queue.Queue):
+    """The next save or choice, waited for in short steps: a Ctrl-C the kernel handed to another of the studio's
+    threads is acted on at the next step (a wait without a timeout would not wake for it; seen under load)."""
+    while True:
+        try:
+            return saves.get(timeout=0.25)
+        except queue.Empty:
+            continue
+
+
 def open_studio(plan: Plan, plan_of: Callable[[dict], Plan], build: Path, quality: str, beat: str | None, port: int,
                 storyboard: Path) -> int:
     """`make studio` for `plan`'s choice (`plan_of` resolves it again after each save, for the deployment the page
@@ -306,7 +316,7 @@ def run_studio(studio: Studio, storyboard: Path, port: int, page: str, broadcast
             else:
                 say(f"studio: updated in {time.monotonic() - started:.1f} s; drew "
                     f"{', '.join(update.get('drawn') or ()) or 'nothing'}")
-            edited, saved_at = saves.get()
+            edited, saved_at = next_change(saves)
             while not saves.empty():  # saves made meanwhile: one update for them all, timed from the first
                 more, _ = saves.get_nowait()
                 edited = sorted(set(edited) | set(more))

@@ -69,7 +69,8 @@ class Levelling:
     def wait(self) -> None:
         """The track made: waited for if it is being made on its thread, made here if it was never started."""
         if self.thread is not None:
-            self.thread.join()
+            while self.thread.is_alive():  # in steps: a Ctrl-C another thread received is acted on at the next
+                self.thread.join(0.25)
         elif not self.done:
             self.work()
             self.done = True
