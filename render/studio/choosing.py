@@ -8,6 +8,7 @@ import re
 
 from render.errors import FilmError
 from render.files import DATA_DIR
+from render.plan.resolve import kv_formats
 from render.plan.types import Plan
 from render.specs.catalog import load_catalog
 from render.specs.roofline import LARGEST_GPU_COUNT
@@ -61,5 +62,5 @@ def options() -> dict[str, list[list[str]]]:
     return {"gpu": [[gpu.id, gpu.name] for gpu in catalog.gpus.values()],
             "model": [[model.id, model.name] for model in catalog.models.values()],
             "dtype": [[dtype.id, dtype.name] for dtype in catalog.dtypes.values()],
-            "kv_dtype": [["", "the data type's own"], *([kv, kv] for kv in ("bf16", "fp16", "fp8"))],
+            "kv_dtype": [["", "the data type's own"], *([kv.id, kv.name] for kv in kv_formats(catalog).values())],
             "efficiency": [["", "the ceilings"], *([dataset, dataset] for dataset in catalog.measured_ids())]}
