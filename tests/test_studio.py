@@ -423,3 +423,151 @@ def test_the_timeline_shows_the_whole_film_and_a_cue_opens_its_still(tmp_path, d
         driver.quit()
         os.killpg(process.pid, signal.SIGINT)
         stopped(process)
+
+
+FRAME_PIXELS = """var done = arguments[arguments.length - 1], video = document.querySelector('#player video');
+function grey(source) {  // the picture at 160x90, as grey levels
+  var canvas = document.createElement('canvas'); canvas.width = 160; canvas.height = 90;
+  var context = canvas.getContext('2d'); context.drawImage(source, 0, 0, 160, 90);
+  var data = context.getImageData(0, 0, 160, 90).data, out = [];
+  for (var i = 0; i < data.length; i += 4) { out.push((data[i] + data[i + 1] + data[i + 2]) / 3); }
+  return out;
+}
+var image = new Image();
+image.onload = function () { done([grey(video), grey(image)]); };
+image.onerror = function () { done(null); };
+image.src = arguments[0];"""
+
+SETTLED = ("var v = document.querySelector('#player video'); return !v.hidden && v.readyState >= 2 && !v.seeking && "
+           "Math.abs(v.currentTime - arguments[0]) < 0.01;")
+
+
+def test_the_player_plays_the_whole_film_scrubs_frame_by_frame_and_marks_what_is_stale(tmp_path, default_tiny_film):
+    """Issue 45: the player shows the whole film on the film's clock, each beat's newest clip in place: a frame
+    sought there is the still drawn at that moment (real pixels); the arrows step exactly a frame (with Shift, to the
+    next cue), space plays and pauses, playing runs on into the next beat, the track scrubs; a narration edit is seen
+    on the timeline and its new clip takes the old one's place; a stale beat is marked where it plays."""
+    import json
+    import urllib.request
+
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    project = copy_project(tmp_path, default_tiny_film.build / "cache")
+    process, address, lines = start_studio(project, "--beat", "prefill")
+    driver = chromium()
+    plan = default_tiny_film.result.plan
+    prefill, after = plan.beat("prefill"), plan.beats[[beat.id for beat in plan.beats].index("prefill") + 1]
+    fps = 3  # the tests' quality, `tiny`
+
+    def player_time() -> float:
+        return float(driver.execute_script("return document.getElementById('player').dataset.time;"))
+
+    def keys(*sent) -> None:
+        ActionChains(driver).send_keys(*sent).perform()
+
+    try:
+        driver.set_window_size(1280, 900)
+        driver.get(address)
+        wait_for(driver, "var a = document.getElementById('beat-prefill'); return a && a.dataset.status == 'ready' "
+                         "&& document.querySelector('#timeline path').getAttribute('d').length > 0;", 120)
+        clip = driver.execute_script("return document.querySelector('#beat-prefill video.clip').getAttribute('src');")
+        driver.find_element("css selector", "#timeline .chapter[data-beat=prefill]").click()
+        assert player_time() == pytest.approx(prefill.start, abs=1e-3)
+        assert driver.execute_script("var p = document.getElementById('player'); return [p.dataset.beat, "
+                                     "p.dataset.showing, p.querySelector('video').getAttribute('src')];") == \
+            ["prefill", "clip", clip]
+
+        # A frame sought on the player is the still drawn at that moment: stepped to from the beat's start.
+        state = json.loads(urllib.request.urlopen(address + "state", timeout=10).read())
+        panel = next(beat for beat in state["beats"] if beat["id"] == "prefill")
+        cue = next(cue for cue in panel["cues"] if cue["name"] == "ops")
+        still = next(still["url"] for still in panel["stills"] if still["cue"] == "ops")
+        frames = round((prefill.start + cue["at"]) * fps) - round(prefill.start * fps)
+        keys(Keys.ARROW_RIGHT * frames)
+        wanted = round((prefill.start + cue["at"]) * fps) / fps
+        assert player_time() == pytest.approx(wanted, abs=1e-3)
+        wait_for(driver, SETTLED, 20, wanted - prefill.start + 1e-3)
+        shown, drawn = driver.execute_async_script(FRAME_PIXELS, still)
+        difference = sum(abs(a - b) for a, b in zip(shown, drawn)) / len(shown)
+        keys(Keys.ARROW_LEFT * frames)
+        wait_for(driver, SETTLED, 20, 1e-3)
+        first, _ = driver.execute_async_script(FRAME_PIXELS, still)
+        elsewhere = sum(abs(a - b) for a, b in zip(first, drawn)) / len(first)
+        print(f"player frame against its still: {difference:.2f} grey levels; the beat's first frame: {elsewhere:.2f}")
+        assert difference < 4 and elsewhere > 3 * difference, (difference, elsewhere)
+
+        # Shift+arrow: the next cue, as the timeline marks it; space plays and pauses.
+        ActionChains(driver).key_down(Keys.SHIFT).send_keys(Keys.ARROW_RIGHT).key_up(Keys.SHIFT).perform()
+        start_frame = round(prefill.start * fps) / fps  # (the beat's start, to the frame: maybe the one before's end)
+        first_cue = min(at for beat in plan.beats for at in beat.timing.cues.values() if at > start_frame)
+        assert player_time() == pytest.approx(first_cue, abs=1e-3)
+        keys(" ")
+        wait_for(driver, "return parseFloat(document.getElementById('player').dataset.time) > arguments[0] + 1 && "
+                         "!document.querySelector('#player video').paused;", 30, first_cue)
+        keys(" ")
+        paused = player_time()
+        time.sleep(0.5)
+        assert player_time() == paused and driver.execute_script("return document.querySelector('#player video')"
+                                                                  ".paused;")
+        # Playing runs on into the next beat (not drawn by this studio: its title, the clock going on).
+        driver.find_element("css selector", f"#timeline .chapter[data-beat={after.id}]").click()
+        keys(Keys.ARROW_LEFT * 2, " ")
+        wait_for(driver, "var p = document.getElementById('player'); return p.dataset.beat == arguments[0] && "
+                         "parseFloat(p.dataset.time) > arguments[1] + 0.3;", 30, after.id, after.start)
+        assert driver.execute_script("var p = document.getElementById('player'); return [p.dataset.showing, "
+                                     "p.querySelector('.mark').textContent];")[0] == "still"
+        keys(" ")
+
+        # Scrubbing: a press on the track, then a drag, seeks the player there.
+        track = driver.find_element("css selector", "#timeline .track")
+        width = track.size["width"]
+        middle = (prefill.start + prefill.end) / 2
+        ActionChains(driver).move_to_element_with_offset(track, int(width * middle / plan.duration - width / 2), -10) \
+            .click_and_hold().perform()
+        assert player_time() == pytest.approx(middle, abs=plan.duration / width * 1.5)
+        ActionChains(driver).move_by_offset(-20, 0).release().perform()
+        assert player_time() == pytest.approx(middle - 20 * plan.duration / width, abs=plan.duration / width * 1.5)
+        assert driver.execute_script("return document.getElementById('player').dataset.beat;") == "prefill"
+        head = driver.execute_script("var h = document.querySelector('#timeline .playhead').getBoundingClientRect(), "
+                                     "t = document.querySelector('#timeline .track').getBoundingClientRect(); "
+                                     "return h.left + h.width / 2 - t.left;")
+        assert abs(head - width * player_time() / plan.duration) <= 2
+
+        # A narration edit: its words on the timeline, its new clip in the old one's place on the player.
+        edit(project / "script" / "storyboard.yaml", "Prefill pushes the whole prompt",
+             "Prefill pushes the entire prompt")
+        wait_for(driver, "var a = document.getElementById('beat-prefill'); return a.dataset.status == 'ready' && "
+                         "a.querySelector('video.clip').getAttribute('src') != arguments[0];", CLIP_BOUND * 2, clip)
+        subtitles = json.loads(urllib.request.urlopen(address + "state", timeout=10).read())["timeline"]["subtitles"]
+        assert any("entire prompt" in line["text"] for line in subtitles)
+        assert not any("whole prompt" in line["text"] for line in subtitles)
+        new_clip = driver.execute_script("return document.querySelector('#beat-prefill video.clip')"
+                                         ".getAttribute('src');")
+        assert driver.execute_script("return document.querySelector('#player video').getAttribute('src');") \
+            == new_clip
+
+        # A stale beat is marked where it plays: a storyboard that cannot be read leaves the last pictures, stale.
+        edit(project / "script" / "storyboard.yaml", "  - id: prefill", "  - id: prefill\n   bad: [")
+        wait_for(driver, "return document.getElementById('player').classList.contains('stale');", 30)
+        assert driver.execute_script("return document.querySelector('#player .mark').textContent;").startswith("Stale")
+        assert driver.execute_script("return document.querySelector('#timeline .chapter[data-beat=prefill]')"
+                                     ".classList.contains('stale');")
+        assert [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"] == []
+    finally:
+        driver.quit()
+        os.killpg(process.pid, signal.SIGINT)
+        stopped(process)
+
+
+def test_a_clip_is_served_in_the_parts_a_player_asks_for():
+    """The player seeks within a clip: a Range is answered with just those bytes; one that cannot be given is
+    refused (416); one this server does not split (several ranges, another unit) gets the whole file."""
+    from render.studio.server import byte_range
+
+    assert byte_range(None, 1000) is None and byte_range("bytes=0-", 1000) == (0, 999)
+    assert byte_range("bytes=100-199", 1000) == (100, 199) and byte_range("bytes=900-5000", 1000) == (900, 999)
+    assert byte_range("bytes=-100", 1000) == (900, 999) and byte_range("bytes=-5000", 1000) == (0, 999)
+    assert byte_range("bytes=1000-", 1000) == () and byte_range("bytes=5-3", 1000) == ()
+    assert byte_range("bytes=0-1,5-9", 1000) is None and byte_range("items=0-1", 1000) is None
+    assert byte_range("bytes=-", 1000) is None

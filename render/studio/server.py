@@ -4,7 +4,7 @@
     GET /state       everything the page shows, as JSON
     GET /events      server-sent events: everything the page shows, then each change: `beat` (one beat's view),
                      `problem` (null once mended), `update` (one begins, or ends: what it drew, why, how long)
-    GET /media/…     the stills and clips (only files of the studio's own media folder)
+    GET /media/…     the stills and clips (only files of the studio's own media folder), whole or the part a Range asks
 
 Only requests addressed to the studio itself are answered: Host must be its own loopback address and port (and
 Origin, where a browser sends one, its own page), so a page elsewhere cannot read it through a DNS name rebound to
@@ -168,10 +168,13 @@ class Handler(BaseHTTPRequestHandler):
         self.send_error(HTTPStatus.FORBIDDEN, f"this studio answers only {self.server.address}")
         return False
 
-    def send(self, body: bytes, kind: str) -> None:
-        self.send_response(HTTPStatus.OK)
+    def send(self, body: bytes, kind: str, answer: HTTPStatus = HTTPStatus.OK, headers: dict | None = None) -> None:
+        self.send_response(answer)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(body)))
+        self.send_header("Accept-Ranges", "bytes")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
         self.wfile.write(body)
@@ -188,7 +191,19 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:  # (gone since: a newer drawing replaced it)
             self.send_error(HTTPStatus.NOT_FOUND)
             return
-        self.send(body, mimetypes.guess_type(path.name)[0] or "application/octet-stream")
+        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        asked = byte_range(self.headers.get("Range"), len(body))
+        if asked is None:
+            self.send(body, kind)
+        elif asked == ():
+            self.send_response(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+            self.send_header("Content-Range", f"bytes */{len(body)}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:  # a part: the player seeks within a clip (Chromium asks for the part it needs)
+            first, last = asked
+            self.send(body[first:last + 1], kind, HTTPStatus.PARTIAL_CONTENT,
+                      {"Content-Range": f"bytes {first}-{last}/{len(body)}"})
 
     def events(self) -> None:
         self.send_response(HTTPStatus.OK)
@@ -218,6 +233,20 @@ class Handler(BaseHTTPRequestHandler):
             pass
         finally:
             self.server.broadcast.leave(listener)
+
+
+def byte_range(header: str | None, size: int) -> tuple[int, ...] | None:
+    """The bytes a Range header asks of a `size`-byte file, first and last: None for the whole file (no header, or
+    one this server does not serve in parts: several ranges, another unit); () where none of it can be given."""
+    found = re.fullmatch(r"\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*", header or "")
+    if not found or not any(found.groups()):
+        return None
+    first, last = found.groups()
+    if not first:  # the last N bytes
+        first, last = max(0, size - int(last)), size - 1
+    else:
+        first, last = int(first), min(int(last), size - 1) if last else size - 1
+    return (first, last) if first <= last else ()
 
 
 def watched(storyboard: Path) -> list[Path]:
@@ -269,7 +298,8 @@ def open_studio(plan: Plan, plan_of: Callable[[dict], Plan], build: Path, qualit
         return narration
 
     studio = Studio(plan_of, narrate, folder, cache, quality, beat, broadcast.publish)
-    page = web.render("studio.html", title=plan.title, label=plan.choice.long_label, duration=plan.duration)
+    page = web.render("studio.html", title=plan.title, label=plan.choice.long_label, duration=plan.duration,
+                      fps=studio.quality.fps)
     with output_lock(folder):
         return run_studio(studio, storyboard, port, page, broadcast)
 
