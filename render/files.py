@@ -206,3 +206,20 @@ def link_or_copy(source: Path, target: Path) -> None:
         os.link(source, target)
     except OSError:
         shutil.copyfile(source, target)
+
+
+PROJECT_PARTS = ("render", "scenes", "script", "data", "pyproject.toml")
+
+
+def copy_project(folder: Path, cache: Path | None = None) -> Path:
+    """A copy of the project's code and files in `folder` (not its build), for edits a user might save; with `cache`,
+    a build folder whose cache is a copy of that one (speech, typesetting, beats)."""
+    for part in PROJECT_PARTS:
+        source = PROJECT_ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, folder / part, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
+        else:
+            shutil.copy2(source, folder / part)
+    if cache is not None:
+        shutil.copytree(cache, folder / "build" / "cache", symlinks=True)
+    return folder

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from render.files import DATA_DIR, STORYBOARD_PATH
+from render.files import DATA_DIR, STORYBOARD_PATH, copy_project  # noqa: F401 - the tests import copy_project from here
 from render.specs.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -237,23 +237,6 @@ class LoopbackServer:
         for connection in self.held:
             connection.close()
         self.listener.close()
-
-
-PROJECT_PARTS = ("render", "scenes", "script", "data", "pyproject.toml")
-
-
-def copy_project(folder: Path, cache: Path | None = None) -> Path:
-    """A copy of the project's code and files in `folder` (not its build), for edits a user might save; with `cache`,
-    a build folder whose cache is a copy of that one (speech, typesetting, beats)."""
-    for part in PROJECT_PARTS:
-        source = ROOT / part
-        if source.is_dir():
-            shutil.copytree(source, folder / part, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
-        else:
-            shutil.copy2(source, folder / part)
-    if cache is not None:
-        shutil.copytree(cache, folder / "build" / "cache", symlinks=True)
-    return folder
 
 
 def start_studio(project: Path, *options: str) -> tuple[subprocess.Popen, str, list[str]]:

@@ -351,14 +351,18 @@ def test_parsed_shapes_are_kept_for_the_next_render_and_checked(narrated, tmp_pa
     parse, glyphs = svgelements.SVG.parse, shapes.glyph_shapes
     monkeypatch.setattr(svgelements.SVG, "parse", lambda *args, **kwargs: parsed.append(1) or parse(*args, **kwargs))
     monkeypatch.setattr(shapes, "glyph_shapes", lambda *args: parsed.append(1) or glyphs(*args))
+    from render.engine import scene
+
     cache = tmp_path / "cache"
+    scene.MADE_ONCE.clear()  # (words this worker made for an earlier test: as a new process, it makes them here)
     first = beats.render_still(narrated.plan, "prefill", 6.0, "tiny", tmp_path / "a", cache=cache)
     kept = sorted((cache / "typeset" / "shapes").glob("*.shape"))
     assert len(kept) > 10  # its title, labels and formula at least (parsed here, or by an earlier render)
 
     def still_again(folder: str) -> np.ndarray:
-        """As a new process renders it: Manim's own cache of this process's shapes emptied."""
+        """As a new process renders it: Manim's own cache of this process's shapes emptied, and the words it made."""
         svg_mobject.SVG_HASH_TO_MOB_MAP.clear()
+        scene.MADE_ONCE.clear()
         shapes.written.clear()
         parsed.clear()
         return np.asarray(Image.open(beats.render_still(narrated.plan, "prefill", 6.0, "tiny", tmp_path / folder,

@@ -5,6 +5,7 @@ The frames behind it are render/engine/drawing.py's."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -18,6 +19,27 @@ from render.plan.types import BUILT_IN_CUES, Plan
 
 MAX_STILL = 2.2        # seconds: a longer wait is filled with the beat's ambient motion
 AMBIENT_SECONDS = 1.2  # one round of it
+
+
+MADE_ONCE: OrderedDict = OrderedDict()  # (what made it, its arguments, the frame) -> the mobject, the newest last
+MADE_ONCE_KEPT = 2000  # (the film's words are about 400)
+
+
+def made_once(factory: Callable, *args, **options):
+    """A copy of what `factory(*args, **options)` made the first time this process asked (a mobject: Text, a
+    formula), so a beat drawn again, or another beat with the same words, costs a copy, not a typesetting: the
+    studio's warm process keeps them for every drawing. Keyed by the factory, every argument and the frame's size;
+    the arguments must be plain values."""
+    key = (factory.__module__, factory.__qualname__, args, tuple(sorted(options.items())), config.pixel_width,
+           config.pixel_height, config.frame_width, config.frame_height)
+    made = MADE_ONCE.get(key)
+    if made is None:
+        made = MADE_ONCE[key] = factory(*args, **options)
+        while len(MADE_ONCE) > MADE_ONCE_KEPT:
+            MADE_ONCE.popitem(last=False)
+    else:
+        MADE_ONCE.move_to_end(key)
+    return made.copy()
 
 
 @dataclass(frozen=True)

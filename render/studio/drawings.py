@@ -1,11 +1,10 @@
-"""The studio's drawing processes and the problems they report: each task (a beat's stills, its clip) in a fresh
-process forked from a server that has Manim loaded, at most `jobs` at once, each result left in a file; and a
-problem named by the file and line it comes from."""
+"""The studio's drawing processes and the problems they report: each task (a beat's stills, its clip) in a process
+forked from the studio's warm process (render/studio/warm.py: Manim, the engine and the scenes loaded, each beat drawn
+once), at most `jobs` at once, each result left in a file; and a problem named by the file and line it comes from."""
 
 from __future__ import annotations
 
 import multiprocessing
-import multiprocessing.connection
 import os
 import pickle
 import re
@@ -15,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from render import media
 from render.errors import FilmError
-from render.files import PROJECT_ROOT, atomic_path, resolved
+from render.files import PROJECT_ROOT, resolved
 from render.plan.types import Plan
+from render.studio.warm import WarmProcess
 from render.video import beats
 
 
@@ -67,13 +66,7 @@ def place_named(message: str) -> tuple[str, int | None]:
     return found.group(1), int(line) if line else None
 
 
-# -- in the drawing processes -------------------------------------------------------------------------------
-
-
-def start_drawing_process() -> None:
-    """A drawing process dies with the fork server that made it (which ends with the studio), and leaves Ctrl-C
-    to the studio, which stops it itself (ignored from the fork on: render/studio/ignore_ctrl_c.py)."""
-    media.die_with_parent()
+# -- in the drawing processes (forked from the warm process: render/studio/warm.py) ---------------------
 
 
 def draw_stills(plan_json: str, beat_id: str, times: list[float], names: list[str], quality: str, folder: str,
@@ -96,32 +89,22 @@ def draw_clip(plan_json: str, beat_id: str, quality: str, out: str, cache: str) 
 
 
 def drawing_context():
-    """Processes forked from a server that has Manim imported already (a second saved), but not the scenes:
-    each drawing imports the scenes as the files hold them now."""
+    """The fork server the warm process comes from: it has Manim imported already (a second saved), and the
+    handlers its preloads leave (Ctrl-C left to the studio) go to every process it forks."""
     context = multiprocessing.get_context("forkserver")
-    # (the server keeps the handlers its preloads leave and gives them to each process it forks)
     context.set_forkserver_preload(["render.studio.ignore_ctrl_c", "manim", "render.video.beats"])
     return context
 
 
-def run_drawing(task: Callable[..., dict], args: tuple, result: str) -> None:
-    """In a drawing process: one task, its result left in a file (whole, or not at all)."""
-    start_drawing_process()
-    outcome = task(*args)
-    with atomic_path(Path(result)) as temporary:
-        temporary.write_bytes(pickle.dumps(outcome))
-
-
 class Drawings:
-    """At most `jobs` drawing processes at once, one task each, each result in a file. No queue or lock is
-    shared with them, so stopping one mid-task (Ctrl-C, newer edits) leaves nothing behind to drain."""
+    """At most `jobs` drawings at once, one task each, each forked from the studio's warm process
+    (render/studio/warm.py) and its result left in a file. No queue or lock is shared with them, so stopping one
+    mid-task (Ctrl-C, newer edits) leaves nothing behind to drain."""
 
-    def __init__(self, jobs: int, scratch: Path):
-        self.jobs, self.scratch = jobs, scratch
-        self.context = drawing_context()
+    def __init__(self, jobs: int, scratch: Path, warm: WarmProcess):
+        self.jobs, self.scratch, self.warm = jobs, scratch, warm
         self.waiting: deque = deque()
-        self.running: dict = {}  # process -> (its key, its result file)
-        self.made = 0
+        self.running: dict = {}  # tag -> (its key, its result file)
 
     def submit(self, key, task: Callable[..., dict], *args) -> None:
         self.waiting.append((key, task, args))
@@ -132,37 +115,30 @@ class Drawings:
     def start_more(self) -> None:
         while self.waiting and len(self.running) < self.jobs:
             key, task, args = self.waiting.popleft()
-            self.made += 1
-            result = self.scratch / f".drawing-{os.getpid()}-{self.made}.pickle"
-            process = self.context.Process(target=run_drawing, args=(task, args, str(result)), daemon=True)
-            process.start()
-            self.running[process] = (key, result)
+            result = self.scratch / f".drawing-{os.getpid()}-{self.warm.made + 1}.pickle"
+            self.running[self.warm.draw(task, args, result)] = (key, result)
 
     def finished(self, timeout: float) -> list[tuple[object, dict]]:
         """(key, result) of each task that ended within `timeout` seconds."""
         self.start_more()
-        ended = multiprocessing.connection.wait([process.sentinel for process in self.running], timeout)
         found = []
-        for process in [process for process in self.running if process.sentinel in ended]:
-            key, result = self.running.pop(process)
-            process.join()
+        for tag, code in self.warm.ended(timeout):
+            if tag not in self.running:
+                continue  # (a drawing of an earlier update, stopped)
+            key, result = self.running.pop(tag)
             try:
                 found.append((key, pickle.loads(result.read_bytes())))
             except (OSError, pickle.UnpicklingError, EOFError):
+                said = "the warm drawing process ended" if code is None else f"exit code {code}"
                 found.append((key, {"problem": asdict(Problem(
-                    f"the drawing process ended (exit code {process.exitcode}) before it finished"))}))
+                    f"the drawing process ended ({said}) before it finished"))}))
             result.unlink(missing_ok=True)
         self.start_more()
         return found
 
     def stop(self) -> None:
         self.waiting.clear()
-        for process in self.running:
-            process.terminate()
-        for process, (_, result) in self.running.items():
-            process.join(2)
-            if process.is_alive():
-                process.kill()
-                process.join()
+        self.warm.stop(list(self.running))
+        for _, result in self.running.values():
             result.unlink(missing_ok=True)
         self.running.clear()

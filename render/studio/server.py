@@ -292,10 +292,8 @@ def open_studio(plan: Plan, plan_of: Callable[[dict], Plan], build: Path, qualit
     cache = cache_dir(build)
     broadcast = Broadcast()
 
-    def narrate(resolved):  # the timed plan at once (the stills need only that); the track levelled meanwhile
-        narration = make_narration(resolved, folder, cache, level_later=True)
-        narration.levelling.start()
-        return narration
+    def narrate(resolved):  # the timed plan at once (the stills need only that); the track levelled once the first
+        return make_narration(resolved, folder, cache, level_later=True)  # stills are drawn (Studio.draw)
 
     studio = Studio(plan_of, narrate, folder, cache, quality, beat, broadcast.publish)
     page = web.render("studio.html", title=plan.title, label=plan.choice.long_label, duration=plan.duration,
@@ -321,7 +319,7 @@ def run_studio(studio: Studio, storyboard: Path, port: int, page: str, broadcast
         and deaf to every later save)."""
         while not stop.is_set():
             try:
-                for changes in watchfiles.watch(*watched(storyboard), stop_event=stop, debounce=200, step=50,
+                for changes in watchfiles.watch(*watched(storyboard), stop_event=stop, debounce=200, step=30,
                                                 rust_timeout=500, yield_on_timeout=False):
                     edited = sorted({project_name(path) for _, path in changes if wanted_change(path, storyboard)})
                     if edited:
@@ -357,7 +355,7 @@ def run_studio(studio: Studio, storyboard: Path, port: int, page: str, broadcast
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the cleaning up short
         stop.set()
         studio.interrupted.set()
-        studio.stop_drawing()
+        studio.close()
         server.closing.set()
         server.shutdown()
         server.server_close()

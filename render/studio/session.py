@@ -26,10 +26,11 @@ from render.plan.types import Plan
 from render.publish.review import still_times
 from render.video import beats
 from render.video.cache import BeatCache, beat_slice, values_key
-from render.video.sources import scene_sources, source_bytes
+from render.video.sources import sources_digest
 from render.studio import choosing
 from render.studio.timeline import timeline
-from render.studio.drawings import Drawings, Problem, draw_clip, draw_stills, problem_from_error
+from render.studio.drawings import Drawings, Problem, draw_clip, draw_stills, drawing_context, problem_from_error
+from render.studio.warm import WarmProcess
 
 @dataclass
 class BeatPanel:
@@ -53,10 +54,7 @@ class BeatPanel:
 def key_parts(plan: Plan, beat_id: str, reads: list[str] | None) -> dict[str, str]:
     """The parts of a beat's cache key, each a short digest: what a change to each would mean. `reads`: the
     plan values its scene read when it was last drawn (None: never)."""
-    code = hashlib.sha256()
-    for path in scene_sources(scene_of(beat_id).module):
-        code.update(path.name.encode() + source_bytes(path))
-    return {"the scene's code": code.hexdigest()[:12],
+    return {"the scene's code": sources_digest(scene_of(beat_id).module)[:12],
             "its words or their timing": hashlib.sha256(json.dumps(beat_slice(plan, beat_id), sort_keys=True)
                                                .encode()).hexdigest()[:12],
             "the numbers it shows": values_key(plan, reads) if reads is not None else "not drawn yet"}
@@ -95,6 +93,8 @@ class Studio:
         self.version = 0
         self.interrupted = threading.Event()  # set when newer edits wait: the update stops at its next step
         self.drawings: Drawings | None = None
+        self.warm: WarmProcess | None = None  # the process each drawing is forked from (render/studio/warm.py)
+        self.warmed = False                   # whether it was asked to draw each beat once, for warmth
         (self.folder / "media").mkdir(parents=True, exist_ok=True)
 
     # What the page asks for when it opens.
@@ -218,74 +218,97 @@ class Studio:
         return rows
 
     def draw(self, plan: Plan, narration, changed: list[str], saved_at: float) -> None:
-        """The changed beats' stills (every beat's first), then their clips, each published when it is ready."""
+        """The changed beats' pictures, each published when it is ready: first one still of each (the cue the edit
+        touched, else its first), alone on the cores; then their other stills, their clips and the track's
+        levelling."""
         plan_json = plan.to_json()
-        self.drawings = drawings = Drawings(self.jobs, self.folder / "media")
+        self.drawings = drawings = Drawings(self.jobs, self.folder / "media", self.warm_process())
+        if not self.warmed:  # (between its drawings, each beat's last still, for what a drawing leaves loaded)
+            self.warmed = True
+            self.warm.warm(plan_json, [(view.id, view.cues[-1]["at"]) for view in self.views.values() if view.cues],
+                           self.quality.name, self.cache_folder)
         self.version += 1
         version = self.version
         try:
             stills_left: dict[str, int] = {}
-            for beat_id, cues in self.stills_in_order(changed):
+            first, rest = self.stills_in_order(changed)
+            for beat_id, cues in first:
                 self.submit_stills(drawings, plan_json, beat_id, cues, str(version), stills_left)
+            then, rest_ids = True, {beat_id for beat_id, _ in rest}  # the rest: sent once the first are drawn
             unvoiced: list[tuple[str, dict]] = []  # clips drawn before the track is levelled: joined to it then
-            for beat_id in changed:
-                if self.cache.lookup(plan, beat_id, self.quality) is None:
-                    out = self.folder / "media" / f".{beat_id}-{version}.video.mp4"
-                    drawings.submit((beat_id, "clip", []), draw_clip, plan_json, beat_id, self.quality.name, str(out),
-                                    str(self.cache_folder))
-                else:
-                    unvoiced.append((beat_id, {}))  # already in the beat cache
             finished: dict[str, set[str]] = {beat_id: set() for beat_id in changed}
-            while (drawings or unvoiced) and not self.interrupted.is_set():
+            while (drawings or unvoiced or then) and not self.interrupted.is_set():
+                if then and not drawings:
+                    then = False
+                    for beat_id, cues in rest:
+                        self.submit_stills(drawings, plan_json, beat_id, cues, str(version), stills_left)
+                    unvoiced += self.submit_clips(drawings, plan, plan_json, changed, version)
+                    narration.levelling.start()
                 if drawings:
                     done = drawings.finished(timeout=0.2)
                 else:
                     done = []
-                    if narration.levelling.thread is None:
-                        narration.track_ready()  # (levelled here, had it not been started)
-                    else:
+                    if narration.levelling.thread is not None:
                         narration.levelling.thread.join(0.2)
                 for (beat_id, kind, cues), result in done:
                     if kind == "clip":
                         unvoiced.append((beat_id, result))
                         continue
                     stills_left[beat_id] -= 1
-                    if not stills_left[beat_id]:
+                    if not stills_left[beat_id] and not (then and beat_id in rest_ids):
                         finished[beat_id].add(kind)
                     self.finish(plan, narration, beat_id, kind, result, cues, finished[beat_id], saved_at, version)
                 while unvoiced and narration.levelling.done:
-                    beat_id, result = unvoiced.pop(0)
-                    finished[beat_id].add("clip")
-                    # The clip's render recorded when each cue's picture settles: stills taken before that was known
-                    # (an edited beat) are taken again there, before the beat is ready.
-                    view = self.views[beat_id]
-                    before = {cue["name"]: cue["at"] for cue in view.cues}
-                    # (not ready until it is known whether its stills are taken again: shown below, once)
-                    self.finish(plan, narration, beat_id, "clip", result, [], finished[beat_id], saved_at, version,
-                                show=False)
-                    moved = [cue for cue in self.cues_of(plan, beat_id) if before.get(cue["name"]) != cue["at"]]
-                    if moved and "problem" not in result:
-                        view.cues = [next((m for m in moved if m["name"] == cue["name"]), cue) for cue in view.cues]
-                        self.submit_stills(drawings, plan_json, beat_id, moved, f"{version}-settled", stills_left)
-                        finished[beat_id].discard("stills")
-                    if "problem" not in result:
-                        self.show(view, finished[beat_id])
+                    self.voice_clip(plan, narration, drawings, plan_json, *unvoiced.pop(0), finished, saved_at, version,
+                                    stills_left)
         finally:
             self.stop_drawing()
 
-    def stills_in_order(self, changed: list[str]) -> list[tuple[str, list[dict]]]:
-        """Each changed beat shown as drawing its stills, and the cues to draw: each edited beat's touched cue before
-        any other still."""
+    def submit_clips(self, drawings: Drawings, plan: Plan, plan_json: str, changed: list[str],
+                     version: int) -> list[tuple[str, dict]]:
+        """Each changed beat's clip to a drawing process; those the beat cache has already, returned."""
+        cached = []
+        for beat_id in changed:
+            if self.cache.lookup(plan, beat_id, self.quality) is None:
+                out = self.folder / "media" / f".{beat_id}-{version}.video.mp4"
+                drawings.submit((beat_id, "clip", []), draw_clip, plan_json, beat_id, self.quality.name, str(out),
+                                str(self.cache_folder))
+            else:
+                cached.append((beat_id, {}))
+        return cached
+
+    def voice_clip(self, plan: Plan, narration, drawings: Drawings, plan_json: str, beat_id: str, result: dict,
+                   finished: dict[str, set[str]], saved_at: float, version: int, stills_left: dict[str, int]) -> None:
+        """A beat's clip joined to the levelled track. Its render recorded when each cue's picture settles: stills
+        taken before that was known (an edited beat) are taken again there, before the beat is ready."""
+        finished[beat_id].add("clip")
+        view = self.views[beat_id]
+        before = {cue["name"]: cue["at"] for cue in view.cues}
+        # (not ready until it is known whether its stills are taken again: shown below, once)
+        self.finish(plan, narration, beat_id, "clip", result, [], finished[beat_id], saved_at, version, show=False)
+        moved = [cue for cue in self.cues_of(plan, beat_id) if before.get(cue["name"]) != cue["at"]]
+        if moved and "problem" not in result:
+            view.cues = [next((m for m in moved if m["name"] == cue["name"]), cue) for cue in view.cues]
+            self.submit_stills(drawings, plan_json, beat_id, moved, f"{version}-settled", stills_left)
+            finished[beat_id].discard("stills")
+        if "problem" not in result:
+            self.show(view, finished[beat_id])
+
+    def stills_in_order(self, changed: list[str]) -> tuple[list, list]:
+        """Each changed beat shown as drawing its stills, and the cues to draw: one of each beat first (the cue its
+        edit touched, else its first), then the others."""
         first, rest = [], []
         for beat_id in changed:
             view = self.views[beat_id]
             view.status, view.timing = "drawing stills", {}
             self.publish("beat", asdict(view))
-            touched = [cue for cue in view.cues if cue["name"] == self.touched.get(beat_id)]
+            touched = [cue for cue in view.cues if cue["name"] == self.touched.get(beat_id)] or view.cues[:1]
             if touched:
                 first.append((beat_id, touched))
-            rest.append((beat_id, [cue for cue in view.cues if cue not in touched]))
-        return [(beat_id, cues) for beat_id, cues in first + rest if cues]
+            others = [cue for cue in view.cues if cue not in touched]
+            if others:
+                rest.append((beat_id, others))
+        return first, rest
 
     def submit_stills(self, drawings: Drawings, plan_json: str, beat_id: str, cues: list[dict], suffix: str,
                       stills_left: dict[str, int]) -> None:
@@ -361,6 +384,20 @@ class Studio:
     def remove_media(self, urls: set[str]) -> None:
         for url in urls:
             (self.folder / url).unlink(missing_ok=True)
+
+    def warm_process(self) -> WarmProcess:
+        """The warm process, started again if it ended."""
+        if self.warm is None or not self.warm.alive():
+            if self.warm is not None:
+                self.warm.close()
+            self.warm, self.warmed = WarmProcess(drawing_context(), self.folder / "media"), False
+        return self.warm
+
+    def close(self) -> None:
+        """The drawings stopped and the warm process ended (the studio is stopping)."""
+        self.stop_drawing()
+        if self.warm is not None:
+            self.warm.close()
 
     def stop_drawing(self) -> None:
         """The drawing processes gone: stopped if they are still at work (Ctrl-C, or newer edits)."""

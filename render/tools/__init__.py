@@ -2,6 +2,7 @@
 
     bootstrap.py      one-command setup on a fresh machine (standard library only)
     bench.py          make bench: render speed and memory, as ratios measured in one run
+    studio_bench.py   make bench's studio edits: five of each kind, from the save to the still and the clip on the page
     check_choices.py  make check-choices: every GPU x model x data type x GPU count narrated
     goldens.py        make goldens: the stored stills the tests compare every beat with
     calibrate.py      film calibrate: a measured dataset's fit, as the pages show it

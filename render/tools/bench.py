@@ -14,6 +14,10 @@
                 prompt lengths and two concurrency levels predicts a fourth length's TTFT and a third level's
                 throughput, then both are measured (each within the fit's uncertainty or 30%). Its verdict moves
                 with how busy the machine is, so it is reported here, not asserted by the suite
+    studio      make studio, warm, at its own quality: five edits of each kind (a scene's spacing, a GPU's SM count,
+                a word of narration), each timed from the save to its still on the page (goals: 0.8 s for a scene or
+                data edit, 1.2 s for a narration edit) and on to its beat's clip (goal: half the beat's length)
+                (render/tools/studio_bench.py)
     simulator   the serving simulator (render/serving/): 10,000 requests through continuous batching and through
                 chunked prefill on one core (goal: 2 s each), and `film load --sweep`'s 20 rates x 4 schedulers
                 of 1,000 requests (goal: 30 s)
@@ -45,6 +49,7 @@ from render.cluster.films import dask_client, make_films
 from render.cluster.tasks import empty_task
 from render.files import STORYBOARD_PATH
 from render.plan.resolve import resolve_plan
+from render.tools.studio_bench import studio_edits
 from render.video.scheduler import make_film
 
 CHANGED_BEAT = "two-budgets"
@@ -100,6 +105,8 @@ def run(qualities: list[str], build: Path) -> dict:
     results["fit"] = fit_predictions(build / "real-server")
     results["load"] = load_predictions(build / "real-server-load")
     results["server"] = server_timings(build / "real-server", results["fit"].pop("aggregate ratios"))
+    studio_quality = "low" if "low" in qualities else last  # (the studio's own quality: its first look reuses beats)
+    results["studio"] = studio_edits(build / "studio", build / f"cold-{studio_quality}" / "cache", plan)
     return results
 
 
@@ -350,6 +357,13 @@ def table(results: dict) -> str:
     for name, figure in results.get("simulator", {}).items():
         rows.append(f"{'serving simulator':<32}{figure['seconds']:>10.1f}{'':>9}  {name} (goal: {figure['goal']} s): "
                     f"{'met' if figure['seconds'] <= figure['goal'] else 'MISSED'}")
+    for kind, figure in results.get("studio", {}).get("edits", {}).items():
+        met = figure["still median"] <= figure["still goal"]
+        rows.append(f"{'studio edit, warm':<32}{figure['still median']:>10.2f}{'':>9}  {kind}: still (goal "
+                    f"{figure['still goal']:g} s: {'met' if met else 'MISSED'})"
+                    f", clip {figure['clip after still median']:.1f} s after it (goal {figure['clip goal']:.1f} s: "
+                    f"{'met' if figure['clip after still median'] <= figure['clip goal'] else 'MISSED'}); medians of "
+                    f"{len(figure['still seconds'])}")
     for name, figure in results.get("server", {}).items():
         rows.append(f"{'real server':<32}{'':>10}{'':>9}  {name}: {figure['ratio']:g}x (should be {figure['should']}):"
                     f" {'holds' if figure['holds'] else 'DOES NOT HOLD'}")

@@ -30,7 +30,7 @@ from render.plan.beat_scene import scene_of
 from render.plan.tracking import value_at
 from render.plan.types import Plan
 from render.video.quality import ENCODER, HELD_CRF, Quality
-from render.video.sources import library_versions, scene_sources, source_bytes
+from render.video.sources import library_versions, sources_digest
 
 log = logging.getLogger("film")
 
@@ -54,10 +54,7 @@ def beat_slice(plan: Plan, beat_id: str) -> dict:
 
 
 def base_key(plan: Plan, beat_id: str, q: Quality) -> str:
-    digest = hashlib.sha256()
-    for path in scene_sources(scene_of(beat_id).module):
-        digest.update(path.name.encode())
-        digest.update(source_bytes(path))
+    digest = hashlib.sha256(sources_digest(scene_of(beat_id).module).encode())
     digest.update(json.dumps(beat_slice(plan, beat_id), sort_keys=True).encode())
     digest.update(f"{q}:{library_versions()}:{CACHE_FORMAT}:{sorted(ENCODER.items())}:{HELD_CRF}".encode())
     return digest.hexdigest()[:24]

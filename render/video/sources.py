@@ -113,11 +113,53 @@ def parsed(path: Path) -> tuple[bytes, ast.Module, list[str]]:
     return known
 
 
+_WALKED: dict[str, tuple[tuple, list[Path], str]] = {}  # module -> (its files' states, its files, their digest)
+
+
+def file_states(paths: list[Path]) -> tuple:
+    """What each file and each folder holding one is now (inode, size, change and modification times): a file written
+    again, or a file made, renamed or removed beside one, changes it."""
+    states = []
+    for path in [*paths, *sorted({path.parent for path in paths})]:
+        try:
+            found = path.stat()
+        except OSError:
+            return ()
+        states.append((found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns))
+    return tuple(states)
+
+
+def walked(module: str) -> tuple[tuple, list[Path], str]:
+    """scene_sources's files and a digest of their names and bytes, walked and read again only when one of those
+    files, or a folder holding one, has changed since (the studio looks up each beat's key several times an
+    update)."""
+    known = _WALKED.get(module)
+    if known is not None and known[0] and file_states(known[1]) == known[0]:
+        return known
+    files = walk_sources(module)
+    states = file_states(files)  # (before the reads: a file saved meanwhile is walked again next time)
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(source_bytes(path))
+    _WALKED[module] = known = (states, files, digest.hexdigest())
+    return known
+
+
 def scene_sources(module: str) -> list[Path]:
     """The files a beat's pictures depend on: its scene module and every project module it imports, followed through
     scenes/ and render/ alike, with the engine that draws any beat (render/video/beats.py) and every module that
     installs one of the renderer's patches on Manim, PyAV or svgelements (render/engine/internals.py), and what those
     import."""
+    return list(walked(module)[1])
+
+
+def sources_digest(module: str) -> str:
+    """A digest of the names and bytes of the files a beat's pictures depend on (scene_sources)."""
+    return walked(module)[2]
+
+
+def walk_sources(module: str) -> list[Path]:
     from render.engine.internals import PATCHED
 
     seen: set[str] = set()

@@ -8,6 +8,8 @@ never used. No engine downloads anything: each voice ships inside its Python pac
 
 from __future__ import annotations
 
+import collections
+import functools
 import hashlib
 import importlib.metadata
 import io
@@ -26,6 +28,13 @@ from render.plan.types import VOICE_ENGINES
 log = logging.getLogger("film")
 
 CACHE_FORMAT = 1
+KEPT_READS = 600  # clips a process keeps once read (the studio narrates after every save): about 150 MB at most
+
+
+@functools.cache
+def package_version(package: str) -> str:
+    """An installed package's version (read from its metadata once a process)."""
+    return importlib.metadata.version(package)
 
 
 class SpeechEngine(ABC):
@@ -46,7 +55,7 @@ class SpeechEngine(ABC):
 
     @property
     def version(self) -> str:
-        return importlib.metadata.version(self.package)
+        return package_version(self.package)
 
     @property
     def label(self) -> str:
@@ -146,7 +155,10 @@ class CacheStats:
 
 
 class SpeechCache:
-    """Synthesised clips on disk, keyed by everything that changes the audio."""
+    """Synthesised clips on disk, keyed by everything that changes the audio. A clip read (and checked) once is kept
+    for the process's later reads, read-only: the studio narrates the whole film again after every save."""
+
+    kept: collections.OrderedDict = collections.OrderedDict()  # (folder, key) -> samples, the newest read last
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
@@ -159,7 +171,7 @@ class SpeechCache:
 
     def speak(self, engine: SpeechEngine, spoken: str, speed: float = 1.0) -> np.ndarray:
         key = self.key(engine, spoken, speed)
-        audio = self._read(key)
+        audio = self._read_kept(key)
         if audio is not None:
             self.stats.reused += 1
             return audio
@@ -172,6 +184,30 @@ class SpeechCache:
 
     def paths(self, key: str) -> tuple[Path, Path]:
         return self.folder / f"{key}.npy", self.folder / f"{key}.json"
+
+    def files_now(self, key: str) -> tuple:
+        """What the entry's files are now (their inode, size and change time): a file written again since is read
+        again, and checked."""
+        try:
+            return tuple((found.st_ino, found.st_size, found.st_mtime_ns) for found in map(Path.stat, self.paths(key)))
+        except OSError:
+            return ()
+
+    def _read_kept(self, key: str) -> np.ndarray | None:
+        """The entry as read before by this process, where its files are as they were then; else read (and
+        checked) and kept."""
+        kept, files = SpeechCache.kept, self.files_now(key)
+        place = (self.folder, key)
+        if files and place in kept and kept[place][0] == files:
+            kept.move_to_end(place)
+            return kept[place][1]
+        audio = self._read(key)
+        if audio is not None and files:
+            audio.flags.writeable = False
+            kept[place] = (files, audio)
+            while len(kept) > KEPT_READS:
+                kept.popitem(last=False)
+        return audio
 
     def _read(self, key: str) -> np.ndarray | None:
         audio_path, meta_path = self.paths(key)

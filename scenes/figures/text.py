@@ -8,6 +8,7 @@ from manim import (DOWN, LEFT, RIGHT, UL, AnimationGroup, FadeIn, FadeOut, FadeT
                    TexTemplate, Text, Transform, VGroup)
 
 from render import formulas
+from render.engine.scene import made_once
 from scenes.style import (BODY_SIZE, FONT, FORMULA_PREAMBLE, FORMULA_SIZE, LABEL_SIZE, MUTED, ROLE_COLOURS, SAFE_LEFT,
                           SAFE_RIGHT, SAFE_TOP, SMALL_SIZE, TEXT, TITLE_SIZE)
 
@@ -42,9 +43,9 @@ def term(formula: MathTex, *tex: str):
 
 
 def get_text(text: str, size: float = BODY_SIZE, color: str = TEXT, weight: str = "NORMAL") -> Text:
-    # Manim's cache of parsed SVGs (off for Text by default): the same words are parsed once per process, and
-    # a render given the build's cache keeps them for the next (render/video/shapes.py).
-    return Text(text, font=FONT, font_size=size, color=color, weight=weight, use_svg_cache=True)
+    # Made once a process (made_once: a copy after that), with Manim's cache of parsed SVGs (off for Text by
+    # default) for a render given the build's cache, which keeps them for the next (render/video/shapes.py).
+    return made_once(Text, text, font=FONT, font_size=size, color=color, weight=weight, use_svg_cache=True)
 
 
 def get_title(beat_title: str, context: str = "") -> VGroup:
