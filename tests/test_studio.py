@@ -571,3 +571,35 @@ def test_a_clip_is_served_in_the_parts_a_player_asks_for():
     assert byte_range("bytes=1000-", 1000) == () and byte_range("bytes=5-3", 1000) == ()
     assert byte_range("bytes=0-1,5-9", 1000) is None and byte_range("items=0-1", 1000) is None
     assert byte_range("bytes=-", 1000) is None
+
+
+def test_the_warm_process_imports_again_a_saved_scene_and_every_scene_that_imports_it(tmp_path):
+    """The warm process keeps the scenes loaded between drawings: a scene saved since is imported as saved, with every
+    scene module that imports it at any depth (each holds names of the old one), and no other."""
+    project = copy_project(tmp_path)
+    script = """
+import importlib, json, sys
+from pathlib import Path
+from render.studio import warm
+loaded = warm.load_scenes(["two-budgets", "prefill", "roofline"])
+before = {name for name in sys.modules if name.startswith("scenes")}
+nothing = warm.forget_scenes_if_saved(loaded)
+text = Path("scenes/figures/text.py")
+text.write_text(text.read_text() + "\\nSAVED = 'as saved'\\n")
+forgot = warm.forget_scenes_if_saved(loaded)
+after = {name for name in sys.modules if name.startswith("scenes")}
+print(json.dumps({"nothing": nothing, "forgot": forgot, "gone": sorted(before - after), "kept": sorted(after),
+                  "now": importlib.import_module("scenes.figures.text").SAVED}))
+"""
+    ran = subprocess.run([sys.executable, "-c", script], cwd=project, env={**os.environ, "PYTHONPATH": str(project)},
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    import json
+
+    said = json.loads(ran.stdout.splitlines()[-1])
+    assert said["nothing"] is False and said["forgot"] is True and said["now"] == "as saved"
+    gone = set(said["gone"])
+    # text.py itself, the beats that write words (each imports it, directly or through a figure), the figures that do
+    assert {"scenes.figures.text", "scenes.two_budgets", "scenes.prefill", "scenes.roofline",
+            "scenes.figures.counters"} <= gone
+    assert "scenes.style" in said["kept"] and "scenes" in said["kept"]  # (what text.py imports stays loaded)
