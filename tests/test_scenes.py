@@ -508,7 +508,10 @@ def test_cues_that_disagree_with_the_scenes_are_refused_before_rendering(storybo
     removed = storyboard_copy("[[ops]]{{ prefill.ops|large }}", "{{ prefill.ops|large }}")
     result = run_film("plan", "--storyboard", str(removed))
     assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert "beat 'prefill': its scene (scenes/prefill.py, Prefill) waits for cue [[ops]]" in result.stderr
+    line = next(number for number, text in enumerate((ROOT / "scenes" / "prefill.py").read_text().splitlines(), 1)
+                if '"ops"' in text)
+    assert f"scenes/prefill.py:{line}: beat 'prefill': its scene (Prefill) waits for cue [[ops]], which the " \
+           "narration (" in result.stderr
     bogus = storyboard_copy("[[drip]]a drip", "[[bogus]]a drip")
     result = run_film("still", "--beat", "decode", "--at", "1", "--storyboard", str(bogus), "--build",
                       str(tmp_path / "build"))

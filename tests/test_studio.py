@@ -603,3 +603,27 @@ print(json.dumps({"nothing": nothing, "forgot": forgot, "gone": sorted(before - 
     assert {"scenes.figures.text", "scenes.two_budgets", "scenes.prefill", "scenes.roofline",
             "scenes.figures.counters"} <= gone
     assert "scenes.style" in said["kept"] and "scenes" in said["kept"]  # (what text.py imports stays loaded)
+
+
+def test_a_layout_finding_names_the_scene_line_that_played_it():
+    """Problems where they are made: a finding of the layout lint or the safe area is noted with the innermost line
+    of scenes/ on the stack when it was first found (the play that made it), and the studio shows it there."""
+    from types import SimpleNamespace
+
+    from render.engine.drawing import DrawnScene
+    from render.studio.session import findings_of
+
+    scene = SimpleNamespace(places={})
+    source = ("def construct(scene, placed):\n"
+              "    return placed(scene, {\"Text 'a' overlaps Text 'b'\"})\n")
+    code = compile(source, str(ROOT / "scenes" / "a_beat.py"), "exec")
+    played: dict = {}
+    exec(code, played)  # noqa: S102 - a scene's line, as the lint sees it
+    assert played["construct"](scene, DrawnScene.placed) == {"Text 'a' overlaps Text 'b'"}
+    assert scene.places == {"Text 'a' overlaps Text 'b'": "scenes/a_beat.py:2"}
+    DrawnScene.placed(scene, {"Text 'a' overlaps Text 'b'", "Text 'c' is 20 px tall"})  # (not from scenes/: no line)
+    assert scene.places == {"Text 'a' overlaps Text 'b'": "scenes/a_beat.py:2"}  # the first place kept
+    render = SimpleNamespace(layout=("Text 'a' overlaps Text 'b'", "Text 'c' is 20 px tall"),
+                             safe_area=("Text at x 7.10..7.50",), places=tuple(scene.places.items()))
+    assert findings_of(render) == ["scenes/a_beat.py:2: Text 'a' overlaps Text 'b'", "Text 'c' is 20 px tall",
+                                   "outside the safe area: Text at x 7.10..7.50"]

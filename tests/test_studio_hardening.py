@@ -108,9 +108,10 @@ def test_what_a_save_holds_is_a_problem_on_the_page_and_the_next_good_save_clear
     alive(studio)
 
     # 6. A scene edit that changes which cues it waits for is checked again.
-    scene.write_text(good_scene.replace('self.at("paste"', 'self.at("pasted"', 1))
-    problem = problem_named(address, "script/storyboard.yaml")
-    assert "waits for cue [[pasted]], which the narration does not mark" in problem["message"], problem
+    scene.write_text(good_scene.replace('self.at("paste"', 'self.at("pasted"', 1))  # (named where the scene waits)
+    problem = problem_named(address, "scenes/two_waits.py", good_scene[:good_scene.index('self.at("paste"')].count(
+        "\n") + 1)
+    assert "waits for cue [[pasted]], which the narration (script/storyboard.yaml:" in problem["message"], problem
     scene.write_text(good_scene)
     ready(address)
 

@@ -5,7 +5,9 @@ module never imports this: it writes against render/engine/scene.py, whose BeatS
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import numpy as np
 from manim import Scene, config
@@ -17,6 +19,7 @@ from render.engine.camera import KeptPathCamera
 from render.engine.cuts import BACKGROUND
 from render.engine.layers import Layers
 from render.engine.layout_lint import TextMorph, glyph_morphs, layout_problems, outside_safe_area, text_morphs
+from render.files import PROJECT_ROOT
 
 Progress = Callable[[int, int], None]  # (frames drawn, frames in the beat)
 
@@ -65,6 +68,7 @@ class DrawnScene(Scene):
         self.progress = progress
         self.safe_area_violations: set[str] = set()
         self.layout_problems: set[str] = set()
+        self.places: dict[str, str] = {}  # each finding -> the scene's line (file:line) that played it first
         self.text_morphs: list[TextMorph] = []  # each change of words, as played (for the test of its middle frame)
         self.checks_layout = checks_layout
         self.frames_done = 0
@@ -134,7 +138,7 @@ class DrawnScene(Scene):
         self.frames_in_play = frames
         self.frame_in_play = 0
         if self.checks_layout:
-            self.layout_problems |= glyph_morphs(animations)
+            self.layout_problems |= self.placed(glyph_morphs(animations))
         self.text_morphs += text_morphs(animations, self.frames_done, frames)
         if self.part is not None:
             if self.frames_done >= self.part[1]:
@@ -194,9 +198,28 @@ class DrawnScene(Scene):
 
     def check_safe_area(self) -> None:
         """Note anything visible outside the safe area, for the render's result."""
-        self.safe_area_violations |= outside_safe_area(self.mobjects)
+        self.safe_area_violations |= self.placed(outside_safe_area(self.mobjects))
 
     def check_layout(self) -> None:
         """Note text that overlaps text, crosses a frame's edge or a line, or is too small, after each play."""
         if self.checks_layout:
-            self.layout_problems |= layout_problems(self.mobjects)
+            self.layout_problems |= self.placed(layout_problems(self.mobjects))
+
+    def placed(self, findings: set[str]) -> set[str]:
+        """`findings`, each new one noted with the line of the scenes that played it (the innermost of scenes/ on the
+        stack): the studio shows a finding where it was made."""
+        new = findings - set(self.places)
+        if new:
+            line = scene_line()
+            self.places.update({finding: line for finding in new if line})
+        return findings
+
+
+def scene_line() -> str:
+    """The innermost line of the scenes on the stack, as file:line from the project's root ('' where none is)."""
+    scenes = PROJECT_ROOT / "scenes"
+    for frame in reversed(traceback.extract_stack()):
+        path = Path(frame.filename)
+        if path.is_relative_to(scenes):
+            return f"{path.relative_to(PROJECT_ROOT)}:{frame.lineno}"
+    return ""

@@ -339,7 +339,7 @@ class Studio:
                 render = result["render"]
                 self.cache.store(plan, beat_id, self.quality, render.video, list(render.values_read),
                                  dict(render.settled))
-                view.findings = list(render.layout) + [f"outside the safe area: {item}" for item in render.safe_area]
+                view.findings = findings_of(render)
             video = self.cache.lookup(plan, beat_id, self.quality)
             clip = self.folder / "media" / f"{beat_id}-{version}.mp4"
             beat = plan.beat(beat_id)
@@ -419,3 +419,11 @@ def clause_at(beat, at: float) -> str:
     clauses = beat.timing.clauses if beat.timing else ()
     spoken = [clause for clause in clauses if clause.start <= at + 1e-6]
     return spoken[-1].text if spoken else ""
+
+
+def findings_of(render) -> list[str]:
+    """A render's layout and safe-area findings, each after the scene's line that played it, where known."""
+    places = dict(render.places)
+    found = [(finding, finding) for finding in render.layout]
+    found += [(finding, f"outside the safe area: {finding}") for finding in render.safe_area]
+    return [f"{places[finding]}: {said}" if finding in places else said for finding, said in found]

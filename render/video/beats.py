@@ -118,6 +118,7 @@ class BeatRender:
     layout: tuple[str, ...] = ()  # text over text, or text under ~28 px at 1080p (should be nothing)
     frames_layered: int = 0       # frames drawn over their play's still objects (render/engine/layers.py)
     settled: tuple[tuple[str, float], ...] = ()  # (cue, seconds into the beat) once what it set moving has ended
+    places: tuple[tuple[str, str], ...] = ()     # (finding, the scene's file:line that played it first)
 
 
 # A beat is rendered in this many parts of about equal length, each by its own process where there are
@@ -178,7 +179,8 @@ def render_video(plan: Plan, beat_id: str, q: Quality, out_path: Path, fps: int 
         log.warning("%s: layout: %s", beat_id, problem)
     return BeatRender(beat_id, out_path, frames, tuple(sorted(scene.safe_area_violations)),
                       tuple(sorted(scene.reads)), time.perf_counter() - started, tuple(sorted(scene.layout_problems)),
-                      scene.frames_layered, settled_moments(scene.moments, fps or q.fps))
+                      scene.frames_layered, settled_moments(scene.moments, fps or q.fps),
+                      tuple(sorted(scene.places.items())))
 
 
 def join_parts(beat_id: str, renders: list[BeatRender], out_path: Path) -> BeatRender:
@@ -194,11 +196,14 @@ def join_parts(beat_id: str, renders: list[BeatRender], out_path: Path) -> BeatR
         return tuple(sorted({item for render in renders for item in getattr(render, name)}))
 
     settled: dict[str, float] = {}
+    places: dict[str, str] = {}
     for render in renders:  # (the last part ran every play of the beat, skipping those before it: it knows them all)
         settled.update(render.settled)
+        places.update({finding: line for finding, line in render.places if finding not in places})
     return BeatRender(beat_id, Path(out_path), sum(render.frames for render in renders), union("safe_area"),
                       union("values_read"), sum(render.seconds for render in renders), union("layout"),
-                      sum(render.frames_layered for render in renders), tuple(sorted(settled.items())))
+                      sum(render.frames_layered for render in renders), tuple(sorted(settled.items())),
+                      tuple(sorted(places.items())))
 
 
 def settled_moments(frames: dict[str, int], fps: int) -> tuple[tuple[str, float], ...]:

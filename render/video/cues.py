@@ -26,21 +26,29 @@ def cues_waited_for(entry: BeatScene) -> frozenset[str]:
     """Every cue name the beat's class names: the first argument of at/hold_until/cue/seconds_until/repeat_until,
     and until=. Read from the file as it is now (parsed again when it changes: the studio checks an edited scene's
     cues again)."""
+    return frozenset(cue_lines(entry))
+
+
+def cue_lines(entry: BeatScene) -> dict[str, int]:
+    """Each cue name the beat's class names (cues_waited_for), with the first line of its file that names it."""
     tree = source_tree(PROJECT_ROOT / entry.path)
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     if entry.name not in classes:
         raise FilmError(f"{entry.path} has no class {entry.name}, which draws beat {entry.beat!r} (a beat's class "
                         f"is the CamelCase of its id)")
-    names = set()
+    lines: dict[str, int] = {}
     for node in ast.walk(classes[entry.name]):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
+        named = []
         if node.func.attr in CUE_METHODS and node.args and isinstance(node.args[0], ast.Constant) \
                 and isinstance(node.args[0].value, str):
-            names.add(node.args[0].value)
-        names |= {keyword.value.value for keyword in node.keywords
-                  if keyword.arg == "until" and isinstance(keyword.value, ast.Constant)}
-    return frozenset(names)
+            named.append(node.args[0].value)
+        named += [keyword.value.value for keyword in node.keywords
+                  if keyword.arg == "until" and isinstance(keyword.value, ast.Constant)]
+        for name in named:
+            lines[name] = min(lines.get(name, node.lineno), node.lineno)
+    return lines
 
 
 def cue_problems(plan: Plan) -> list[str]:
@@ -48,11 +56,11 @@ def cue_problems(plan: Plan) -> list[str]:
     for entry in (scene_of(beat.id) for beat in plan.beats):
         scene_sources(entry.module)  # every scene module it imports parses (else: the file and line that does not)
         beat = plan.beat(entry.beat)
-        used, marked = cues_waited_for(entry), set(beat.cue_offsets)
-        for name in sorted(used - marked - set(BUILT_IN_CUES)):
-            problems.append(f"{beat.location}: beat {beat.id!r}: its scene ({entry.path}, {entry.name}) waits for "
-                            f"cue [[{name}]], which the narration does not mark")
-        for name in sorted(marked - used):
+        used, marked = cue_lines(entry), set(beat.cue_offsets)
+        for name in sorted(set(used) - marked - set(BUILT_IN_CUES)):  # (named where the scene waits for it)
+            problems.append(f"{entry.path}:{used[name]}: beat {beat.id!r}: its scene ({entry.name}) waits for "
+                            f"cue [[{name}]], which the narration ({beat.location}) does not mark")
+        for name in sorted(marked - set(used)):
             problems.append(f"{beat.location}: beat {beat.id!r} marks cue [[{name}]], which its scene "
                             f"({entry.path}, {entry.name}) never uses")
     return problems
