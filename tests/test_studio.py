@@ -627,3 +627,46 @@ def test_a_layout_finding_names_the_scene_line_that_played_it():
                              safe_area=("Text at x 7.10..7.50",), places=tuple(scene.places.items()))
     assert findings_of(render) == ["scenes/a_beat.py:2: Text 'a' overlaps Text 'b'", "Text 'c' is 20 px tall",
                                    "outside the safe area: Text at x 7.10..7.50"]
+
+
+def test_the_studio_page_passes_the_accessibility_audit_and_holds_up_on_a_phone(tmp_path, default_tiny_film):
+    """Issue 45: the studio's page passes the film page's audit (Deque's axe-core, bundled by selenium-axe-python) at
+    1280 px and on a phone (375 px), drawn and with a still open; on the phone nothing is wider than the screen, the
+    player and the timeline fit it, and a beat gone to is not under the sticky status."""
+    from selenium_axe_python import Axe
+
+    project = copy_project(tmp_path, default_tiny_film.build / "cache")
+    process, address, lines = start_studio(project, "--beat", "prefill")
+    driver = chromium()
+    try:
+        driver.get(address)
+        wait_for(driver, "var a = document.getElementById('beat-prefill'); return a && a.dataset.status == 'ready' "
+                         "&& document.querySelector('#timeline path').getAttribute('d').length > 0;", 120)
+        for width, height, mobile in ((1280, 800, False), (375, 812, True)):
+            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
+            for view in ("drawn", "a still open"):
+                if view == "a still open":
+                    driver.find_element("css selector", "#timeline .cue[data-beat=prefill][data-cue=ops]").click()
+                    wait_for(driver, "return document.getElementById('still-view').open;", 10)
+                axe = Axe(driver)
+                axe.inject()
+                results = axe.run()
+                violations = [(rule["id"], rule["help"], [node["target"] for node in rule["nodes"]][:3])
+                              for rule in results["violations"]]
+                assert violations == [], (width, view, violations)
+                assert len(results["passes"]) > 10  # (it ran its rules)
+            driver.find_element("css selector", "#still-view button").click()
+            sizes = driver.execute_script(
+                "function right(s) { return document.querySelector(s).getBoundingClientRect().right; }"
+                "return [document.documentElement.scrollWidth, window.innerWidth, right('#player .screen'), "
+                "right('#timeline .track'), right('#deployment')];")
+            assert max(sizes[0], *sizes[2:]) <= sizes[1] + 0.5, (width, sizes)  # nothing wider than the screen
+            driver.find_element("css selector", "#timeline .chapter[data-beat=prefill]").click()
+            top = driver.execute_script("return document.querySelector('#beat-prefill h2').getBoundingClientRect().top;")
+            status = driver.execute_script("return document.getElementById('status').getBoundingClientRect().bottom;")
+            assert top >= status - 1, (width, top, status)  # its heading below the sticky status, not covered by it
+    finally:
+        driver.quit()
+        os.killpg(process.pid, signal.SIGINT)
+        stopped(process)
