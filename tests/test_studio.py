@@ -218,6 +218,11 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
     alive = [pid for pid in family if Path(f"/proc/{pid}").exists()
              and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"]
     assert not alive, alive
+    import tempfile  # nothing of theirs left behind: a drawing stopped mid-task has its typesetting folders removed
+
+    left = [path.name for pid in family | {process.pid}
+            for path in Path(tempfile.gettempdir()).glob(f"film-*-{pid}-*")]
+    assert not left, left
     port = int(address.rsplit(":", 1)[1].strip("/"))
     with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), timeout=2):
         pass  # nothing listens there
@@ -663,7 +668,8 @@ def test_the_studio_page_passes_the_accessibility_audit_and_holds_up_on_a_phone(
                 "right('#timeline .track'), right('#deployment')];")
             assert max(sizes[0], *sizes[2:]) <= sizes[1] + 0.5, (width, sizes)  # nothing wider than the screen
             driver.find_element("css selector", "#timeline .chapter[data-beat=prefill]").click()
-            top = driver.execute_script("return document.querySelector('#beat-prefill h2').getBoundingClientRect().top;")
+            top = driver.execute_script("return document.querySelector('#beat-prefill h2')"
+                                        ".getBoundingClientRect().top;")
             status = driver.execute_script("return document.getElementById('status').getBoundingClientRect().bottom;")
             assert top >= status - 1, (width, top, status)  # its heading below the sticky status, not covered by it
     finally:

@@ -137,8 +137,14 @@ class Drawings:
         return found
 
     def stop(self) -> None:
-        self.waiting.clear()
+        """Stop the drawings under way (newer edits), and wait for them to end."""
         self.warm.stop(list(self.running))
+        self.forget()
+
+    def forget(self) -> None:
+        """Nothing more to draw, and nothing kept of the drawings under way (stopped, or ended with the warm
+        process)."""
+        self.waiting.clear()
         for _, result in self.running.values():
             result.unlink(missing_ok=True)
         self.running.clear()

@@ -394,10 +394,12 @@ class Studio:
         return self.warm
 
     def close(self) -> None:
-        """The drawings stopped and the warm process ended (the studio is stopping)."""
-        self.stop_drawing()
+        """The warm process ended, and the drawings with it (the studio is stopping: nothing waits for them)."""
+        drawings, self.drawings = self.drawings, None
         if self.warm is not None:
             self.warm.close()
+        if drawings is not None:
+            drawings.forget()
 
     def stop_drawing(self) -> None:
         """The drawing processes gone: stopped if they are still at work (Ctrl-C, or newer edits)."""

@@ -11,9 +11,9 @@ shows: its own drawings (one still of each beat, the last cue's, so the whole be
 the drawings it forks, and a drawing asked for meanwhile waits for at most the one under way.
 
 Between the studio and it, one pipe: the studio sends ("draw", tag, task, args, result file), ("warm", plan, stills,
-quality, cache), ("stop", tags) and ("close",); the warm process answers ("ended", tag, exit code) as each drawing
-ends (a drawing leaves its result in its file, whole or not at all). Each drawing is a child of the warm process,
-which ends with the studio (its parent, the fork server, does) and takes its drawings with it.
+quality, cache) and ("stop", tags), and ends it with SIGTERM; the warm process answers ("ended", tag, exit code) as
+each drawing ends (a drawing leaves its result in its file, whole or not at all). Each drawing is a child of the warm
+process, which ends with the studio (its parent, the fork server, does) and takes its drawings with it.
 """
 
 from __future__ import annotations
@@ -102,14 +102,29 @@ def load_scenes(beat_ids: list[str]) -> dict[str, str]:
     return loaded
 
 
+def ended_by_the_studio(signum, frame) -> None:
+    raise SystemExit(0)
+
+
 def serve(connection, scratch: str) -> None:
-    """The warm process's life: fork a drawing for each task, warm itself between tasks, tell each ending."""
+    """The warm process's life: fork a drawing for each task, warm itself between tasks, tell each ending; ended by
+    SIGTERM (the studio stopping) at once, even mid-warming, its drawings with it and its folders removed as a process
+    of multiprocessing's removes them."""
     media.die_with_parent()
+    signal.signal(signal.SIGTERM, ended_by_the_studio)
     from tqdm import tqdm
 
     tqdm.set_lock(threading.RLock())  # (Manim's progress bars' lock, which they take even when off: not a semaphore
                                       # of multiprocessing's, which each drawing made and none released)
     running: dict[int, tuple[object, int]] = {}  # the read end of each drawing's pipe -> (its key, its pid)
+    try:
+        serve_drawings(connection, scratch, running)
+    finally:
+        for _, pid in running.values():
+            kill_drawing(pid)
+
+
+def serve_drawings(connection, scratch: str, running: dict) -> None:
     warming: list[tuple] = []  # (plan, beat, time, quality, cache) still to draw, for warmth only
     loaded: dict[str, str] = {}
     beat_ids: list[str] = []
@@ -140,9 +155,6 @@ def serve(connection, scratch: str) -> None:
                 warming = [(plan_json, beat_id, at, quality, cache) for beat_id, at in stills]
             elif kind == "stop":
                 stop_drawings(running, set(message[1]), connection)
-            elif kind == "close":
-                stop_drawings(running, None, connection)
-                return
         elif stale and not running:  # (not while a drawing imports them too: it has a core to itself)
             loaded, stale = load_scenes(beat_ids), False
         elif warming:
@@ -159,6 +171,7 @@ def fork_drawing(connection, running: dict, task, args: tuple, result: str, load
         return read_end, pid
     code = 1
     try:  # the drawing
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         connection.close()
         for end in running:
             os.close(end)
@@ -175,15 +188,23 @@ def fork_drawing(connection, running: dict, task, args: tuple, result: str, load
         os._exit(code)
 
 
-def stop_drawings(running: dict, keys: set | None, connection) -> None:
-    """Stop the drawings of `keys` (None: all) and tell each ending."""
+def stop_drawings(running: dict, keys: set, connection) -> None:
+    """Stop the drawings of `keys` and tell each ending."""
     for end, (key, pid) in list(running.items()):
-        if keys is None or key in keys:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+        if key in keys:
+            kill_drawing(pid)
             os.close(end)
             del running[end]
             connection.send(("ended", key, -signal.SIGKILL))
+
+
+def kill_drawing(pid: int) -> None:
+    """A drawing stopped mid-task, and the typesetting folders it had no time to remove, removed."""
+    from render.video import beats
+
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    beats.remove_process_folders(pid)
 
 
 def warm_once(plan_json: str, beat_id: str, at: float, quality: str, cache: str, scratch: str) -> None:
@@ -257,13 +278,10 @@ class WarmProcess:
         self.outstanding.difference_update(tags)
 
     def close(self) -> None:
-        """Its drawings stopped, and it ended."""
+        """It ended, and its drawings with it (the studio is stopping: at once, even mid-warming)."""
         if self.alive():
-            try:
-                self.connection.send(("close",))
-            except OSError:
-                pass
-            self.process.join(2)
+            self.process.terminate()
+            self.process.join(1.5)
         if self.process.is_alive():
             self.process.kill()
             self.process.join()

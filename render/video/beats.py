@@ -55,6 +55,14 @@ def process_folder(kind: str, pid: int) -> Path:
 TYPESETTING = {"tex": "tex_dir", "texts": "text_dir"}
 
 
+def remove_process_folders(pid: int) -> None:
+    """The folders process `pid` made for its typesetting (process_folder), removed: it was killed before it could
+    (the studio stops a drawing that newer edits made needless)."""
+    for kind in TYPESETTING:
+        for folder in Path(tempfile.gettempdir()).glob(f"film-{kind}-{pid}-*"):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def typesetting_dirs(cache: Path | None) -> dict[str, str]:
     """Manim's tex_dir and text_dir for a render: this process's folders, holding everything the shared
     cache (`<cache>/typeset/`) has typeset before, each entry checked first (a damaged or half-written
