@@ -219,8 +219,8 @@ class Studio:
 
     def draw(self, plan: Plan, narration, changed: list[str], saved_at: float) -> None:
         """The changed beats' pictures, each published when it is ready: first one still of each (the cue the edit
-        touched, else its first), alone on the cores; then their other stills, their clips and the track's
-        levelling."""
+        touched, else its first), alone on the cores; then, beat by beat, its other stills and its clip, and the
+        track's levelling."""
         plan_json = plan.to_json()
         self.drawings = drawings = Drawings(self.jobs, self.folder / "media", self.warm_process())
         if not self.warmed:  # (between its drawings, each beat's last still, for what a drawing leaves loaded)
@@ -238,11 +238,14 @@ class Studio:
             unvoiced: list[tuple[str, dict]] = []  # clips drawn before the track is levelled: joined to it then
             finished: dict[str, set[str]] = {beat_id: set() for beat_id in changed}
             while (drawings or unvoiced or then) and not self.interrupted.is_set():
-                if then and not drawings:
+                if then and not drawings:  # each beat's other stills, then its clip, beat by beat
                     then = False
-                    for beat_id, cues in rest:
-                        self.submit_stills(drawings, plan_json, beat_id, cues, str(version), stills_left)
-                    unvoiced += self.submit_clips(drawings, plan, plan_json, changed, version)
+                    others = dict(rest)
+                    for beat_id in changed:
+                        if beat_id in others:
+                            self.submit_stills(drawings, plan_json, beat_id, others[beat_id], str(version),
+                                               stills_left)
+                        unvoiced += self.submit_clips(drawings, plan, plan_json, [beat_id], version)
                     narration.levelling.start()
                 if drawings:
                     done = drawings.finished(timeout=0.2)

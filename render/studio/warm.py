@@ -117,26 +117,36 @@ def serve(connection, scratch: str) -> None:
     tqdm.set_lock(threading.RLock())  # (Manim's progress bars' lock, which they take even when off: not a semaphore
                                       # of multiprocessing's, which each drawing made and none released)
     running: dict[int, tuple[object, int]] = {}  # the read end of each drawing's pipe -> (its key, its pid)
+    clearing: set[int] = set()  # drawings done, clearing up (their typesetting folders): reaped once they end
     try:
-        serve_drawings(connection, scratch, running)
+        serve_drawings(connection, scratch, running, clearing)
     finally:
         for _, pid in running.values():
             kill_drawing(pid)
+        for pid in clearing:
+            os.waitpid(pid, 0)
 
 
-def serve_drawings(connection, scratch: str, running: dict) -> None:
+def serve_drawings(connection, scratch: str, running: dict, clearing: set) -> None:
     warming: list[tuple] = []  # (plan, beat, time, quality, cache) still to draw, for warmth only
     loaded: dict[str, str] = {}
     beat_ids: list[str] = []
     stale = False  # a scene saved since this process loaded it: loaded again once no drawing runs
     while True:
         more = warming or (stale and not running)
-        ready = multiprocessing.connection.wait([connection, *running], timeout=0 if more else None)
+        wait = 0 if more else (0.1 if clearing else None)
+        ready = multiprocessing.connection.wait([connection, *running], timeout=wait)
         for end in [end for end in ready if end is not connection]:
             key, pid = running.pop(end)
             os.close(end)
-            _, status = os.waitpid(pid, 0)
-            connection.send(("ended", key, os.waitstatus_to_exitcode(status)))
+            done, status = os.waitpid(pid, os.WNOHANG)
+            # (still clearing up: it closed its pipe once its outcome was in its file)
+            connection.send(("ended", key, os.waitstatus_to_exitcode(status) if done else 0))
+            if not done:
+                clearing.add(pid)
+        for pid in list(clearing):
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                clearing.discard(pid)
         if connection in ready:
             try:
                 message = connection.recv()
@@ -163,7 +173,8 @@ def serve_drawings(connection, scratch: str, running: dict) -> None:
 
 def fork_drawing(connection, running: dict, task, args: tuple, result: str, loaded: dict[str, str]) -> tuple[int, int]:
     """A drawing, forked: it runs `task(*args)` and leaves its outcome in `result`. The read end of a pipe only the
-    drawing writes to (closed as it ends, however it ends), and its pid."""
+    drawing holds open (closed once its outcome is in its file, before it clears up; or as it ends, however it ends),
+    and its pid."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid:
@@ -181,6 +192,7 @@ def fork_drawing(connection, running: dict, task, args: tuple, result: str, load
         with atomic_path(Path(result)) as temporary:
             temporary.write_bytes(pickle.dumps(outcome))
         code = 0
+        os.close(write_end)  # drawn: the studio is told now, not after the clearing up below
     finally:
         # What a process of multiprocessing's runs as it ends: the finalizers this drawing registered (its typesetting
         # folders, any lock it made), not those it inherited (each is its maker's pid's alone).
