@@ -61,7 +61,7 @@ function studioPlayer(section, fps, viewOf) {
       if (shownClip !== clip) {  // (sought once it has loaded: loadedmetadata)
         shownClip = clip;
         video.setAttribute("src", clip);
-      } else if (video.readyState >= 1 && Math.abs(video.currentTime - (at - beat.start)) > FRAME / 2) {
+      } else if (!playing && video.readyState >= 1 && Math.abs(video.currentTime - (at - beat.start)) > FRAME / 2) {
         video.currentTime = Math.min(at - beat.start + NUDGE, Math.max(0, video.duration - NUDGE));
       }
       if (playing && video.paused && video.readyState >= 1) { play(); }
@@ -126,10 +126,15 @@ function studioPlayer(section, fps, viewOf) {
   video.addEventListener("loadedmetadata", function () {
     var beat = beatAt(at);
     video.currentTime = Math.min(Math.max(0, at - beat.start) + NUDGE, Math.max(0, video.duration - NUDGE));
-    if (playing) { play(); }
+    if (playing && section.dataset.showing === "clip") { play(); }
   });
   video.addEventListener("error", function () {  // (a clip replaced by a newer one as it loaded: the newer one comes)
     shownClip = "";
+    if (playing) {
+      stop();
+      mark.hidden = false;
+      mark.textContent = "Could not play this beat's clip; it is drawn again at the next save";
+    }
   });
   button.addEventListener("click", toggle);
   return {

@@ -4,6 +4,7 @@ once), at most `jobs` at once, each result left in a file; and a problem named b
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import pickle
@@ -96,6 +97,9 @@ def drawing_context():
     return context
 
 
+RESULTS = itertools.count(1)  # each drawing's result file a name of its own, whichever warm process draws it
+
+
 class Drawings:
     """At most `jobs` drawings at once, one task each, each forked from the studio's warm process
     (render/studio/warm.py) and its result left in a file. No queue or lock is shared with them, so stopping one
@@ -115,7 +119,8 @@ class Drawings:
     def start_more(self) -> None:
         while self.waiting and len(self.running) < self.jobs:
             key, task, args = self.waiting.popleft()
-            result = self.scratch / f".drawing-{os.getpid()}-{self.warm.made + 1}.pickle"
+            result = self.scratch / f".drawing-{os.getpid()}-{next(RESULTS)}.pickle"  # (never a name used before)
+            result.unlink(missing_ok=True)
             self.running[self.warm.draw(task, args, result)] = (key, result)
 
     def finished(self, timeout: float) -> list[tuple[object, dict]]:

@@ -237,13 +237,16 @@ class Handler(BaseHTTPRequestHandler):
 
 def byte_range(header: str | None, size: int) -> tuple[int, ...] | None:
     """The bytes a Range header asks of a `size`-byte file, first and last: None for the whole file (no header, or
-    one this server does not serve in parts: several ranges, another unit); () where none of it can be given."""
+    one this server does not serve in parts or cannot read: several ranges, another unit, a last byte before the
+    first, which RFC 9110 says to ignore); () where none of it can be given (it starts past the end)."""
     found = re.fullmatch(r"\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*", header or "")
     if not found or not any(found.groups()):
         return None
     first, last = found.groups()
     if not first:  # the last N bytes
         first, last = max(0, size - int(last)), size - 1
+    elif last and int(last) < int(first):
+        return None
     else:
         first, last = int(first), min(int(last), size - 1) if last else size - 1
     return (first, last) if first <= last else ()

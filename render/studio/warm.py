@@ -31,18 +31,28 @@ import time
 from pathlib import Path
 
 from render import media
-from render.files import atomic_path
+from render.files import PROJECT_ROOT, atomic_path
 
 SCENES = "scenes"
 
 
-def loaded_scenes() -> dict[str, str]:
-    """Each file of a scene module this process has imported, with its digest as it is now."""
-    found = {}
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None)
-        if (name == SCENES or name.startswith(SCENES + ".")) and path:
-            found[path] = digest(path)
+def scene_modules() -> dict[str, str]:
+    """Each scene module this process has imported, by name, with its file."""
+    return {name: os.path.realpath(module.__file__) for name, module in list(sys.modules.items())
+            if (name == SCENES or name.startswith(SCENES + ".")) and getattr(module, "__file__", None)}
+
+
+def scene_files() -> dict[str, str]:
+    """Every file under scenes/ with its digest as it is now: taken before an import, what the import read (a file
+    saved meanwhile differs from it after, and is imported again)."""
+    return {os.path.realpath(path): digest(str(path)) for path in (PROJECT_ROOT / SCENES).rglob("*.py")}
+
+
+def loaded_scenes(before: dict[str, str], loaded: dict[str, str] | None = None) -> dict[str, str]:
+    """`loaded` with each scene module imported since, its digest as `before` (taken before that import) has it."""
+    found = dict(loaded or {})
+    for path in scene_modules().values():
+        found.setdefault(path, before.get(path, "unknown"))
     return found
 
 
@@ -57,11 +67,10 @@ def forget_scenes_if_saved(loaded: dict[str, str]) -> bool:
     """Forget each scene module saved since `loaded` was taken, and every scene module that imports one of them
     (at any depth: it holds names of the old one), so the next import reads them as saved; the rest stay loaded.
     Whether any was forgotten."""
-    saved = {path for path, was in loaded.items() if digest(path) != was}
+    modules = scene_modules()
+    saved = {path for path in modules.values() if loaded.get(path) != digest(path)}  # (one not in it: saved)
     if not saved:
         return False
-    modules = {name: module.__file__ for name, module in list(sys.modules.items())
-               if (name == SCENES or name.startswith(SCENES + ".")) and getattr(module, "__file__", None)}
     forget = {name for name, path in modules.items() if path in saved}
     while True:
         more = {name for name, path in modules.items() if name not in forget and imports(path) & forget}
@@ -91,12 +100,13 @@ def load_scenes(beat_ids: list[str]) -> dict[str, str]:
     process's); the files loaded, with their digests."""
     from render.plan.beat_scene import scene_of
 
+    before = scene_files()
     for beat_id in beat_ids:
         try:
             importlib.import_module(scene_of(beat_id).module)
         except Exception:  # noqa: BLE001, S112 - a drawing of it imports it again and says what is wrong
             continue
-    loaded = loaded_scenes()
+    loaded = loaded_scenes(before)
     for path in loaded:
         imports(path)  # (parsed now, so a drawing after a save parses only the files saved)
     return loaded
@@ -168,7 +178,9 @@ def serve_drawings(connection, scratch: str, running: dict, clearing: set) -> No
         elif stale and not running:  # (not while a drawing imports them too: it has a core to itself)
             loaded, stale = load_scenes(beat_ids), False
         elif warming:
+            before = scene_files()
             warm_once(*warming.pop(0), scratch)
+            loaded = loaded_scenes(before, loaded)  # (what it imported: as the files were before it)
 
 
 def fork_drawing(connection, running: dict, task, args: tuple, result: str, loaded: dict[str, str]) -> tuple[int, int]:
@@ -287,6 +299,8 @@ class WarmProcess:
         deadline = time.monotonic() + 5
         while set(tags) & self.outstanding and time.monotonic() < deadline and self.alive():
             self.ended(0.2)
+        if set(tags) & self.outstanding:  # it does not answer (a scene that never ends, run while it warmed):
+            self.close()                  # ended, and started again for the next drawing (Studio.warm_process)
         self.outstanding.difference_update(tags)
 
     def close(self) -> None:

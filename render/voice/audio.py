@@ -84,7 +84,8 @@ def quietest_near(clip: AudioSegment, seconds: float, within: float = 0.08, wind
     return (first + int(np.argmin(energy)) * step + step / 2) / rate
 
 
-@functools.lru_cache(maxsize=1024)  # (by the clip's samples: the studio trims the same clauses after every save)
+@functools.lru_cache(maxsize=400)  # (by the clip's samples: the studio trims the film's clauses after every save;
+                                   # about 150 of them and the words before each cue, some 100 MB at most)
 def trim(clip: AudioSegment, threshold_db: float = -45.0, pad: float = 0.03) -> AudioSegment:
     """The speech in a clip, from its first to its last sound above the threshold, with a little padding."""
     spans = detect_nonsilent(clip, min_silence_len=FRAME_MS, silence_thresh=threshold_db, seek_step=FRAME_MS)

@@ -186,10 +186,11 @@ class SpeechCache:
         return self.folder / f"{key}.npy", self.folder / f"{key}.json"
 
     def files_now(self, key: str) -> tuple:
-        """What the entry's files are now (their inode, size and change time): a file written again since is read
-        again, and checked."""
+        """What the entry's files are now (their inode, size, modification and change times): a file written again
+        since is read again, and checked."""
         try:
-            return tuple((found.st_ino, found.st_size, found.st_mtime_ns) for found in map(Path.stat, self.paths(key)))
+            return tuple((found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
+                         for found in map(Path.stat, self.paths(key)))
         except OSError:
             return ()
 
