@@ -1,6 +1,8 @@
 # Prefill vs decode: the film, from data.
 #   make film    set up whatever is missing, then render the film into build/film.mp4
 #   make preview the same film at 480p15, into build/preview/
+#   CUT=extended on film, preview, page, films (and plan, scene, still, review, studio): the film goes on, after
+#                "The cache rides along", to a server under load: build/<gpu>-<model>-<dtype>-extended/
 #   make films   many films at once on a Dask cluster: VARIANTS="h100-sxm/llama-3.1-8b/bf16 …" or
 #                MATRIX=all|gpus|models [SCHEDULER=tcp://host:8786] [QUALITY=low] (docs/many-films.md)
 #   make studio  a page on 127.0.0.1 that draws each beat again as the storyboard, data/ or scenes/ are saved
@@ -24,7 +26,7 @@
 
 # A $ in a value is make syntax: make would expand it before any program saw the value, so a
 # choice holding one is refused here rather than silently changed.
-CHOICE_VARIABLES := GPU GPUS MODEL DTYPE KV_DTYPE COMPARE_GPU MEASURED EFFICIENCY VOICE RECORDINGS BEAT AT QUALITY JOBS PYTHON \
+CHOICE_VARIABLES := GPU GPUS MODEL DTYPE KV_DTYPE CUT COMPARE_GPU MEASURED EFFICIENCY VOICE RECORDINGS BEAT AT QUALITY JOBS PYTHON \
   VARIANTS MATRIX SCHEDULER PORT RATE PROMPT_TOKENS ANSWER_TOKENS REQUESTS SEED TRACE SLO SWEEP
 $(foreach variable,$(CHOICE_VARIABLES),$(if $(findstring $$,$(value $(variable))),\
   $(error $(variable)= contains '$$', which make would expand; give ids, numbers and paths without it)))
@@ -39,7 +41,7 @@ arg = $${$(1):+--$(2) "$$$(1)"}
 CHOICES := $(call arg,GPU,gpu) $(call arg,GPUS,gpus) $(call arg,MODEL,model) $(call arg,DTYPE,dtype) \
   $(call arg,KV_DTYPE,kv-dtype)
 PLAN_CHOICES := $(CHOICES) $(call arg,COMPARE_GPU,compare-gpu) $(call arg,MEASURED,measured) \
-  $(call arg,EFFICIENCY,efficiency)
+  $(call arg,EFFICIENCY,efficiency) $(call arg,CUT,cut)
 VOICE_CHOICES := $(PLAN_CHOICES) $(call arg,VOICE,voice) $(call arg,RECORDINGS,recordings)
 FILM_CHOICES := $(VOICE_CHOICES) $(call arg,JOBS,jobs)
 FILMS_CHOICES := $(FILM_CHOICES) $(call arg,VARIANTS,variants) $(call arg,MATRIX,matrix) $(call arg,SCHEDULER,scheduler)

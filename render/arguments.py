@@ -240,6 +240,8 @@ def add_plan_arguments(parser: argparse.ArgumentParser, voice: bool = True, buil
     parser.add_argument("--efficiency", help="speak expected numbers beside the ceilings: a measured dataset's id (its "
                                              "fit) or compute=0.6,memory=0.8[,overhead=0.2]")
     parser.add_argument("--storyboard", default=STORYBOARD_PATH, help="storyboard file (default: %(default)s)")
+    parser.add_argument("--cut", help="another cut the storyboard defines: extended (the film goes on to a server "
+                                      "under load); default: the film as the transcript times it")
     if voice:
         parser.add_argument("--voice",
                             help="hibari, piper or recorded, optionally engine:voice (default: the storyboard's)")

@@ -8,6 +8,9 @@
     wasted_money.py       two GPUs side by side, then a long prompt's attention
     measured.py           a real endpoint's first-token waits beside the ideal prefill
     cache_rides_along.py  its decode rates, slower by what the long prompt's cache adds to each step
+    queue.py              (CUT=extended) requests arriving: static and continuous batching, the KV cache's blocks
+    long_prompt.py        (CUT=extended) one long prompt stalls every decode; chunked prefill spreads it
+    capacity.py           (CUT=extended) the slowest first tokens against the rate: each scheduler's capacity
     two_budgets.py        what each wait answers to, then the end card
 
 and the pictures they share: pictures/ (what each beat hands the next, built from the plan, so that no beat imports

@@ -9,6 +9,7 @@
     phrases.py     the storyboard's choices of words, named: filters where the words depend on the numbers
     tracking.py    which plan values a template or a scene reads (a beat's cache key, the review page)
     numbers.py     every number of the film, from the roofline
+    load.py        the extended cut's `load` group: the deployment under a stream of requests (render/serving/)
     meaning.py     what each number means, its formula and unit, written once
     explorer.py    the numbers a reader of the film's page can move, at every stop of every control
     report.py      film roofline: a deployment's spec sheet and each phase's timing

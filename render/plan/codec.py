@@ -19,10 +19,16 @@ from render.errors import FilmError
 from render.specs.fields import hints  # a dataclass's fields' types, read once
 
 
+# A field's metadata: the field is left out of the JSON while it holds its default (a later addition that a plan
+# without it writes exactly as before: the film as timed keeps its timed plan byte for byte).
+OMITTED_WHEN_DEFAULT = {"omitted_when_default": True}
+
+
 def to_data(value: Any) -> Any:
     """A dataclass tree as JSON-ready data (dicts, lists, numbers, text, null)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {field.name: to_data(getattr(value, field.name)) for field in dataclasses.fields(value)}
+        return {field.name: to_data(getattr(value, field.name)) for field in dataclasses.fields(value)
+                if not (field.metadata.get("omitted_when_default") and getattr(value, field.name) == field.default)}
     if isinstance(value, (tuple, list)):
         return [to_data(item) for item in value]
     if isinstance(value, dict):

@@ -9,6 +9,8 @@ read them across the choices, as the narration they make.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from render import formatting as fmt
 from render.plan.tracking import untracked
 
@@ -183,7 +185,49 @@ def because_or_while(measured) -> str:
     return "because" if abs(measured.slowdown - measured.long_kv_ratio) <= measured.long_kv_ratio / 4 else "while"
 
 
+# -- under load (the extended cut) ------------------------------------------------------------------------------
+
+
+def first_token_wait(load) -> str:
+    """What continuous batching does to the slowest tenth's wait for a first token, beside static batching's."""
+    static, continuous = load.static.ttft_p90_seconds, load.continuous.ttft_p90_seconds
+    if fmt.duration(continuous) == fmt.duration(static):
+        return f"though the slowest tenth still wait {fmt.duration(continuous)} for a first token"
+    if continuous < static:
+        return f"cutting the slowest tenth's first-token wait from {fmt.duration_beside(static, continuous)} " \
+               f"to {fmt.duration(continuous)}"
+    return f"though the slowest tenth wait {fmt.duration(continuous)} for a first token, not {fmt.duration(static)}"
+
+
+SCHEDULER_WORDS = {"continuous": "continuous batching", "chunked": "chunked prefill", "static": "static batching"}
+SHORT_WORDS = {"continuous batching": "continuous", "chunked prefill": "chunked", "static batching": "static"}
+
+
+def capacities(load, gpu) -> str:
+    """Each scheduler's capacity at the objectives, after the GPUs' name: 'serves 18 requests a second with
+    continuous batching, 26 chunked, static never'; or that none meets them at any rate."""
+    found = [(words, load.scheduler(name).capacity) for name, words in SCHEDULER_WORDS.items()]
+    met = [(words, capacity) for words, capacity in found if capacity is not None]
+    missed = [words for words, capacity in found if capacity is None]
+    if not met:
+        return f"{fmt.verb(gpu, 'meets')} them at no rate, under any scheduler: each token comes too slowly"
+    said = [f"{fmt.approx(met[0][1])} requests a second with {met[0][0]}"]
+    said += [f"{fmt.approx(capacity)} {SHORT_WORDS[words]}" for words, capacity in met[1:]]
+    said += [f"{SHORT_WORDS[words]} never" for words in missed]
+    return f"{fmt.verb(gpu, 'serves')} " + ", ".join(said)
+
+
+def disaggregation(load, gpu) -> str:
+    """DistServe's split in a sentence, with its own number: its GPUs' capacity, and each GPU's share of it."""
+    split = load.disaggregated
+    hardware = replace(untracked(gpu), count=split.gpus)
+    if split.capacity is None:
+        return f"split prefill from decode, as DistServe does, and {fmt.with_article(hardware)} miss them too"
+    return (f"split prefill from decode, as DistServe does, and {fmt.with_article(hardware)} take "
+            f"{fmt.approx(split.capacity)}")
+
+
 PHRASES = {function.__name__: function for function in (
     how_busy, here_and_at_best, reads_per_token, needs, token_time, token_rate, step_growth, the_chips,
     teraflops_against, bandwidth_against, decode_gets, while_on, waits, about_here, with_prompts, first_token,
-    short_waits, mostly, slower_or_faster, because_or_while)}
+    short_waits, mostly, slower_or_faster, because_or_while, first_token_wait, capacities, disaggregation)}

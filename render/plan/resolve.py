@@ -16,6 +16,7 @@ from render.errors import DoesNotFit, FilmError
 from render.files import DATA_DIR, PAGE_SCRIPT_PATH, PROJECT_ROOT, STORYBOARD_PATH
 from render.formatting import with_article
 from render.plan.prose import fill_prose, load_prose
+from render.plan.load import load_numbers
 from render.plan.storyboard import Storyboard, load_storyboard
 from render.plan.templating import extract_cues, fill, one_budget
 from render.plan.tracking import Tracked
@@ -39,7 +40,7 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
     its fields given by name: resolve_plan(gpu="a100-sxm-80gb")); what is not asked for is the storyboard's default,
     on one GPU."""
     request = replace(request or FilmRequest(), **asked)
-    storyboard = load_storyboard(storyboard_path)
+    storyboard = load_storyboard(storyboard_path).with_cut(request.cut)
     prose_script = load_prose(prose_path)
     catalog = load_catalog(data_dir)
     params = storyboard.parameters
@@ -63,7 +64,11 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
                   if gpu_id != choice.gpu.id)
     achieved, expected = expected_numbers(choice, params, lever)
     notes = plan_notes(choice, spec, catalog, dataset, measured_gpu)
+    load = None
+    if storyboard.cut is not None and storyboard.cut.load is not None:
+        load = load_numbers(choice, params.prompt_tokens, params.long_prompt_tokens, storyboard.cut.load)
     groups = template_groups(choice, spec, measured_numbers, params, numbers, achieved, expected)
+    groups["load"] = (load, "load")
     with one_budget():  # the storyboard's templates share one budget of work (render/plan/templating.py)
         beats, summary = fill_storyboard(storyboard, groups)
     prose = fill_prose(prose_script, {name: Tracked(value, path, set()) for name, (value, path) in groups.items()})
@@ -76,6 +81,7 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
         choice=choice, spec=spec, numbers=numbers, measured=measured_numbers, pills=pills,
         parameters=params, narration=narration, pronunciations=pronunciations_of(catalog, choice, data_dir),
         beats=tuple(beats), notes=tuple(notes), summary=summary, achieved=achieved, expected=expected, prose=prose,
+        load=load,
     )
 
 
@@ -251,13 +257,15 @@ def resolve_choice(catalog: Catalog, storyboard: Storyboard, request: FilmReques
         the_dtype = kv_cache_in(the_dtype, kv)
     dataset = measured or defaults["measured"]
     rl.check_gpu_count(Deployment(the_gpu, the_model, the_dtype, count))
+    cut = storyboard.with_cut(request.cut).cut
     return Choice(
         gpu=the_gpu, model=the_model, dtype=the_dtype, arithmetic=rl.arithmetic_format(the_gpu, the_dtype),
         compare_gpu=choose_compare_gpu(catalog, storyboard, the_gpu, compare_gpu), measured_id=dataset,
         is_default=(the_gpu.id, the_model.id, the_dtype.id, count, kv_is_default, bool(efficiency))
-        == (defaults["gpu"], defaults["model"], defaults["dtype"], 1, True, False),
+        == (defaults["gpu"], defaults["model"], defaults["dtype"], 1, True, False) and cut is None,
         gpus=count, kv_is_default=kv_is_default, embedding_rows=storyboard.parameters.embedding_rows,
         efficiency=efficiency_of(catalog, efficiency, storyboard.parameters.embedding_rows) if efficiency else None,
+        **({"cut": cut.name} if cut else {}),
     )
 
 

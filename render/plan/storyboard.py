@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from render.errors import FilmError
@@ -13,12 +13,18 @@ from render.files import STORYBOARD_PATH
 from render.formatting import timestamp as format_timestamp
 from render.plan.beat_scene import BEAT_ID, scene_of, scene_problem
 from render.plan.templating import compile_template
-from render.plan.types import NarrationSettings, Parameters, parse_voice
+from render.plan.types import DEFAULT_CUT, LoadParameters, NarrationSettings, Parameters, parse_voice
 from render.specs.fields import bounds_of, choices_of, yaml_keys
 from render.specs.yamlio import YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml
 from render.text import echo
 
 TOP_FIELDS = {"film": dict, "defaults": dict, "parameters": dict, "narration": dict, "beats": list}
+TOP_OPTIONAL = {"cuts": dict}
+CUT_FIELDS = {"after": str, "beats": list}
+CUT_OPTIONAL = {"load": dict}
+CUT_BEAT_FIELDS = {"id": str, "title": str, "length": (str, int, float), "narration": str}
+CUT_BEAT_LENGTH = (5.0, 120.0)  # seconds: a beat, not a pause or a film
+CUT_LENGTH = 600.0              # the most a cut adds
 FILM_FIELDS = {"title": str, "end": (str, int, float), "source": str, "summary": str}
 DEFAULT_FIELDS = {"gpu": str, "model": str, "dtype": str, "measured": str}
 BEAT_FIELDS = {"id": str, "title": str, "start": (str, int, float), "narration": str}
@@ -43,6 +49,22 @@ class StoryBeat:
 
 
 @dataclass(frozen=True)
+class Cut:
+    """Another cut of the film (the storyboard's cuts.<name>): beats inserted after one of the film's, each as long
+    as it says (their starts count from the cut's point); the beats after them move on by as much."""
+
+    name: str
+    after: str                        # the beat they follow
+    beats: tuple[StoryBeat, ...]
+    load: LoadParameters | None       # the stream of requests its beats simulate (the plan's `load` group)
+    where: str                        # file:line of the cut, for messages
+
+    @property
+    def length(self) -> float:
+        return sum(beat.end - beat.start for beat in self.beats)
+
+
+@dataclass(frozen=True)
 class Storyboard:
     title: str
     end: float
@@ -54,9 +76,30 @@ class Storyboard:
     path: Path
     locations: dict[str, str] = field(default_factory=dict)  # parameter -> file:line
     summary: str = ""  # a template, as a narration is: the film in a sentence, for its page and description
+    cuts: dict[str, Cut] = field(default_factory=dict)  # the other cuts it defines, by name
+    cut: Cut | None = None  # the cut this storyboard is (with_cut), None: the film as the transcript times it
 
     def where(self, key: str) -> str:
         return self.locations.get(key, display_path(self.path))
+
+    @property
+    def cut_names(self) -> tuple[str, ...]:
+        return (DEFAULT_CUT, *self.cuts)
+
+    def with_cut(self, name: str | None) -> Storyboard:
+        """The storyboard of a cut: its beats after the one it names, the later beats and the film's end moved on by
+        their length. None or 'default': this storyboard, the film as the transcript times it."""
+        if name in (None, DEFAULT_CUT) or (self.cut is not None and self.cut.name == name):
+            return self
+        if self.cut is not None or name not in self.cuts:
+            raise FilmError(f"--cut {echo(name)}: {display_path(self.path)} defines the cuts "
+                            f"{', '.join(self.cut_names)} (CUT=extended); give one of them")
+        cut = self.cuts[name]
+        position = [beat.id for beat in self.beats].index(cut.after)
+        at, length = self.beats[position].end, cut.length
+        inserted = [replace(beat, start=beat.start + at, end=beat.end + at) for beat in cut.beats]
+        later = [replace(beat, start=beat.start + length, end=beat.end + length) for beat in self.beats[position + 1:]]
+        return replace(self, beats=(*self.beats[:position + 1], *inserted, *later), end=self.end + length, cut=cut)
 
 
 def parse_timestamp(value: str | int | float, where: str, what: str) -> float:
@@ -85,7 +128,7 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     name = display_path(path)
     if not isinstance(document, YamlMap):
         raise FilmError(f"{name}: expected a mapping with film, defaults, parameters and beats")
-    check_fields(document, "the storyboard", TOP_FIELDS)
+    check_fields(document, "the storyboard", TOP_FIELDS, TOP_OPTIONAL)
     film, defaults, parameters = document["film"], document["defaults"], document["parameters"]
     check_fields(film, "film", FILM_FIELDS)
     check_fields(defaults, "defaults", DEFAULT_FIELDS)
@@ -100,6 +143,7 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
     film_end = parse_timestamp(film["end"], film.where("end"), "film end")
     compile_template(film["summary"], film.where("summary"), "film summary")
     beats = story_beats(document, film_end)
+    cuts = {name: story_cut(name, cut, beats) for name, cut in (document.get("cuts") or {}).items()}
 
     locations = {key: parameters.where(key) for key in parameters}
     locations.update({f"defaults.{key}": defaults.where(key) for key in defaults})
@@ -109,7 +153,59 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
                       Parameters(**{**parameters, "roofline_pills": tuple(parameters["roofline_pills"])}),
                       NarrationSettings(**{key: float(value) if key not in ("voice", "recordings") else value
                                            for key, value in narration.items()}),
-                      tuple(beats), path, locations, film["summary"])
+                      tuple(beats), path, locations, film["summary"], cuts)
+
+
+def story_cut(name: str, cut: YamlMap, film_beats: list[StoryBeat]) -> Cut:
+    """cuts.<name>: where its beats go, their lengths (5 s to 2 min each, at most 10 min in all), their templates
+    checked as the film's are, their ids unique in the film; its load's fields within their ranges."""
+    label = f"cut {name!r}"
+    if name == DEFAULT_CUT or not BEAT_ID.fullmatch(str(name)):
+        raise FilmError(f"{cut.where() if isinstance(cut, YamlMap) else 'cuts'}: {label}: a cut's name is lower-case "
+                        f"words joined by hyphens (extended), and not {DEFAULT_CUT!r} (the film as timed)")
+    check_fields(cut, label, CUT_FIELDS, CUT_OPTIONAL)
+    ids = [beat.id for beat in film_beats]
+    if cut["after"] not in ids or cut["after"] == ids[-1]:
+        raise FilmError(f"{cut.where('after')}: {label}: after must name one of the film's beats but its last "
+                        f"({', '.join(ids[:-1])}), not {echo(cut['after'])}")
+    if not cut["beats"]:
+        raise FilmError(f"{cut.where('beats')}: {label} has no beats")
+    beats, start = [], 0.0
+    for index, beat in enumerate(cut["beats"]):
+        beat_label = f"{label} beat {beat.get('id', index + 1)!r}" if isinstance(beat, dict) else \
+            f"{label} beat {index + 1}"
+        check_fields(beat, beat_label, CUT_BEAT_FIELDS, {"captions": dict})
+        if beat["id"] in ids:
+            raise FilmError(f"{beat.where('id')}: {beat_label}: the film already has a beat {beat['id']!r}; give "
+                            f"the cut's beat an id of its own")
+        ids.append(beat["id"])
+        check_scene(beat, beat_label)
+        length = parse_timestamp(beat["length"], beat.where("length"), f"{beat_label} length")
+        low, high = CUT_BEAT_LENGTH
+        if not low <= length <= high:
+            raise FilmError(f"{beat.where('length')}: {beat_label}: length {echo(beat['length'])} is "
+                            f"{length:g} seconds; give a beat from {low:g} to {high:g} seconds")
+        compile_template(beat["narration"], beat.where("narration"), f"{beat_label} narration")
+        captions = beat.get("captions") or {}
+        for caption, template in captions.items():
+            compile_template(str(template), captions.where(caption), f"{beat_label} caption {caption!r}")
+        where = {"narration": beat.where("narration"), **{key: captions.where(key) for key in captions}}
+        beats.append(StoryBeat(beat["id"], beat["title"], start, start + length, beat["narration"],
+                               {key: str(value) for key, value in captions.items()}, where))
+        start += length
+    if start > CUT_LENGTH:
+        raise FilmError(f"{cut.where('beats')}: {label} adds {start:g} seconds; a cut adds at most "
+                        f"{CUT_LENGTH:g}")
+    load = None
+    if "load" in cut:
+        load_map = cut["load"]
+        check_fields(load_map, f"{label} load", *yaml_keys(LoadParameters))
+        for key, (low, high, unit) in bounds_of(LoadParameters).items():
+            if key in load_map and not low <= load_map[key] <= high:
+                raise FilmError(f"{load_map.where(key)}: {label} load: {key} must be from {low:,} to {high:,}"
+                                f"{' ' + unit if unit else ''}, not {load_map[key]:,}")
+        load = LoadParameters(**load_map)
+    return Cut(name, cut["after"], tuple(beats), load, cut.where("after"))
 
 
 def check_parameters(parameters: YamlMap) -> None:

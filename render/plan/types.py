@@ -87,6 +87,9 @@ class Efficiency:
         return f"expected-c{self.compute:g}-m{self.memory:g}{overhead}{overlap}"
 
 
+DEFAULT_CUT = "default"  # the film as the transcript times it
+
+
 @dataclass(frozen=True)
 class FilmRequest:
     """What a film is asked for, the one way a choice travels into resolve_plan: from the command line
@@ -104,6 +107,7 @@ class FilmRequest:
     efficiency: str | None = None     # EFFICIENCY=: a measured dataset's id, or compute=…,memory=…[,overhead=…]
     voice: str | None = None
     recordings: Path | None = None
+    cut: str | None = None            # CUT=: a cut the storyboard defines (extended); None: the film as timed
 
     DEPLOYMENT = ("gpu", "model", "dtype", "gpus", "kv_dtype")
 
@@ -145,6 +149,7 @@ class Choice:
     kv_is_default: bool = True  # the KV cache in the data type's own format
     embedding_rows: bool = False  # a step gathers its rows of the input embedding table (parameters.embedding_reads)
     efficiency: Efficiency | None = None  # EFFICIENCY=: the film speaks expected numbers beside its ceilings
+    cut: str = field(default=DEFAULT_CUT, metadata=codec.OMITTED_WHEN_DEFAULT)  # CUT=: the storyboard's cut
 
     @property
     def deployment(self) -> Deployment:
@@ -162,7 +167,8 @@ class Choice:
         gpus = f"-x{self.gpus}" if self.gpus > 1 else ""
         kv = "" if self.kv_is_default else f"-kv-{self.dtype.kv_dtype}"
         expected = f"-{self.efficiency.name}" if self.efficiency else ""
-        return f"{self.gpu.id}{gpus}-{self.model.id}-{self.dtype.id}{kv}{expected}"
+        cut = "" if self.cut == DEFAULT_CUT else f"-{self.cut}"
+        return f"{self.gpu.id}{gpus}-{self.model.id}-{self.dtype.id}{kv}{expected}{cut}"
 
     def times(self, gpu_name: str) -> str:
         """A GPU's name as the deployment has it: 'H100', or '4× H100' on four."""
@@ -479,6 +485,20 @@ class Parameters:
 
 
 @dataclass(frozen=True)
+class LoadParameters:
+    """The extended cut's workload (the storyboard's cuts.<name>.load): a stream of requests the serving simulator
+    (render/serving/) answers, each a prompt of parameters.prompt_tokens, under each scheduler."""
+
+    answer_tokens: int = datum(1, 100_000, "tokens")          # each answer's length
+    requests: int = datum(50, 20_000, "requests")             # the stream's length
+    seed: int = datum(0, 2**31 - 1)                           # its arrivals' seed: the same film every time
+    slo_ttft_seconds: float = datum(0.01, 600, "seconds")     # the objective for the first token ...
+    slo_tpot_seconds: float = datum(0.001, 10, "seconds")     # ... and for each token after it
+    static_batch: int = datum(1, 4096, "requests")            # static batching's batch
+    chunk_tokens: int = datum(16, 65_536, "tokens")           # chunked prefill's tokens a step
+
+
+@dataclass(frozen=True)
 class NarrationSettings:
     voice: str              # hibari, piper or recorded, optionally engine:voice
     recordings: str         # folder of <beat-id>.wav/.flac recordings (absolute)
@@ -567,6 +587,74 @@ class Beat:
         return self.end - self.start
 
 
+# -- under load (the extended cut) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SchedulerLoad:
+    """One scheduler serving the cut's stream: at the film's rate, and its p90 TTFT over the sweep's rates."""
+
+    name: str                          # static, continuous, chunked or disaggregated (render/serving/schedulers.py)
+    gpus: int                          # the GPUs it takes (disaggregated: its prefill and decode instances')
+    capacity: float | None             # requests a second meeting the objectives (None: not even the sweep's lowest)
+    ttft_p50_seconds: float            # at the film's rate
+    ttft_p90_seconds: float
+    tpot_p50_seconds: float
+    tpot_p90_seconds: float
+    goodput: float                     # requests a second meeting both objectives, at the film's rate
+    p90_ttft_curve: tuple[float, ...]  # p90 TTFT at each of LoadNumbers.rates
+
+    @property
+    def capacity_per_gpu(self) -> float | None:
+        return None if self.capacity is None else self.capacity / self.gpus
+
+
+@dataclass(frozen=True)
+class LoadNumbers:
+    """The deployment answering a stream of requests (render/serving/, seeded: the same numbers every time), as the
+    extended cut's beats speak and draw it; `film load --json` gives the same numbers at the same settings."""
+
+    parameters: LoadParameters
+    prompt_tokens: int                 # each request's prompt (parameters.prompt_tokens)
+    rate: float                        # the film's rate: half the deployment's saturation (film load's default)
+    rates: tuple[float, ...]           # the sweep's: film load --sweep auto's, or up to past the highest capacity
+    schedulers: tuple[SchedulerLoad, ...]
+    arrivals: tuple[float, ...]        # the first requests' arrival times at the film's rate (seconds)
+    kv_blocks: int                     # the KV cache's blocks after the weights
+    block_tokens: int                  # tokens a block
+    fits: int                          # whole conversations (prompt and answer) the cache holds at once
+    decode_step_seconds: float         # a decode step of the continuous batch at the film's rate
+    batch: int                         # the sequences decoding in that step (mean over the run, rounded)
+    long_prompt_tokens: int            # one long prompt (parameters.long_prompt_tokens) ...
+    stall_seconds: float               # ... prefilled in one step, which every decode waits behind
+    chunks: int                        # ... or in this many chunked steps, beside the decodes
+    chunked_step_seconds: float        # one such step: the decodes and a chunk
+
+    def scheduler(self, name: str) -> SchedulerLoad:
+        return next(found for found in self.schedulers if found.name == name)
+
+    @property
+    def static(self) -> SchedulerLoad:
+        return self.scheduler("static")
+
+    @property
+    def continuous(self) -> SchedulerLoad:
+        return self.scheduler("continuous")
+
+    @property
+    def chunked(self) -> SchedulerLoad:
+        return self.scheduler("chunked")
+
+    @property
+    def disaggregated(self) -> SchedulerLoad:
+        return self.scheduler("disaggregated")
+
+    @property
+    def serves(self) -> bool:
+        """Some scheduler meets the objectives at some rate."""
+        return any(found.capacity is not None for found in self.schedulers)
+
+
 # -- the plan ------------------------------------------------------------------------------------
 
 
@@ -642,6 +730,8 @@ class Plan:
     achieved: SpecSheet | None = None
     expected: Numbers | None = None
     prose: Prose = field(default_factory=Prose)  # the film's page in words (script/page.yaml), filled
+    # CUT=extended: the deployment under a stream of requests, from the serving simulator (None in the film as timed)
+    load: LoadNumbers | None = field(default=None, metadata=codec.OMITTED_WHEN_DEFAULT)
 
     def beat(self, beat_id: str) -> Beat:
         for beat in self.beats:

@@ -7,4 +7,5 @@
     schedulers.py  static batching, continuous batching, chunked prefill, disaggregation (a class each)
     simulate.py    a workload through a scheduler: each request's arrival, first and last token
     metrics.py     percentiles, throughput, goodput at objectives, and a scheduler's capacity
+    load.py        a load (deployment, schedulers, stream): run once under each scheduler, or swept over rates
 """

@@ -9,6 +9,7 @@
     wasted_money.py       a long prompt's prefill, split (the measured beat starts from it)
     measured.py           the measured waits beside the ideal prefill (the cache beat starts from it)
     cache_rides_along.py  the decode rates under the ceiling (two budgets opens on its bars)
+    under_load.py         the extended cut's: the queue and its slots, one long prompt's steps, the capacity chart
 
 A beat module imports its own picture (to animate towards it) and its predecessor's (to start from it), never the
 predecessor's module: an edit to a beat's animation re-renders that beat alone, an edit to what it hands over that

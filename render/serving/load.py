@@ -1,0 +1,179 @@
+"""A load: a deployment, its schedulers and a stream of requests (LoadRequest); the stream once under each scheduler
+(run), and every scheduler over a sweep of rates with each one's capacity at the objectives (sweep). `film load`
+(render/tools/load.py) prints what these return; the extended cut's plan (render/plan/load.py) speaks it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from render.errors import FilmError
+from render.serving.costs import BLOCK_TOKENS, Costs, kv_blocks
+from render.serving.metrics import CAPACITY_SHARE, Report, Slo, capacity, summarise
+from render.serving.schedulers import SCHEDULERS, Scheduler
+from render.serving.simulate import simulate
+from render.serving.workload import Lengths, Request, at_rate, poisson, read_trace
+from render.specs.types import Deployment
+from render.text import echo
+
+
+class Shares(Protocol):
+    """What a load takes of an efficiency (the plan's Efficiency): each ceiling's share, and the fixed waits."""
+
+    compute: float
+    memory: float
+    overhead_seconds: float
+    overlap: float
+
+
+DEFAULT_SLO = Slo(0.5, 0.05)
+SWEEP_RATES = 20
+
+
+@dataclass(frozen=True)
+class LoadRequest:
+    deployment: Deployment
+    schedulers: tuple[Scheduler, ...]
+    rate: float | None = None             # requests a second (None with a trace)
+    requests: int = 1000
+    prompt: Lengths = Lengths(2000)
+    answer: Lengths = Lengths(200)
+    seed: int = 0
+    trace: Path | None = None
+    slo: Slo | None = None
+    efficiency: Shares | None = None
+    step_overhead: float = 0.0
+    kv_tokens: int | None = None          # the KV cache's capacity as the real server holds it (None: from memory)
+
+    @property
+    def capacity_blocks(self) -> int | None:
+        return None if self.kv_tokens is None else self.kv_tokens // BLOCK_TOKENS
+
+    @property
+    def costs(self) -> Costs:
+        if self.efficiency is None:
+            return Costs.of(self.deployment, step_overhead=self.step_overhead)
+        e = self.efficiency
+        return Costs.of(self.deployment, e.compute, e.memory, e.overhead_seconds, self.step_overhead, e.overlap)
+
+    def workload(self, rate: float | None = None) -> tuple[Request, ...]:
+        if self.trace is not None:
+            return read_trace(self.trace)
+        return poisson(rate or self.rate, self.requests, self.prompt, self.answer, self.seed)
+
+    def gpus(self, scheduler: Scheduler) -> int:
+        if scheduler.name == "disaggregated":
+            return scheduler.prefill_gpus + scheduler.decode_gpus
+        return self.deployment.gpus
+
+
+def run(request: LoadRequest) -> list[Report]:
+    """The workload once, under each scheduler."""
+    costs, requests = request.costs, request.workload()
+    return [summarise(simulate(requests, costs, scheduler, request.capacity_blocks), request.rate, request.slo)
+            for scheduler in request.schedulers]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    rates: tuple[float, ...]
+    reports: dict[str, list[Report]]            # scheduler -> a report a rate
+    capacities: dict[str, float | None]         # scheduler -> the highest rate meeting the objectives
+    slo: Slo
+    gpus: dict[str, int] = field(default_factory=dict)
+
+
+def saturation_rate(request: LoadRequest) -> float:
+    """About the most requests a second one instance can take (its decodes at the batch its slots or cache allow,
+    plus each prefill), by the roofline: where a sweep's default rates end."""
+    costs = request.costs
+    scheduler = request.schedulers[0]
+    prompt, answer = request.prompt.mean, request.answer.mean
+    blocks = request.capacity_blocks if request.capacity_blocks is not None else kv_blocks(costs.deployment)
+    batch = max(1, min(scheduler.max_seqs, blocks * BLOCK_TOKENS // int(prompt + answer)))
+    step = costs.decode_run(batch, batch * (prompt + answer / 2), 1)
+    demand = costs.step(chunks=((int(prompt), 0),)) + answer * step / batch
+    return 1 / demand
+
+
+def sweep(request: LoadRequest, rates: tuple[float, ...] | None = None,
+          progress: Callable[[int, int], None] = lambda done, total: None) -> Sweep:
+    """Every scheduler at every rate (the same arrivals, scaled), and each one's capacity at the objectives."""
+    slo = request.slo or DEFAULT_SLO
+    if rates is None:
+        top = 1.3 * saturation_rate(request)
+        rates = tuple(float(f"{top * (index + 1) / SWEEP_RATES:.3g}") for index in range(SWEEP_RATES))
+    base, costs = request.workload(rates[0]), request.costs
+    total, done = len(request.schedulers) * (len(rates) + 4), 0
+    reports, capacities, gpus = {}, {}, {}
+    for scheduler in request.schedulers:
+        found = []
+        for rate in rates:
+            found.append(summarise(simulate(at_rate(base, rate, request.seed), costs, scheduler,
+                                            request.capacity_blocks), rate, slo))
+            done += 1
+            progress(done, total)
+        reports[scheduler.name] = found
+        gpus[scheduler.name] = request.gpus(scheduler)
+        meeting = [report.rate for report in found if report.met_share >= CAPACITY_SHARE]
+        if not meeting:
+            capacities[scheduler.name] = None
+        else:
+            low = max(meeting)
+            higher = [rate for rate in rates if rate > low]
+            high = min(higher) if higher else low * 1.5
+
+            def share(rate: float, scheduler=scheduler) -> float:
+                served = simulate(at_rate(base, rate, request.seed), costs, scheduler, request.capacity_blocks)
+                return summarise(served, rate, slo).met_share
+
+            capacities[scheduler.name] = capacity(share, low, high, steps=4)
+        done += 4
+        progress(done, total)
+    return Sweep(tuple(rates), reports, capacities, slo, gpus)
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    """What the command line sets for the schedulers (each takes its own; the rest keep their defaults)."""
+
+    max_seqs: int = 256
+    batch: int = 8                        # static batching's batch
+    max_wait: float = 0.5                 # static batching: seconds before a short batch goes
+    chunk_tokens: int = 512               # chunked prefill's tokens a step
+    prefill_gpus: int | None = None       # disaggregation's (None: the deployment's)
+    decode_gpus: int | None = None
+
+    def __post_init__(self):
+        if not (0 <= self.max_wait <= 3600):
+            raise FilmError(f"--max-wait {self.max_wait:g}: give seconds from 0 to 3600")
+
+
+def scheduler_of(name: str, settings: SchedulerSettings, deployment: Deployment) -> Scheduler:
+    """A scheduler by name with its settings."""
+    if name not in SCHEDULERS:
+        raise FilmError(f"--scheduler {echo(name)}: give one of {', '.join(SCHEDULERS)}, or several with commas")
+    kind = SCHEDULERS[name]
+    own = {"max_seqs": settings.max_seqs}
+    if name == "static":
+        own.update(batch=settings.batch, max_wait=settings.max_wait)
+    elif name == "chunked":
+        own["chunk_tokens"] = settings.chunk_tokens
+    elif name == "disaggregated":
+        own.update(prefill_gpus=settings.prefill_gpus or deployment.gpus,
+                   decode_gpus=settings.decode_gpus or deployment.gpus)
+    return kind(**own)
+
+
+def schedulers_named(names: str | None, sweeping: bool, settings: SchedulerSettings,
+                     deployment: Deployment) -> tuple[Scheduler, ...]:
+    """--scheduler's names (default: continuous batching, or all four for a sweep)."""
+    if names:
+        chosen = [name.strip() for name in names.split(",")]
+    else:
+        chosen = list(SCHEDULERS) if sweeping else ["continuous"]
+    return tuple(scheduler_of(name, settings, deployment) for name in chosen)
+
+
