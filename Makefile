@@ -119,9 +119,10 @@ bench: setup-film
 goldens: setup-film
 	@$(FILM) goldens
 
-# Every GPU x model x data type x GPU count (GPUS=1,2,4,8) narrated: which fit, and each one's tightest slot.
+# Every GPU x model x data type x GPU count (GPUS=1,2,4,8) narrated: which fit, and each one's tightest slot
+# (CUT=extended: its film of that cut).
 check-choices: setup
-	@$(FILM) check-choices $(call arg,GPUS,gpus) $(call arg,EFFICIENCY,efficiency)
+	@$(FILM) check-choices $(call arg,GPUS,gpus) $(call arg,EFFICIENCY,efficiency) $(call arg,CUT,cut)
 
 clean:
 	rm -rf build

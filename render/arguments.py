@@ -200,6 +200,7 @@ def add_check_commands(commands) -> None:
                         help="also lint every beat's layout (about 40 s a choice: with --sample, or for hours)")
     checks.add_argument("--efficiency", help="the films of expected numbers: EFFICIENCY=, a measured dataset's id or "
                                              "compute=0.6,memory=0.8")
+    checks.add_argument("--cut", help="the storyboard's other cut to narrate (extended); the sample is the film's own")
     checks.add_argument("--jobs", type=whole_number(1, 256), default=os.cpu_count() or 1,
                         help="choices narrated at once, each in its own process (default: one per core)")
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from manim import DOWN, RIGHT, UP, AnimationGroup, FadeIn, Indicate, LaggedStart, Line, ReplacementTransform, VGroup
+from manim import DOWN, RIGHT, UP, UR, AnimationGroup, FadeIn, Indicate, LaggedStart, Line, ReplacementTransform, VGroup
 
 from render import formatting as fmt
 from render.engine.scene import BeatScene
 from scenes.figures.counters import BudgetCard, Lever
 from scenes.figures.text import get_text, get_title
 from scenes.pictures.cache_rides_along import cache_picture
-from scenes.style import BODY_SIZE, COMPUTE, HIGHLIGHT, MEMORY, MUTED, SMALL_SIZE, TEXT, TITLE_SIZE
+from scenes.pictures.under_load import SCHEDULER_NAMES
+from scenes.style import (BODY_SIZE, COMPUTE, HIGHLIGHT, MEMORY, MUTED, SAFE_RIGHT, SAFE_TOP, SMALL_SIZE, TEXT,
+                          TITLE_SIZE)
 
 
 @dataclass
@@ -27,6 +29,7 @@ class BudgetsPicture:
     not_this: Lever         # faster arithmetic: no lever of tokens per second
     strike: Line
     end_card: VGroup        # what this film was computed for, and where its numbers come from
+    capacity: VGroup | None = None  # the extended cut: the capacity its capacity beat found, named again
 
 
 def budgets_picture(scene: BeatScene) -> BudgetsPicture:
@@ -61,7 +64,19 @@ def budgets_picture(scene: BeatScene) -> BudgetsPicture:
     strike = Line(not_this.words.get_left(), not_this.words.get_right(), color=HIGHLIGHT, stroke_width=4)
     not_this.add(strike)  # the strike marks its own words
     return BudgetsPicture(get_title(scene.beat.title), ttft, tps, ttft_levers, tps_levers, not_this, strike,
-                          end_card(plan))
+                          end_card(plan), capacity_badge(plan.load) if plan.load else None)
+
+
+def capacity_badge(load) -> VGroup:
+    """The deployment's capacity at the objectives (the extended cut), top right, above the cards."""
+    best, p = load.best, load.parameters
+    figure = (f"capacity: {fmt.approx(best.capacity)} requests/s ({SCHEDULER_NAMES[best.name]})" if best else
+              f"capacity: under {fmt.approx(load.rates[0])} requests/s")
+    badge = VGroup(get_text(figure, BODY_SIZE, HIGHLIGHT),
+                   get_text(f"{fmt.seconds(p.slo_ttft_seconds, short=True)} to the first token, "
+                            f"{fmt.milliseconds(p.slo_tpot_seconds, short=True)} a token", SMALL_SIZE, MUTED)
+                   ).arrange(DOWN, aligned_edge=RIGHT, buff=0.12)
+    return badge.move_to([SAFE_RIGHT, SAFE_TOP, 0], aligned_edge=UR)
 
 
 def end_card(plan) -> VGroup:
@@ -75,6 +90,8 @@ def end_card(plan) -> VGroup:
                  SMALL_SIZE, MUTED),
         *([get_text(f"expected figures at {choice.efficiency.shares},", SMALL_SIZE, MUTED),
            get_text(choice.efficiency.source, SMALL_SIZE, MUTED)] if plan.expected else []),
+        *([get_text(f"under load: {fmt.count(plan.load.parameters.requests)} requests simulated, Poisson arrivals "
+                    f"(seed {plan.load.parameters.seed})", SMALL_SIZE, MUTED)] if plan.load else []),
         get_text(f"after {plan.source}", SMALL_SIZE, MUTED),
     ).arrange(DOWN, buff=0.28)
     for line in card:
@@ -107,7 +124,8 @@ class TwoBudgets(BeatScene):
         self.at("ttft", LaggedStart(*[FadeIn(lever, shift=RIGHT * 0.2) for lever in picture.ttft_levers],
                                     lag_ratio=0.35), run_time=1.5)
         self.at("tps", LaggedStart(*[FadeIn(lever, shift=RIGHT * 0.2) for lever in picture.tps_levers],
-                                   lag_ratio=0.35), run_time=1.5)
+                                   lag_ratio=0.35),
+                *([FadeIn(picture.capacity, shift=DOWN * 0.2)] if picture.capacity else []), run_time=1.5)
         # One lever with its strike (animating a part apart would split the group Manim keeps on screen).
         self.at("not-arithmetic", FadeIn(picture.not_this, shift=RIGHT * 0.2), run_time=0.6)
         self.play(Indicate(picture.strike, scale_factor=1.0), run_time=0.5)

@@ -15,7 +15,7 @@ from render import formatting as fmt
 from render.errors import FilmError
 from render.files import STORYBOARD_PATH
 from render.plan.resolve import resolve_plan
-from tests.conftest import ROOT, copy_project, run_film
+from conftest import ROOT, copy_project, run_film
 
 NEW_BEATS = ("queue", "long-prompt", "capacity")
 
@@ -69,6 +69,7 @@ def test_every_number_the_cut_speaks_is_what_film_load_prints(extended):
     settings = ["--prompt-tokens", str(load.prompt_tokens), "--answer-tokens", str(p.answer_tokens),
                 "--requests", str(p.requests), "--seed", str(p.seed),
                 "--slo", f"ttft={p.slo_ttft_seconds},tpot={p.slo_tpot_seconds}", "--batch", str(p.static_batch),
+                "--max-wait", str(p.static_wait_seconds),
                 "--chunk-tokens", str(p.chunk_tokens), "--scheduler", "static,continuous,chunked,disaggregated",
                 "--json"]
     at_rate = run_film("load", "--rate", str(load.rate), *settings)
@@ -106,7 +107,7 @@ def test_the_narration_says_the_simulations_numbers(extended):
     assert fmt.milliseconds(load.chunked_step_seconds) in long
     assert f"{fmt.approx(load.continuous.capacity)} requests a second with continuous batching" in capacity
     assert f"{fmt.approx(load.chunked.capacity)} chunked" in capacity
-    assert load.static.capacity is None and "static never" in capacity
+    assert load.static.capacity is None and f"static fewer than {fmt.approx(load.rates[0])}" in capacity
     assert f"two H100s take {fmt.approx(load.disaggregated.capacity)}" in capacity
     # A knee: the continuous curve is flat well below its capacity and past the objective above it.
     curve = dict(zip(load.rates, load.continuous.p90_ttft_curve))
@@ -124,7 +125,7 @@ def test_a_deployment_that_meets_no_objective_says_so(extended):
         **{**extended.load.parameters.__dict__, "slo_tpot_seconds": 0.001}))
     assert not impossible.serves
     assert capacities(impossible, extended.choice.hardware) == \
-        "meets them at no rate, under any scheduler: each token comes too slowly"
+        f"meets them under no scheduler, not even at {fmt.approx(impossible.rates[0])} requests a second"
     assert disaggregation(impossible, extended.choice.hardware).endswith("two H100s miss them too")
 
 
@@ -198,3 +199,51 @@ def test_the_extended_film_is_made_with_its_new_chapters(cli_tiny_film, extended
         assert (beat.title, pytest.approx(beat.start, abs=0.05)) in chapters
     subtitles = " ".join((folder / "film.srt").read_text().split())
     assert "Chunked prefill cuts it into" in subtitles and "as DistServe does" in subtitles
+
+
+def cut_choice_check(choice: tuple, cache: Path, lint: bool) -> tuple:
+    """One choice's extended cut narrated (check-choices' own check: its speech within every slot), and with `lint`,
+    the new beats' layout and captions linted (as tests/test_layout.py lints the film's)."""
+    from render.plan.types import FilmRequest
+    from render.tools import check_choices as cc
+    from render.video.beats import lint_beat
+    from render.voice.narration import Narrator
+    from render.voice.subtitles import caption_problems
+
+    gpu, gpus, model, dtype, *efficiency = choice
+    request = FilmRequest(gpu, model, dtype, gpus, efficiency=efficiency[0] if efficiency else None, cut="extended")
+    checked = cc.check_choice(request, cache)
+    problems = []
+    if lint and checked.outcome == "fits":
+        plan = Narrator(resolve_plan(request, recordings=cache / "none"), cache).narrate().plan
+        for beat_id in NEW_BEATS:
+            beat = plan.beat(beat_id)
+            problems += [f"{beat_id}: {problem}" for problem in lint_beat(plan, beat_id, cache)]
+            problems += [f"{beat_id}: caption {problem}"
+                         for problem in caption_problems(list(beat.timing.subtitles), beat.end)]
+    return checked, problems
+
+
+def test_the_extended_cut_narrates_and_lays_out_for_every_choice_that_stresses_it(tmp_path, seed_speech):
+    """For the layout lint's choices (each linted: no text over text or an edge, nothing in the margin, every caption
+    readable) and the ends of every axis check-choices samples: the cut's speech fits every slot, or the choice is
+    refused for memory as the film's is."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from render.plan.types import FilmRequest
+    from render.tools import check_choices as cc
+    from test_layout import LINT_CHOICES
+
+    cache = seed_speech(tmp_path)
+    ends = cc.axis_ends(cc.load_catalog(cc.DATA_DIR), FilmRequest("h100-sxm", "llama-3.1-8b", "bf16", 1))
+    choices = [*LINT_CHOICES, *[(end.gpu, end.gpus, end.model, end.dtype) for end in ends]]
+    choices = list(dict.fromkeys(choices))
+    lint = [choice in LINT_CHOICES for choice in choices]
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        found = dict(zip(choices, pool.map(cut_choice_check, choices, [cache] * len(choices), lint)))
+    refused = {choice for choice, (checked, _) in found.items() if checked.outcome == "refused"}
+    assert refused == {("h100-sxm", 1, "deepseek-v3", "bf16")}
+    assert {choice: f"{checked.beat} {checked.note}" for choice, (checked, _) in found.items()
+            if checked.outcome == "fails"} == {}
+    assert {choice: problems for choice, (_, problems) in found.items() if problems} == {}

@@ -25,7 +25,8 @@ KNEE_ROOM = 1.25     # the film's rates go this far past the highest capacity
 def load_request(choice: Choice, prompt_tokens: int, load: LoadParameters, rate: float | None = None) -> LoadRequest:
     """The film's stream as `film load` takes it: each scheduler with the cut's batch and chunk."""
     deployment = choice.deployment
-    settings = SchedulerSettings(batch=load.static_batch, chunk_tokens=load.chunk_tokens)
+    settings = SchedulerSettings(batch=load.static_batch, max_wait=load.static_wait_seconds,
+                                 chunk_tokens=load.chunk_tokens)
     return LoadRequest(deployment, tuple(scheduler_of(name, settings, deployment) for name in SCHEDULERS),
                        rate=rate, requests=load.requests, prompt=Lengths(prompt_tokens),
                        answer=Lengths(load.answer_tokens), seed=load.seed,

@@ -205,15 +205,17 @@ SHORT_WORDS = {"continuous batching": "continuous", "chunked prefill": "chunked"
 
 def capacities(load, gpu) -> str:
     """Each scheduler's capacity at the objectives, after the GPUs' name: 'serves 18 requests a second with
-    continuous batching, 26 chunked, static never'; or that none meets them at any rate."""
+    continuous batching, 26 chunked, static fewer than 1.2'; or that none meets them at any rate the sweep tries."""
     found = [(words, load.scheduler(name).capacity) for name, words in SCHEDULER_WORDS.items()]
     met = [(words, capacity) for words, capacity in found if capacity is not None]
     missed = [words for words, capacity in found if capacity is None]
     if not met:
-        return f"{fmt.verb(gpu, 'meets')} them at no rate, under any scheduler: each token comes too slowly"
+        return (f"{fmt.verb(gpu, 'meets')} them under no scheduler, not even at {fmt.approx(load.rates[0])} requests "
+                f"a second")
     said = [f"{fmt.approx(met[0][1])} requests a second with {met[0][0]}"]
     said += [f"{fmt.approx(capacity)} {SHORT_WORDS[words]}" for words, capacity in met[1:]]
-    said += [f"{SHORT_WORDS[words]} never" for words in missed]
+    # (one that misses them at the sweep's lowest rate may meet them at a lower one: said so, not "never")
+    said += [f"{SHORT_WORDS[words]} fewer than {fmt.approx(load.rates[0])}" for words in missed]
     return f"{fmt.verb(gpu, 'serves')} " + ", ".join(said)
 
 

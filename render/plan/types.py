@@ -494,7 +494,8 @@ class LoadParameters:
     seed: int = datum(0, 2**31 - 1)                           # its arrivals' seed: the same film every time
     slo_ttft_seconds: float = datum(0.01, 600, "seconds")     # the objective for the first token ...
     slo_tpot_seconds: float = datum(0.001, 10, "seconds")     # ... and for each token after it
-    static_batch: int = datum(1, 4096, "requests")            # static batching's batch
+    static_batch: int = datum(1, 4096, "requests")            # static batching's batch ...
+    static_wait_seconds: float = datum(0, 60, "seconds")      # ... which starts short when its first has waited this
     chunk_tokens: int = datum(16, 65_536, "tokens")           # chunked prefill's tokens a step
 
 
@@ -653,6 +654,12 @@ class LoadNumbers:
     def serves(self) -> bool:
         """Some scheduler meets the objectives at some rate."""
         return any(found.capacity is not None for found in self.schedulers)
+
+    @property
+    def best(self) -> SchedulerLoad | None:
+        """The deployment's capacity: its best scheduler on its own GPUs (disaggregation takes more), if one serves."""
+        own = [found for found in self.schedulers if found.name != "disaggregated" and found.capacity is not None]
+        return max(own, key=lambda found: found.capacity) if own else None
 
 
 # -- the plan ------------------------------------------------------------------------------------

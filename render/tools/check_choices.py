@@ -15,7 +15,7 @@ spoken text, numbers counted as the words they are read as, at the voice's pace,
 Synthesis is the cost (a few seconds a choice, far less with a warm clip cache, which every
 choice shares: build/cache/speech), spread over --jobs processes.
 
-    film check-choices [--gpus 1,2,4,8] [--sample] [--layout] [--jobs N] [--efficiency E]
+    film check-choices [--gpus 1,2,4,8] [--sample] [--layout] [--jobs N] [--efficiency E] [--cut extended]
                        [--out build/check-choices.tsv]
 """
 
@@ -105,8 +105,8 @@ def check_choice(choice: FilmRequest, cache: Path, layout: bool = False) -> Choi
 
 
 def all_choices(catalog: Catalog, gpu_counts: Sequence[int] = GPU_COUNTS,
-                efficiency: str | None = None) -> list[FilmRequest]:
-    return [FilmRequest(g, m, d, n, efficiency=efficiency)
+                efficiency: str | None = None, cut: str | None = None) -> list[FilmRequest]:
+    return [FilmRequest(g, m, d, n, efficiency=efficiency, cut=cut)
             for n in gpu_counts for g in catalog.gpus for m in catalog.models for d in catalog.dtypes]
 
 
@@ -208,15 +208,16 @@ def sample_choices(tightest: int = 10, gpu_counts: Sequence[int] = GPU_COUNTS,
 
 def check_choices(gpu_counts: Sequence[int] = GPU_COUNTS, cache: Path | None = None, jobs: int = 1,
                   say=print, sample: bool = False, layout: bool = False,
-                  efficiency: str | None = None) -> list[ChoiceCheck]:
+                  efficiency: str | None = None, cut: str | None = None) -> list[ChoiceCheck]:
     """Every choice (or `make test`'s sample) checked, `jobs` at a time (separate processes sharing the
-    clip cache, whose entries are written atomically), in order."""
+    clip cache, whose entries are written atomically), in order. With `cut`, each choice's film of that cut (the
+    sample is chosen by the film's own estimate: a cut's simulation is too slow to resolve the whole matrix for)."""
     catalog = load_catalog(DATA_DIR)
     cache = cache or cache_dir()
-    if efficiency:
-        resolve_plan(efficiency=efficiency)  # a bad EFFICIENCY= is one message, not one per choice
-    choices = [choice for choice, _ in sample_choices(gpu_counts=gpu_counts, efficiency=efficiency)] if sample \
-        else all_choices(catalog, gpu_counts, efficiency)
+    if efficiency or cut:
+        resolve_plan(efficiency=efficiency, cut=cut)  # a bad EFFICIENCY= or CUT= is one message, not one a choice
+    choices = [replace(choice, cut=cut) for choice, _ in sample_choices(gpu_counts=gpu_counts, efficiency=efficiency)] \
+        if sample else all_choices(catalog, gpu_counts, efficiency, cut)
     results: list[ChoiceCheck] = []
     started = time.perf_counter()
 

@@ -13,12 +13,13 @@ from manim import DOWN, LEFT, RIGHT, UP, Circle, DashedLine, Dot, Rectangle, Rou
 from render import formatting as fmt
 from scenes.figures.charts import LogChart
 from scenes.figures.text import get_text, get_title
-from scenes.style import (COMPUTE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, PANEL,
+from scenes.style import (COMPUTE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, PANEL, SAFE_RIGHT,
                           SMALL_SIZE, TEXT)
 
 SCHEDULER_COLOURS = {"static": MUTED, "continuous": MEMORY, "chunked": COMPUTE, "disaggregated": KV_CACHE}
 SCHEDULER_NAMES = {"static": "static", "continuous": "continuous", "chunked": "chunked prefill",
                    "disaggregated": "disaggregated"}
+LEGEND_LEFT = 1.75       # the capacity chart's legend, right of its plot
 SLOTS_SHOWN = 8          # a row of sequence slots (static batching's batch, when smaller)
 KV_GRID = (8, 16)        # the cache's blocks as drawn: rows, columns (each a share of the real count)
 
@@ -192,8 +193,8 @@ def capacity_picture(scene) -> CapacityPicture:
     capacities = [found.capacity for found in load.schedulers if found.capacity is not None]
     x_range = (rates[0] / 1.1, max(rates[-1], *capacities) * 1.1)
     chart = LogChart(x_range, (y_low, y_high), "requests a second", "slowest tenth's first token (s)",
-                     nice_ticks(*x_range), nice_ticks(y_low, y_high), width=6.8, height=4.6)
-    chart.move_to([-1.9, -0.35, 0])
+                     nice_ticks(*x_range), nice_ticks(y_low, y_high), width=6.2, height=4.6)
+    chart.move_to([-2.2, -0.35, 0])
     slo_line = DashedLine(chart.point(x_range[0], slo), chart.point(x_range[1], slo), color=HIGHLIGHT,
                           stroke_width=2)
     slo_label = get_text(f"objective: {fmt.seconds(slo, short=True)}", SMALL_SIZE, HIGHLIGHT) \
@@ -208,13 +209,17 @@ def capacity_picture(scene) -> CapacityPicture:
             knees[found.name] = dot
     legend = VGroup()
     for found in load.schedulers:
-        capacity = "never" if found.capacity is None else \
+        capacity = f"< {fmt.approx(load.rates[0])}/s" if found.capacity is None else \
             f"{fmt.approx(found.capacity)}/s" + (f", {found.gpus} GPUs" if found.gpus > scene.plan.choice.gpus
                                                  else "")
         legend.add(VGroup(Dot(radius=0.08, color=SCHEDULER_COLOURS[found.name]),
                           get_text(f"{SCHEDULER_NAMES[found.name]}: {capacity}", SMALL_SIZE, TEXT))
                    .arrange(RIGHT, buff=0.15))
-    legend.arrange(DOWN, aligned_edge=LEFT, buff=0.22).move_to([2.55, -0.6, 0], aligned_edge=LEFT)
+    legend.arrange(DOWN, aligned_edge=LEFT, buff=0.22)
+    room = SAFE_RIGHT - 0.1 - LEGEND_LEFT
+    if legend.width > room:  # a long capacity (and its GPUs) on a deployment of many
+        legend.scale(room / legend.width)
+    legend.move_to([LEGEND_LEFT, -0.6, 0], aligned_edge=LEFT)
     heading = get_text("capacity", LABEL_SIZE, MUTED).next_to(legend, UP, buff=0.3).align_to(legend, LEFT)
     return CapacityPicture(title, chart, slo_line, slo_label, curves, knees, VGroup(heading, legend))
 
