@@ -15,6 +15,8 @@ IDLE = "#343b47"       # idle cores, empty bars
 KV_CACHE = "#c77dff"   # the accent: the KV cache
 HIGHLIGHT = "#ffe066"  # the number being spoken
 PANEL = "#171c24"      # cards and windows
+# A serving scheduler's colour (the extended cut's capacity chart, the page's Under load)
+SCHEDULER_COLOURS = {"static": MUTED, "continuous": MEMORY, "chunked": COMPUTE, "disaggregated": KV_CACHE}
 # The film's formulas name the role of each part (render/formulas.py); this is the colour of each role.
 ROLE_COLOURS = {formulas.TEXT: TEXT, formulas.COMPUTE: COMPUTE, formulas.MEMORY: MEMORY, formulas.KV_CACHE: KV_CACHE,
                 formulas.MUTED: MUTED, formulas.HIGHLIGHT: HIGHLIGHT}

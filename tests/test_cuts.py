@@ -247,3 +247,57 @@ def test_the_extended_cut_narrates_and_lays_out_for_every_choice_that_stresses_i
     assert {choice: f"{checked.beat} {checked.note}" for choice, (checked, _) in found.items()
             if checked.outcome == "fails"} == {}
     assert {choice: problems for choice, (_, problems) in found.items() if problems} == {}
+
+
+def test_the_extended_films_page_speaks_its_numbers_step_by_step(cli_tiny_film, extended):
+    """The extended film's page (written by the film test above, or made here): its steps go through the new beats
+    with Under load's controls and readouts, at the film's own stream; the section's numbers are the film's."""
+    from render import formatting as fmt
+    from test_review import chromium
+
+    page = cli_tiny_film / extended.choice.name / "preview" / "page" / "index.html"
+    if not page.exists():
+        made = run_film("film", "--quality", "tiny", "--build", str(cli_tiny_film), "--cut", "extended")
+        assert made.returncode == 0, made.stderr
+    load = extended.load
+    browser = chromium()
+    try:
+        browser.get(page.as_uri())
+        data = browser.execute_script("return window.underLoad.data;")
+        assert data["rates"] == [f"{rate:g} requests/s" for rate in load.rates]
+        nearest = min(range(len(load.rates)), key=lambda index: abs(load.rates[index] - load.rate))
+        assert data["start"]["rate"] == nearest
+        capacity = browser.execute_script(
+            "return document.querySelector('#load-table [data-load-show=capacity]').textContent;")
+        assert capacity == f"{fmt.approx(load.continuous.capacity)} requests/s"
+        browser.find_element("id", "read-steps").click()
+        for _ in range([beat.id for beat in extended.beats].index("capacity")):
+            browser.find_element("id", "step-next").click()
+        step = browser.find_element("css selector", "article.step:not([hidden])")
+        assert "Capacity" in step.find_element("tag name", "h3").text
+        assert {control.get_attribute("data-control") for control in
+                step.find_elements("css selector", ".step-controls [data-control]")} == {"rate", "scheduler", "slo"}
+        readout = {dt.text: dd.text for dt, dd in zip(step.find_elements("css selector", "dl.step-readout dt"),
+                                                     step.find_elements("css selector", "dl.step-readout dd"))}
+        assert readout["Capacity"] == capacity
+        # A step's copy of a control moves the same state: the section's readout follows it.
+        step.find_element("css selector", ".pill[data-scheduler='0']").click()
+        assert browser.execute_script(
+            "return document.querySelector('#load-table [data-load-show=scheduler]').textContent;") == "Static"
+    finally:
+        browser.quit()
+
+
+def test_a_stream_left_unsaid_is_film_loads_own():
+    """The page of a film without the cut simulates film load's defaults: each of the storyboard's load fields left
+    out is film load's."""
+    from render.plan.types import LoadParameters
+    from render.serving.load import DEFAULT_SLO, LoadRequest, SchedulerSettings
+
+    given, scheduler = LoadParameters(), SchedulerSettings()
+    request = LoadRequest.__dataclass_fields__
+    assert (given.answer_tokens, given.requests, given.seed) == (
+        request["answer"].default.mean, request["requests"].default, request["seed"].default)
+    assert (given.slo_ttft_seconds, given.slo_tpot_seconds) == (DEFAULT_SLO.ttft_seconds, DEFAULT_SLO.tpot_seconds)
+    assert (given.static_batch, given.static_wait_seconds, given.chunk_tokens) == (
+        scheduler.batch, scheduler.max_wait, scheduler.chunk_tokens)

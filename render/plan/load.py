@@ -33,6 +33,16 @@ def load_request(choice: Choice, prompt_tokens: int, load: LoadParameters, rate:
                        slo=Slo(load.slo_ttft_seconds, load.slo_tpot_seconds), efficiency=choice.efficiency)
 
 
+def rates_past_the_knees(rates: tuple[float, ...], capacities: dict) -> tuple[float, ...]:
+    """The chart shows each curve's knee: where a capacity lies near or past film load's default rates' end, as many
+    rates up to a quarter past the highest (else the rates as they are)."""
+    known = [found for found in capacities.values() if found is not None]
+    if not known or max(known) * KNEE_ROOM <= rates[-1]:
+        return rates
+    top = max(known) * KNEE_ROOM
+    return tuple(float(f"{top * (index + 1) / SWEEP_RATES:.3g}") for index in range(SWEEP_RATES))
+
+
 @functools.lru_cache(maxsize=32)
 def load_numbers(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, load: LoadParameters) -> LoadNumbers:
     """The stream at half the deployment's saturation (film load's rate when none is given) under every scheduler,
@@ -43,11 +53,9 @@ def load_numbers(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, lo
     request = load_request(choice, prompt_tokens, load, rate)
     at_rate = run(request)
     swept = sweep(request)
-    # The chart shows each curve's knee: where one lies past film load's default rates, they go on past it.
-    known = [found for found in swept.capacities.values() if found is not None]
-    if known and max(known) * KNEE_ROOM > swept.rates[-1]:
-        top = max(known) * KNEE_ROOM
-        swept = sweep(request, tuple(float(f"{top * (index + 1) / SWEEP_RATES:.3g}") for index in range(SWEEP_RATES)))
+    rates = rates_past_the_knees(swept.rates, swept.capacities)
+    if rates != swept.rates:
+        swept = sweep(request, rates)
     schedulers = tuple(
         SchedulerLoad(report.scheduler, swept.gpus[report.scheduler], swept.capacities[report.scheduler],
                       report.ttft_seconds.p50, report.ttft_seconds.p90, report.tpot_seconds.p50,

@@ -487,16 +487,17 @@ class Parameters:
 @dataclass(frozen=True)
 class LoadParameters:
     """The extended cut's workload (the storyboard's cuts.<name>.load): a stream of requests the serving simulator
-    (render/serving/) answers, each a prompt of parameters.prompt_tokens, under each scheduler."""
+    (render/serving/) answers, each a prompt of parameters.prompt_tokens, under each scheduler. Left out, each is
+    film load's own default (the page's Under load section of a film without the cut uses them all)."""
 
-    answer_tokens: int = datum(1, 100_000, "tokens")          # each answer's length
-    requests: int = datum(50, 20_000, "requests")             # the stream's length
-    seed: int = datum(0, 2**31 - 1)                           # its arrivals' seed: the same film every time
-    slo_ttft_seconds: float = datum(0.01, 600, "seconds")     # the objective for the first token ...
-    slo_tpot_seconds: float = datum(0.001, 10, "seconds")     # ... and for each token after it
-    static_batch: int = datum(1, 4096, "requests")            # static batching's batch ...
-    static_wait_seconds: float = datum(0, 60, "seconds")      # ... which starts short when its first has waited this
-    chunk_tokens: int = datum(16, 65_536, "tokens")           # chunked prefill's tokens a step
+    answer_tokens: int = datum(1, 100_000, "tokens", default=200)          # each answer's length
+    requests: int = datum(50, 20_000, "requests", default=1000)            # the stream's length
+    seed: int = datum(0, 2**31 - 1, default=0)                             # its arrivals' seed: the same every time
+    slo_ttft_seconds: float = datum(0.01, 600, "seconds", default=0.5)     # the objective for the first token ...
+    slo_tpot_seconds: float = datum(0.001, 10, "seconds", default=0.05)    # ... and for each token after it
+    static_batch: int = datum(1, 4096, "requests", default=8)              # static batching's batch ...
+    static_wait_seconds: float = datum(0, 60, "seconds", default=0.5)      # ... which goes short after this wait
+    chunk_tokens: int = datum(16, 65_536, "tokens", default=512)           # chunked prefill's tokens a step
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from render.plan.resolve import explorer_for
 from render.plan.types import BUILT_IN_CUES, FilmRequest, Plan
 from render.publish import web
 from render.publish.review import made_film
+from render.publish.under_load import SCHEDULER_COLOURS, load_view
 from render.publish.explain import MEASURED, NumberRow, fit_view, number_row, sources_of
 from render.publish.mathfont import MATH_FONT, body_font_css, characters_of, math_font_css, page_characters
 from render.video.settling import settled_of, settled_time
@@ -97,6 +98,13 @@ STEPS = {
     "cache-rides-along": StepView("cache", ("cache",), (("Cache", "cache.bytes"), ("Against the weights",
                                                                                    "cacheToWeights"),
                                                         ("One user's decode, at best", "cache.tokens_per_second"))),
+    # The extended cut's (CUT=extended): Under load's controls and readouts
+    "queue": StepView("latency", ("rate", "scheduler"), (("First token, p90", "load.ttft_p90"),
+                                                          ("Goodput", "load.goodput"))),
+    "long-prompt": StepView("latency", ("scheduler",), (("First token, p90", "load.ttft_p90"),
+                                                        ("Each token after it, p90", "load.tpot_p90"))),
+    "capacity": StepView("latency", ("rate", "scheduler", "slo"), (("Capacity", "load.capacity"),
+                                                                   ("Goodput", "load.goodput"))),
     "two-budgets": StepView("latency", ("pills", "prompt", "batch"), (("First token", "prefill.ttft"),
                                                                       ("Tokens per second", "decode.tokens_per_second"),
                                                                       ("Whole answer", "answer.latency"))),
@@ -474,6 +482,7 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, list[tuple[str
                       "formula": view.formula, "controls": " ".join(view.controls), "readout": view.readout,
                       "settings": json.dumps({**explorer.start, **explorer.steps.get(beat["id"], {})})})
     rows = number_rows(plan, explorer)
+    load = load_view(plan)
     # Only what this page uses: the sources its rows cite (and the measured timings its fit shows), the words it says.
     cited = {source.kind for row in rows for source in row.sources} | {MEASURED}
     glossary = [(term, meaning) for term, meaning in GLOSSARY
@@ -491,6 +500,9 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, list[tuple[str
                    for gpu in explorer.gpus},
         dtype_names={v.key.split("/")[2]: v.dtype for v in explorer.deployments.values()},
         data=web.script_json(compact(explorer)), captions_url=captions_url(captions),
+        load=load, scheduler_colours=SCHEDULER_COLOURS,
+        load_data=web.script_json({**load, "schedulers": [  # (its curves are drawn in the markup)
+            {key: value for key, value in scheduler.items() if key != "points"} for scheduler in load["schedulers"]]}),
         fit=fit_view(plan.measured.fit, plan.measured.gpu.short_name, plan.measured.ceiling_tokens_per_second,
                      public=True),
         dataset=plan.measured.dataset, measured_waits=measured_waits(plan), measured_gpu=plan.measured.gpu.name,

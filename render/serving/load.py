@@ -98,41 +98,73 @@ def saturation_rate(request: LoadRequest) -> float:
     return 1 / demand
 
 
+def default_rates(request: LoadRequest) -> tuple[float, ...]:
+    """film load --sweep auto's rates: SWEEP_RATES of them, evenly up to 1.3 times the deployment's saturation."""
+    top = 1.3 * saturation_rate(request)
+    return tuple(float(f"{top * (index + 1) / SWEEP_RATES:.3g}") for index in range(SWEEP_RATES))
+
+
+def capacity_over(reports: list[Report], rates: tuple[float, ...], share: Callable[[float], float]) -> float | None:
+    """A scheduler's capacity from its reports at `rates` (each with its share meeting the objectives): bisected
+    between the highest rate that meets them and the next (`share` simulates any rate between)."""
+    meeting = [report.rate for report in reports if report.met_share >= CAPACITY_SHARE]
+    if not meeting:
+        return None
+    low = max(meeting)
+    higher = [rate for rate in rates if rate > low]
+    return capacity(share, low, min(higher) if higher else low * 1.5, steps=4)
+
+
 def sweep(request: LoadRequest, rates: tuple[float, ...] | None = None,
           progress: Callable[[int, int], None] = lambda done, total: None) -> Sweep:
     """Every scheduler at every rate (the same arrivals, scaled), and each one's capacity at the objectives."""
     slo = request.slo or DEFAULT_SLO
-    if rates is None:
-        top = 1.3 * saturation_rate(request)
-        rates = tuple(float(f"{top * (index + 1) / SWEEP_RATES:.3g}") for index in range(SWEEP_RATES))
+    found = grid(request, rates, (slo,), progress)
+    return Sweep(found.rates, {name: by_slo[slo] for name, by_slo in found.reports.items()},
+                 {name: by_slo[slo] for name, by_slo in found.capacities.items()}, slo, found.gpus)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Every scheduler at every rate, each run read against each of several objectives (the page's Under load)."""
+
+    rates: tuple[float, ...]
+    slos: tuple[Slo, ...]
+    reports: dict[str, dict[Slo, list[Report]]]         # scheduler -> objectives -> a report a rate
+    capacities: dict[str, dict[Slo, float | None]]      # scheduler -> objectives -> its capacity
+    gpus: dict[str, int]
+
+
+def grid(request: LoadRequest, rates: tuple[float, ...] | None, slos: tuple[Slo, ...],
+         progress: Callable[[int, int], None] = lambda done, total: None) -> Grid:
+    """Each scheduler at each rate once, summarised against each of `slos`, and its capacity at each: the numbers
+    `film load --sweep` gives at the same rates and objectives (a sweep is a grid of one)."""
+    rates = default_rates(request) if rates is None else rates
     base, costs = request.workload(rates[0]), request.costs
     total, done = len(request.schedulers) * (len(rates) + 4), 0
     reports, capacities, gpus = {}, {}, {}
     for scheduler in request.schedulers:
-        found = []
+        served = {}
+
+        def run_at(rate: float, scheduler=scheduler, served=served):
+            if rate not in served:
+                served[rate] = simulate(at_rate(base, rate, request.seed), costs, scheduler, request.capacity_blocks)
+            return served[rate]
+
+        by_slo = {slo: [] for slo in slos}
         for rate in rates:
-            found.append(summarise(simulate(at_rate(base, rate, request.seed), costs, scheduler,
-                                            request.capacity_blocks), rate, slo))
+            for slo in slos:
+                by_slo[slo].append(summarise(run_at(rate), rate, slo))
             done += 1
             progress(done, total)
-        reports[scheduler.name] = found
+        reports[scheduler.name] = by_slo
         gpus[scheduler.name] = request.gpus(scheduler)
-        meeting = [report.rate for report in found if report.met_share >= CAPACITY_SHARE]
-        if not meeting:
-            capacities[scheduler.name] = None
-        else:
-            low = max(meeting)
-            higher = [rate for rate in rates if rate > low]
-            high = min(higher) if higher else low * 1.5
-
-            def share(rate: float, scheduler=scheduler) -> float:
-                served = simulate(at_rate(base, rate, request.seed), costs, scheduler, request.capacity_blocks)
-                return summarise(served, rate, slo).met_share
-
-            capacities[scheduler.name] = capacity(share, low, high, steps=4)
+        capacities[scheduler.name] = {
+            slo: capacity_over(by_slo[slo], rates, lambda rate, slo=slo: summarise(run_at(rate), rate, slo).met_share)
+            for slo in slos}
         done += 4
         progress(done, total)
-    return Sweep(tuple(rates), reports, capacities, slo, gpus)
+    return Grid(tuple(rates), tuple(slos), reports, capacities, gpus)
 
 
 @dataclass(frozen=True)

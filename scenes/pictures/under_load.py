@@ -14,9 +14,8 @@ from render import formatting as fmt
 from scenes.figures.charts import LogChart
 from scenes.figures.text import get_text, get_title
 from scenes.style import (COMPUTE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, PANEL, SAFE_RIGHT,
-                          SMALL_SIZE, TEXT)
+                          SCHEDULER_COLOURS, SMALL_SIZE, TEXT)
 
-SCHEDULER_COLOURS = {"static": MUTED, "continuous": MEMORY, "chunked": COMPUTE, "disaggregated": KV_CACHE}
 SCHEDULER_NAMES = {"static": "static", "continuous": "continuous", "chunked": "chunked prefill",
                    "disaggregated": "disaggregated"}
 LEGEND_LEFT = 1.75       # the capacity chart's legend, right of its plot
