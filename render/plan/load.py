@@ -76,7 +76,7 @@ def load_numbers(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, lo
         arrivals=tuple(request.workload()[index].arrival for index in range(min(ARRIVALS_SHOWN, load.requests))),
         kv_blocks=blocks, block_tokens=BLOCK_TOKENS, fits=blocks * BLOCK_TOKENS // (prompt_tokens + load.answer_tokens),
         decode_step_seconds=costs.step(batch, context), batch=batch, long_prompt_tokens=long_prompt_tokens,
-        stall_seconds=costs.step(batch, context, ((long_prompt_tokens, 0),)), chunks=chunks,
+        stall_seconds=costs.step(batch, context, ((long_prompt_tokens, 0),)), chunks=chunks, piece_tokens=piece,
         # the longest of those steps: the last piece, over all the prompt's cache before it
         chunked_step_seconds=costs.step(batch, context, ((min(piece, long_prompt_tokens),
                                                           max(0, long_prompt_tokens - piece)),)))

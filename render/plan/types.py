@@ -630,6 +630,7 @@ class LoadNumbers:
     long_prompt_tokens: int            # one long prompt (parameters.long_prompt_tokens) ...
     stall_seconds: float               # ... prefilled in one step, which every decode waits behind
     chunks: int                        # ... or in this many chunked steps, beside the decodes
+    piece_tokens: int                  # each step's piece of it: the chunk's token budget less the decodes' tokens
     chunked_step_seconds: float        # one such step: the decodes and a chunk
 
     def scheduler(self, name: str) -> SchedulerLoad:

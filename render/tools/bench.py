@@ -18,6 +18,8 @@
                 a word of narration), each timed from the save to its still on the page (goals: 0.8 s for a scene or
                 data edit, 1.2 s for a narration edit) and on to its beat's clip (goal: half the beat's length)
                 (render/tools/studio_bench.py)
+    extended    the extended cut (CUT=extended) at 480p15 beside the cold film's cache: its new beats' render time
+                over their length against the film's own beats' (goal: within the film's range)
     simulator   the serving simulator (render/serving/): 10,000 requests through continuous batching and through
                 chunked prefill on one core (goal: 2 s each), and `film load --sweep`'s 20 rates x 4 schedulers
                 of 1,000 requests (goal: 30 s)
@@ -40,6 +42,7 @@ from __future__ import annotations
 import functools
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -98,6 +101,8 @@ def run(qualities: list[str], build: Path) -> dict:
     changed = resolve_plan(storyboard_path=changed_storyboard, recordings=build / "no-recordings")
     outcome = timed(f"one beat changed ({last})", lambda: make_film(changed, last, folder, say=quiet), results)
     results[f"one beat changed ({last})"]["rendered"] = outcome.rendered
+    if "low" in qualities:
+        results["extended cut"] = extended_cut(build / "cold-low", results["cold low"]["beat_render_ratios"])
     looks(build / "looks", plan, results)
     results["peak_memory"] = {key: round(value, 1) for key, value in peak_memory_mb().items()}
     results["matrix"] = matrix(build)
@@ -108,6 +113,25 @@ def run(qualities: list[str], build: Path) -> dict:
     studio_quality = "low" if "low" in qualities else last  # (the studio's own quality: its first look reuses beats)
     results["studio"] = studio_edits(build / "studio", build / f"cold-{studio_quality}" / "cache", plan)
     return results
+
+
+def extended_cut(folder: Path, film_ratios: dict[str, float]) -> dict:
+    """The extended cut at 480p15 beside the cold film's cache: its new beats' render time over their length (one
+    core each, as the film's beats), against the film's own beats' (goal: within the film's range)."""
+    extended = resolve_plan(cut="extended", recordings=folder / "no-recordings")
+    new = [beat.id for beat in extended.beats if beat.id not in film_ratios]
+    print("bench: the extended cut at low …", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    outcome = make_film(extended, "low", folder, say=lambda line: None)
+    ratios = {beat: outcome.beat_ratios[beat] for beat in new if beat in outcome.beat_ratios}
+    film = sorted(film_ratios.values())
+    return {"seconds": round(time.perf_counter() - started, 2), "new_beat_ratios": ratios,
+            "film_beat_ratios": {"fastest": film[0], "median": statistics.median(film), "slowest": film[-1]},
+            "new_over_film_median": round(statistics.median(ratios.values()) / statistics.median(film), 3),
+            "within_the_films_range": all(value <= film[-1] for value in ratios.values()),
+            "note": "new beats per beat (one core): "
+                    + ", ".join(f"{beat} {value:.2f}x" for beat, value in ratios.items())
+                    + f"; the film's {film[0]:.2f}-{film[-1]:.2f}x (median {statistics.median(film):.2f}x)"}
 
 
 STILL = ("batching", 5.5)

@@ -59,12 +59,12 @@ def queue_picture(scene) -> QueuePicture:
     # The stream: the first requests, spaced as they arrived (the gaps the plan's arrivals give), queued at the left.
     first, last = load.arrivals[0], load.arrivals[shown - 1]
     span = max(last - first, 1e-9)
-    arrivals = VGroup(*[Dot(radius=0.09, color=TEXT).move_to([-6.0 + 4.6 * (at - first) / span, 1.75, 0])
+    arrivals = VGroup(*[Dot(radius=0.09, color=TEXT).move_to([-6.0 + 4.6 * (at - first) / span, 1.45, 0])
                         for at in load.arrivals])
     rate = get_text(rate_words(load.rate), LABEL_SIZE, TEXT).next_to(arrivals, UP, buff=0.25).align_to(arrivals, LEFT)
     slots = min(SLOTS_SHOWN, load.parameters.static_batch)
-    static_row = slot_row(slots, 0.35)
-    continuous_row = slot_row(SLOTS_SHOWN, -1.25)
+    static_row = slot_row(slots, 0.0)
+    continuous_row = slot_row(SLOTS_SHOWN, -1.6)
     static_label = get_text("static batching", SMALL_SIZE, MUTED).next_to(static_row, UP, buff=0.15) \
         .align_to(static_row, LEFT)
     continuous_label = get_text("continuous batching", SMALL_SIZE, MEMORY).next_to(continuous_row, UP, buff=0.15) \
@@ -81,7 +81,7 @@ def queue_picture(scene) -> QueuePicture:
     rows, columns = KV_GRID
     kv_blocks = VGroup(*[Rectangle(width=0.2, height=0.2, stroke_color=MUTED, stroke_width=1, fill_color=PANEL,
                                    fill_opacity=1) for _ in range(rows * columns)]
-                       ).arrange_in_grid(rows, columns, buff=0.05).move_to([3.7, -0.45, 0])
+                       ).arrange_in_grid(rows, columns, buff=0.05).move_to([3.7, -0.75, 0])
     frame = RoundedRectangle(corner_radius=0.12, width=kv_blocks.width + 0.4, height=kv_blocks.height + 0.4,
                              stroke_color=KV_CACHE, stroke_width=2).move_to(kv_blocks)
     caption = get_text("KV cache", LABEL_SIZE, KV_CACHE).next_to(frame, UP, buff=0.15).align_to(frame, LEFT)
@@ -109,6 +109,7 @@ class StepsPicture:
 
 
 STEP_WIDTH = 0.28               # a decode step as drawn
+MIN_PART = 0.07                 # the thinnest part of a chunked step drawn
 STALL_MOST = 6.4                # the widest the stall is drawn (its true scale when it fits)
 
 
@@ -138,15 +139,17 @@ def steps_picture(scene) -> StepsPicture:
     waiting = get_text("every answer's next token waits", SMALL_SIZE, HIGHLIGHT).next_to(stall_box, DOWN, buff=0.15)
     chunked_label = get_text(f"chunked: {load.chunks} pieces beside the decodes", SMALL_SIZE, COMPUTE) \
         .move_to([left, bottom + 0.6, 0], aligned_edge=LEFT)
-    # A piece rides on each step: the step grows by its share (to scale against the decode step).
-    grown = STEP_WIDTH * load.chunked_step_seconds / load.decode_step_seconds
-    grown = min(grown, 0.9)
+    # A piece rides on each step: the step as long as it takes (to scale against the decode step), split between the
+    # decodes' tokens and the prompt's piece as the step's token budget is.
+    grown = min(0.9, STEP_WIDTH * load.chunked_step_seconds / load.decode_step_seconds)
+    piece_share = load.piece_tokens / (load.piece_tokens + load.batch)
     shown = min(load.chunks, max(3, int((12.4 - 0.5) // (grown + 0.02))))
     chunked_steps = VGroup()
     x = left
     for _ in range(shown):
-        decode = step_box(STEP_WIDTH, MEMORY, bottom, x)
-        piece = step_box(max(0.02, grown - STEP_WIDTH), COMPUTE, bottom, x + STEP_WIDTH)
+        decodes = min(grown - MIN_PART, max(MIN_PART, grown * (1 - piece_share)))  # (each part seen, however thin)
+        decode = step_box(decodes, MEMORY, bottom, x)
+        piece = step_box(grown - decodes, COMPUTE, bottom, x + decodes)
         chunked_steps.add(VGroup(decode, piece))
         x += grown
     chunked_note = get_text("…" if shown < load.chunks else "", SMALL_SIZE, MUTED).next_to(chunked_steps, RIGHT,
