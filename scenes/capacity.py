@@ -20,7 +20,7 @@ class Capacity(BeatScene):
     def build(self) -> None:
         picture = capacity_picture(self)
         if self.continues:
-            before = steps_picture(self).title
+            before = steps_picture(self, self.beat.previous_title).title
             self.add(before)
             self.play(retitle(before, picture.title), FadeIn(picture.chart), run_time=0.8)
             self.carry_on_with(picture.title, picture.chart)

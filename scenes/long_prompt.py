@@ -20,7 +20,7 @@ class LongPrompt(BeatScene):
         picture = steps_picture(self)
         self.hand_over(picture.title)
         if self.continues:
-            before = queue_picture(self).title
+            before = queue_picture(self, self.beat.previous_title).title
             self.add(before)
             self.play(retitle(before, picture.title), run_time=0.8)
             self.carry_on_with(picture.title)

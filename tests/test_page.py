@@ -884,9 +884,15 @@ def public_texts(plan, page_html: str) -> dict[str, str]:
             "provenance": " ".join(line for line, _ in provenance_lines(plan.measured))}
 
 
-def test_no_build_term_reaches_a_viewer_or_a_reader(pages, tmp_path):
+def test_no_build_term_reaches_a_viewer_or_a_reader(pages, tmp_path, monkeypatch):
+    from render.plan.types import LoadParameters
+    from render.publish import page as page_module
     from test_layout import LINT_CHOICES, plan_of
 
+    # The Under load section's words are the same at any stream; a short one spares simulating eleven deployments'
+    # thousand requests at every stop (the section's numbers are checked by the tests below).
+    whole = page_module.load_view
+    monkeypatch.setattr(page_module, "load_view", lambda plan: whole(plan, LoadParameters(requests=50)))
     films = {"default": pages["default"], "mixtral-x2": pages["mixtral-x2"]}
     for choice in LINT_CHOICES:
         plan = plan_of(choice)
@@ -1133,22 +1139,22 @@ def test_under_load_shows_at_every_stop_what_the_simulator_finds(browser, pages,
     """Every stop of the rate, the scheduler and the two objectives, read in Chromium, against the serving simulator
     run here (render/serving/load.py's grid, at the rates film load's sweep gives), written by the formatter; and at
     a few stops against `film load --json` as a user runs it (the same arrivals, the same numbers)."""
-    from render.plan.load import load_request, rates_past_the_knees
+    from render.plan.load import film_rates, load_request
     from render.plan.types import LoadParameters
     from render.publish.under_load import SLO_TPOT, SLO_TTFT
-    from render.serving.load import grid, sweep
+    from render.serving.load import film_rate, grid
     from render.serving.metrics import Slo
 
     page, plan = pages[name]
     request = load_request(plan.choice, plan.parameters.prompt_tokens, LoadParameters())
-    swept = sweep(request)
-    rates = rates_past_the_knees(swept.rates, swept.capacities)
+    rates = film_rates(request, film_rate(request))
     slos = tuple(Slo(ttft, tpot) for ttft in SLO_TTFT for tpot in SLO_TPOT)
     found = grid(request, rates, slos)
     browser.get(page.as_uri())
     stops = browser.execute_script(EVERY_STOP)
     names = list(found.reports)
     assert len(stops) == len(names) * len(rates) * len(SLO_TTFT) * len(SLO_TPOT) >= 4 * 20 * 12
+    assert stops[0][4]["rate"] == f"{rates[0]:g} requests/s" and film_rate(request) in rates  # (the film's own)
     for s, r, t, p, shown in stops:
         slo = Slo(SLO_TTFT[t], SLO_TPOT[p])
         report, capacity = found.reports[names[s]][slo][r], found.capacities[names[s]][slo]

@@ -543,8 +543,11 @@ def test_every_beat_is_drawn_by_the_class_its_id_names_and_every_scene_class_dra
     from scenes import scene_class
     from render.engine.scene import BeatScene
 
+    from render.plan.storyboard import load_storyboard
+
     drawn = set()
-    for beat in BEAT_IDS:
+    cut_beats = [beat.id for cut in load_storyboard().cuts.values() for beat in cut.beats]  # (CUT=extended's)
+    for beat in (*BEAT_IDS, *cut_beats):
         scene = scene_of(beat)
         assert issubclass(scene_class(beat), BeatScene) and scene_class(beat).__name__ == scene.name, beat
         drawn.add((scene.path, scene.name))

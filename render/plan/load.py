@@ -11,11 +11,11 @@ import numpy as np
 
 from render.plan.types import Choice, LoadNumbers, LoadParameters, SchedulerLoad
 from render.serving.costs import BLOCK_TOKENS, kv_blocks
-from render.serving.load import (SWEEP_RATES, LoadRequest, SchedulerSettings, run, saturation_rate, scheduler_of,
+from render.errors import FilmError
+from render.serving.load import (LoadRequest, SchedulerSettings, even_rates, film_rate, scheduler_of, served_runs,
                                  sweep)
-from render.serving.metrics import Slo
+from render.serving.metrics import Slo, summarise
 from render.serving.schedulers import SCHEDULERS
-from render.serving.simulate import simulate
 from render.serving.workload import Lengths
 
 ARRIVALS_SHOWN = 24  # the first requests of the stream, as the queue's picture draws them
@@ -39,44 +39,57 @@ def rates_past_the_knees(rates: tuple[float, ...], capacities: dict) -> tuple[fl
     known = [found for found in capacities.values() if found is not None]
     if not known or max(known) * KNEE_ROOM <= rates[-1]:
         return rates
-    top = max(known) * KNEE_ROOM
-    return tuple(float(f"{top * (index + 1) / SWEEP_RATES:.3g}") for index in range(SWEEP_RATES))
+    return even_rates(max(known) * KNEE_ROOM)
+
+
+def film_rates(request: LoadRequest, rate: float) -> tuple[float, ...]:
+    """The rates the film and its page sweep: film load --sweep auto's, taken on past the highest knee, with the film's
+    own rate among them (so that the page can open on the stream the narration speaks of)."""
+    swept = sweep(request)
+    return tuple(sorted({*rates_past_the_knees(swept.rates, swept.capacities), rate}))
 
 
 @functools.lru_cache(maxsize=32)
-def load_numbers(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, load: LoadParameters) -> LoadNumbers:
+def load_numbers(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, load: LoadParameters,
+                 where: str = "the storyboard's cuts") -> LoadNumbers:
     """The stream at half the deployment's saturation (film load's rate when none is given) under every scheduler,
-    every scheduler over film load --sweep auto's rates (or, where a capacity lies near or past their end, as many
-    rates up to a quarter past the highest), and one long prompt's step, whole and chunked."""
-    asked = load_request(choice, prompt_tokens, load)
-    rate = float(f"{saturation_rate(asked) / 2:.3g}")
-    request = load_request(choice, prompt_tokens, load, rate)
-    at_rate = run(request)
-    swept = sweep(request)
-    rates = rates_past_the_knees(swept.rates, swept.capacities)
-    if rates != swept.rates:
-        swept = sweep(request, rates)
-    schedulers = tuple(
-        SchedulerLoad(report.scheduler, swept.gpus[report.scheduler], swept.capacities[report.scheduler],
-                      report.ttft_seconds.p50, report.ttft_seconds.p90, report.tpot_seconds.p50,
-                      report.tpot_seconds.p90, report.goodput_requests_per_second or 0.0,
-                      tuple(found.ttft_seconds.p90 for found in swept.reports[report.scheduler]))
-        for report in at_rate)
+    every scheduler over the film's rates (film_rates), and one long prompt's step, whole and chunked. `where` names
+    the cut's load for a message."""
+    try:
+        return simulated(choice, prompt_tokens, long_prompt_tokens, load)
+    except FilmError as error:
+        raise error.with_prefix(f"{where}: the extended cut's stream: ") from None
 
-    costs, continuous = request.costs, request.schedulers[1]
-    served = simulate(request.workload(), costs, continuous, request.capacity_blocks)
+
+def simulated(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, load: LoadParameters) -> LoadNumbers:
+    rate = film_rate(load_request(choice, prompt_tokens, load))
+    request = load_request(choice, prompt_tokens, load, rate)
+    served = served_runs(request)
+    swept = sweep(request, film_rates(request, rate))
+    slo = request.slo
+    schedulers = []
+    for name, run in served.items():
+        report = summarise(run, rate, slo)
+        schedulers.append(SchedulerLoad(name, swept.gpus[name], swept.capacities[name], report.ttft_seconds.p50,
+                                        report.ttft_seconds.p90, report.tpot_seconds.p90,
+                                        report.goodput_requests_per_second or 0.0,
+                                        tuple(found.ttft_seconds.p90 for found in swept.reports[name])))
+    continuous, costs = served["continuous"], request.costs
     # The sequences decoding at once, on average (Little's law: arrivals a second x seconds each spends decoding).
-    batch = max(1, round(rate * float(np.mean(served.finish - served.first_token))))
+    batch = max(1, round(rate * float(np.mean(continuous.finish - continuous.first_token))))
+    piece = load.chunk_tokens - batch
+    if piece < 1:
+        raise FilmError(f"chunk_tokens {load.chunk_tokens:,}: at {rate:g} requests a second about {batch:,} sequences "
+                        f"decode at once, a token each, which leaves a chunk of {load.chunk_tokens:,} no room for a "
+                        f"prompt's piece; give more than {batch:,}")
     context = batch * (prompt_tokens + load.answer_tokens / 2)
-    piece = max(1, load.chunk_tokens - batch)
-    chunks = math.ceil(long_prompt_tokens / piece)
-    blocks = kv_blocks(choice.deployment)
+    arrivals = request.workload()[:ARRIVALS_SHOWN]
     return LoadNumbers(
-        parameters=load, prompt_tokens=prompt_tokens, rate=rate, rates=swept.rates, schedulers=schedulers,
-        arrivals=tuple(request.workload()[index].arrival for index in range(min(ARRIVALS_SHOWN, load.requests))),
-        kv_blocks=blocks, block_tokens=BLOCK_TOKENS, fits=blocks * BLOCK_TOKENS // (prompt_tokens + load.answer_tokens),
-        decode_step_seconds=costs.step(batch, context), batch=batch, long_prompt_tokens=long_prompt_tokens,
-        stall_seconds=costs.step(batch, context, ((long_prompt_tokens, 0),)), chunks=chunks, piece_tokens=piece,
+        parameters=load, prompt_tokens=prompt_tokens, rate=rate, rates=swept.rates, schedulers=tuple(schedulers),
+        arrivals=tuple(request.arrival for request in arrivals), kv_blocks=kv_blocks(choice.deployment),
+        block_tokens=BLOCK_TOKENS, decode_step_seconds=costs.step(batch, context), batch=batch,
+        long_prompt_tokens=long_prompt_tokens, stall_seconds=costs.step(batch, context, ((long_prompt_tokens, 0),)),
+        chunks=math.ceil(long_prompt_tokens / piece), piece_tokens=piece,
         # the longest of those steps: the last piece, over all the prompt's cache before it
         chunked_step_seconds=costs.step(batch, context, ((min(piece, long_prompt_tokens),
                                                           max(0, long_prompt_tokens - piece)),)))

@@ -637,6 +637,60 @@ EXPLANATIONS: dict[str, Explanation] = {
         "the share of that wait spent decoding", "(n − 1)·TPOT ÷ (TTFT + (n − 1)·TPOT)", (), (GPU, MODEL, DTYPE),
         "share"
     ),
+    # -- the extended cut (CUT=extended): the deployment under a stream of requests (render/plan/load.py)
+    "load.parameters.answer_tokens": Explanation(
+        "each request's answer", "the cut's load (film load's --answer-tokens)", (), (STORYBOARD,), "tokens"),
+    "load.parameters.requests": Explanation(
+        "the requests in the stream", "the cut's load (film load's --requests)", (), (STORYBOARD,), "requests"),
+    "load.parameters.seed": Explanation(
+        "the seed of the stream's arrivals", "the cut's load (film load's --seed)", (), (STORYBOARD,), "seed"),
+    "load.parameters.slo_ttft_seconds": Explanation(
+        "the objective for the first token", "the cut's load (film load's --slo ttft=)", (), (STORYBOARD,),
+        "seconds"),
+    "load.parameters.slo_tpot_seconds": Explanation(
+        "the objective for each token after the first", "the cut's load (film load's --slo tpot=)", (),
+        (STORYBOARD,), "seconds"),
+    "load.parameters.static_batch": Explanation(
+        "static batching's batch", "the cut's load (film load's --batch)", (), (STORYBOARD,), "requests"),
+    "load.parameters.static_wait_seconds": Explanation(
+        "the wait after which a static batch starts short", "the cut's load (film load's --max-wait)", (),
+        (STORYBOARD,), "seconds"),
+    "load.parameters.chunk_tokens": Explanation(
+        "chunked prefill's tokens a step", "the cut's load (film load's --chunk-tokens)", (), (STORYBOARD,),
+        "tokens"),
+    "load.prompt_tokens": Explanation(
+        "each request's prompt", "the prefill beat's prompt", ("numbers.prefill.tokens",), (STORYBOARD,), "tokens"),
+    "load.rate": Explanation(
+        "the film's arrival rate", "½ × saturation (1 ÷ (a prefill + an answer's decode steps at the batch the "
+        "slots and cache allow)), to three figures", ("load.prompt_tokens", "load.parameters.answer_tokens"),
+        (GPU, MODEL, DTYPE, STORYBOARD), "requests/s"),
+    "load.kv_blocks": Explanation(
+        "the KV cache's blocks", "(90% of each GPU's memory − its share of the weights) ÷ (block tokens × k ÷ T)",
+        ("spec.memory_bytes", "spec.weight_bytes", "spec.kv_bytes_per_token", "spec.gpus"), (GPU, MODEL, DTYPE),
+        "blocks"),
+    "load.block_tokens": Explanation("tokens a KV block holds", "vLLM's paged block", (), (), "tokens"),
+    "load.decode_step_seconds": Explanation(
+        "a decode step of the batch at the film's rate", "the roofline's step: B sequences over B·(prompt + "
+        "answer ÷ 2) cached tokens", ("load.batch", "load.prompt_tokens"), (GPU, MODEL, DTYPE), "seconds"),
+    "load.batch": Explanation(
+        "the sequences decoding at once, on average", "Little's law: rate × mean decoding time (simulated, "
+        "continuous batching)", ("load.rate",), (GPU, MODEL, DTYPE, STORYBOARD), "sequences"),
+    "load.long_prompt_tokens": Explanation(
+        "the long prompt that arrives", "the wasted-money beat's long prompt", ("numbers.long_prompt.tokens",),
+        (STORYBOARD,), "tokens"),
+    "load.stall_seconds": Explanation(
+        "one step that prefills the long prompt whole, beside the decodes", "the roofline's step: the batch's "
+        "decodes and one chunk of the whole prompt", ("load.batch", "load.long_prompt_tokens"), (GPU, MODEL, DTYPE),
+        "seconds"),
+    "load.chunks": Explanation(
+        "the steps chunked prefill spreads the long prompt over", "⌈long prompt ÷ piece⌉",
+        ("load.long_prompt_tokens", "load.piece_tokens"), (STORYBOARD,), "steps"),
+    "load.piece_tokens": Explanation(
+        "the long prompt's piece in each chunked step", "chunk tokens − the batch's decode tokens",
+        ("load.parameters.chunk_tokens", "load.batch"), (STORYBOARD,), "tokens"),
+    "load.chunked_step_seconds": Explanation(
+        "the longest chunked step", "the roofline's step: the batch's decodes and the last piece over the "
+        "prompt's cache before it", ("load.batch", "load.piece_tokens"), (GPU, MODEL, DTYPE), "seconds"),
     # -- the rest of what the plan computes (the film shows or says these only for some choices)
     "duration": Explanation("the film's length", "the storyboard's end", (), (STORYBOARD,), "seconds"),
     "spec.memory_bytes": Explanation("one GPU's memory", "datasheet GiB × 2³⁰", ("choice.gpu.memory_gib",), (GPU,),

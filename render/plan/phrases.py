@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from render import formatting as fmt
 from render.plan.tracking import untracked
+from render.serving.schedulers import SHORT, WORDS
 
 
 def present(group) -> bool:
@@ -199,23 +200,20 @@ def first_token_wait(load) -> str:
     return f"though the slowest tenth wait {fmt.duration(continuous)} for a first token, not {fmt.duration(static)}"
 
 
-SCHEDULER_WORDS = {"continuous": "continuous batching", "chunked": "chunked prefill", "static": "static batching"}
-SHORT_WORDS = {"continuous batching": "continuous", "chunked prefill": "chunked", "static batching": "static"}
-
-
 def capacities(load, gpu) -> str:
-    """Each scheduler's capacity at the objectives, after the GPUs' name: 'serves 18 requests a second with
-    continuous batching, 26 chunked, static fewer than 1.2'; or that none meets them at any rate the sweep tries."""
-    found = [(words, load.scheduler(name).capacity) for name, words in SCHEDULER_WORDS.items()]
-    met = [(words, capacity) for words, capacity in found if capacity is not None]
-    missed = [words for words, capacity in found if capacity is None]
+    """Each scheduler's capacity at the objectives on the deployment's own GPUs, after their name: 'serves 18 requests
+    a second with continuous batching, 26 chunked, static fewer than 1.8'; or that none meets them at any rate the
+    sweep tries."""
+    found = [(name, load.scheduler(name).capacity) for name in ("continuous", "chunked", "static")]
+    met = [(name, capacity) for name, capacity in found if capacity is not None]
+    missed = [name for name, capacity in found if capacity is None]
     if not met:
         return (f"{fmt.verb(gpu, 'meets')} them under no scheduler, not even at {fmt.approx(load.rates[0])} requests "
                 f"a second")
-    said = [f"{fmt.approx(met[0][1])} requests a second with {met[0][0]}"]
-    said += [f"{fmt.approx(capacity)} {SHORT_WORDS[words]}" for words, capacity in met[1:]]
+    said = [f"{fmt.approx(met[0][1])} requests a second with {WORDS[met[0][0]]}"]
+    said += [f"{fmt.approx(capacity)} {SHORT[name]}" for name, capacity in met[1:]]
     # (one that misses them at the sweep's lowest rate may meet them at a lower one: said so, not "never")
-    said += [f"{SHORT_WORDS[words]} fewer than {fmt.approx(load.rates[0])}" for words in missed]
+    said += [f"{SHORT[name]} fewer than {fmt.approx(load.rates[0])}" for name in missed]
     return f"{fmt.verb(gpu, 'serves')} " + ", ".join(said)
 
 
@@ -224,9 +222,10 @@ def disaggregation(load, gpu) -> str:
     split = load.disaggregated
     hardware = replace(untracked(gpu), count=split.gpus)
     if split.capacity is None:
-        return f"split prefill from decode, as DistServe does, and {fmt.with_article(hardware)} miss them too"
+        return (f"split prefill from decode, as DistServe does, and {fmt.with_article(hardware)} "
+                f"miss them{' too' if load.best is None else ''}")
     return (f"split prefill from decode, as DistServe does, and {fmt.with_article(hardware)} take "
-            f"{fmt.approx(split.capacity)}")
+            f"{fmt.approx(split.capacity)}, {fmt.approx(split.capacity_per_gpu)} a GPU")
 
 
 PHRASES = {function.__name__: function for function in (

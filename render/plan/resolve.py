@@ -65,8 +65,9 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
     achieved, expected = expected_numbers(choice, params, lever)
     notes = plan_notes(choice, spec, catalog, dataset, measured_gpu)
     load = None
-    if storyboard.cut is not None and storyboard.cut.load is not None:
-        load = load_numbers(choice, params.prompt_tokens, params.long_prompt_tokens, storyboard.cut.load)
+    if storyboard.cut is not None:
+        load = load_numbers(choice, params.prompt_tokens, params.long_prompt_tokens, storyboard.cut.load,
+                            storyboard.cut.load_where)
     groups = template_groups(choice, spec, measured_numbers, params, numbers, achieved, expected)
     groups["load"] = (load, "load")
     with one_budget():  # the storyboard's templates share one budget of work (render/plan/templating.py)
@@ -257,7 +258,7 @@ def resolve_choice(catalog: Catalog, storyboard: Storyboard, request: FilmReques
         the_dtype = kv_cache_in(the_dtype, kv)
     dataset = measured or defaults["measured"]
     rl.check_gpu_count(Deployment(the_gpu, the_model, the_dtype, count))
-    cut = storyboard.with_cut(request.cut).cut
+    cut = storyboard.cut or storyboard.with_cut(request.cut).cut
     return Choice(
         gpu=the_gpu, model=the_model, dtype=the_dtype, arithmetic=rl.arithmetic_format(the_gpu, the_dtype),
         compare_gpu=choose_compare_gpu(catalog, storyboard, the_gpu, compare_gpu), measured_id=dataset,

@@ -56,8 +56,9 @@ class Cut:
     name: str
     after: str                        # the beat they follow
     beats: tuple[StoryBeat, ...]
-    load: LoadParameters | None       # the stream of requests its beats simulate (the plan's `load` group)
+    load: LoadParameters              # the stream of requests its beats simulate (the plan's `load` group)
     where: str                        # file:line of the cut, for messages
+    load_where: str = ""              # file:line of its load
 
     @property
     def length(self) -> float:
@@ -89,11 +90,16 @@ class Storyboard:
     def with_cut(self, name: str | None) -> Storyboard:
         """The storyboard of a cut: its beats after the one it names, the later beats and the film's end moved on by
         their length. None or 'default': this storyboard, the film as the transcript times it."""
-        if name in (None, DEFAULT_CUT) or (self.cut is not None and self.cut.name == name):
+        if self.cut is not None:
+            if name == self.cut.name:
+                return self
+            raise FilmError(f"--cut {echo(name)}: this storyboard is already its {self.cut.name!r} cut")
+        if name in (None, DEFAULT_CUT):
             return self
-        if self.cut is not None or name not in self.cuts:
+        if name not in self.cuts:
+            example = f" (CUT={next(iter(self.cuts))})" if self.cuts else ""
             raise FilmError(f"--cut {echo(name)}: {display_path(self.path)} defines the cuts "
-                            f"{', '.join(self.cut_names)} (CUT=extended); give one of them")
+                            f"{', '.join(self.cut_names)}{example}; give one of them")
         cut = self.cuts[name]
         position = [beat.id for beat in self.beats].index(cut.after)
         at, length = self.beats[position].end, cut.length
@@ -196,16 +202,16 @@ def story_cut(name: str, cut: YamlMap, film_beats: list[StoryBeat]) -> Cut:
     if start > CUT_LENGTH:
         raise FilmError(f"{cut.where('beats')}: {label} adds {start:g} seconds; a cut adds at most "
                         f"{CUT_LENGTH:g}")
-    load = None
-    if "load" in cut:
-        load_map = cut["load"]
+    load, load_where = LoadParameters(), cut.where()
+    if "load" in cut:  # (each field left out is film load's default)
+        load_map, load_where = cut["load"], cut.where("load")
         check_fields(load_map, f"{label} load", *yaml_keys(LoadParameters))
         for key, (low, high, unit) in bounds_of(LoadParameters).items():
-            if key in load_map and not low <= load_map[key] <= high:
+            if key in load_map and (load_map[key] is None or not low <= load_map[key] <= high):
                 raise FilmError(f"{load_map.where(key)}: {label} load: {key} must be from {low:,} to {high:,}"
-                                f"{' ' + unit if unit else ''}, not {load_map[key]:,}")
+                                f"{' ' + unit if unit else ''}, not {echo(load_map[key])}")
         load = LoadParameters(**load_map)
-    return Cut(name, cut["after"], tuple(beats), load, cut.where("after"))
+    return Cut(name, cut["after"], tuple(beats), load, cut.where("after"), load_where)
 
 
 def check_parameters(parameters: YamlMap) -> None:

@@ -490,7 +490,7 @@ class LoadParameters:
     (render/serving/) answers, each a prompt of parameters.prompt_tokens, under each scheduler. Left out, each is
     film load's own default (the page's Under load section of a film without the cut uses them all)."""
 
-    answer_tokens: int = datum(1, 100_000, "tokens", default=200)          # each answer's length
+    answer_tokens: int = datum(2, 100_000, "tokens", default=200)          # each answer's length
     requests: int = datum(50, 20_000, "requests", default=1000)            # the stream's length
     seed: int = datum(0, 2**31 - 1, default=0)                             # its arrivals' seed: the same every time
     slo_ttft_seconds: float = datum(0.01, 600, "seconds", default=0.5)     # the objective for the first token ...
@@ -601,7 +601,6 @@ class SchedulerLoad:
     capacity: float | None             # requests a second meeting the objectives (None: not even the sweep's lowest)
     ttft_p50_seconds: float            # at the film's rate
     ttft_p90_seconds: float
-    tpot_p50_seconds: float
     tpot_p90_seconds: float
     goodput: float                     # requests a second meeting both objectives, at the film's rate
     p90_ttft_curve: tuple[float, ...]  # p90 TTFT at each of LoadNumbers.rates
@@ -619,12 +618,11 @@ class LoadNumbers:
     parameters: LoadParameters
     prompt_tokens: int                 # each request's prompt (parameters.prompt_tokens)
     rate: float                        # the film's rate: half the deployment's saturation (film load's default)
-    rates: tuple[float, ...]           # the sweep's: film load --sweep auto's, or up to past the highest capacity
+    rates: tuple[float, ...]           # the sweep's: film load --sweep auto's (or on past the highest knee), and `rate`
     schedulers: tuple[SchedulerLoad, ...]
     arrivals: tuple[float, ...]        # the first requests' arrival times at the film's rate (seconds)
     kv_blocks: int                     # the KV cache's blocks after the weights
     block_tokens: int                  # tokens a block
-    fits: int                          # whole conversations (prompt and answer) the cache holds at once
     decode_step_seconds: float         # a decode step of the continuous batch at the film's rate
     batch: int                         # the sequences decoding in that step (mean over the run, rounded)
     long_prompt_tokens: int            # one long prompt (parameters.long_prompt_tokens) ...

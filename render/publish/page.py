@@ -502,7 +502,8 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, list[tuple[str
         data=web.script_json(compact(explorer)), captions_url=captions_url(captions),
         load=load, scheduler_colours=SCHEDULER_COLOURS,
         load_data=web.script_json({**load, "schedulers": [  # (its curves are drawn in the markup)
-            {key: value for key, value in scheduler.items() if key != "points"} for scheduler in load["schedulers"]]}),
+            {key: value for key, value in scheduler.items() if key != "points"}
+            for scheduler in load.get("schedulers", ())]}),
         fit=fit_view(plan.measured.fit, plan.measured.gpu.short_name, plan.measured.ceiling_tokens_per_second,
                      public=True),
         dataset=plan.measured.dataset, measured_waits=measured_waits(plan), measured_gpu=plan.measured.gpu.name,

@@ -9,17 +9,17 @@ from __future__ import annotations
 import math
 
 from render import formatting as fmt
-from render.plan.load import load_request, rates_past_the_knees
+from render.errors import FilmError
+from render.plan.load import film_rates, load_request
 from render.plan.types import LoadParameters, Plan
-from render.serving.load import grid, saturation_rate
+from render.serving.load import film_rate, grid
 from render.serving.metrics import CAPACITY_SHARE, Slo
+from render.serving.schedulers import LABELS
 from scenes import style
 
 SLO_TTFT = (0.25, 0.5, 1.0, 2.0)   # the objectives a reader may choose (with the film's own)
 SLO_TPOT = (0.025, 0.05, 0.1)
 SCHEDULER_COLOURS = style.SCHEDULER_COLOURS  # as the film's capacity chart draws them
-SCHEDULER_LABELS = {"static": "Static", "continuous": "Continuous", "chunked": "Chunked prefill",
-                    "disaggregated": "Disaggregated"}
 # The chart (SVG units): p90 TTFT on a log scale against the rate, from zero; drawn twice, wide and for a phone (where
 # the wide one's type would be under 11 px), CSS showing the one that fits.
 CHARTS = {"wide": {"width": 640, "height": 360, "left": 64, "right": 20, "top": 34, "bottom": 52},
@@ -64,26 +64,29 @@ def seconds_words(seconds: float) -> str:
     return "—" if math.isnan(seconds) else fmt.precise_seconds(seconds)
 
 
-def load_view(plan: Plan) -> dict:
+def load_view(plan: Plan, parameters: LoadParameters | None = None) -> dict:
     """Everything the section shows and its script looks up: the stops of each control, and at each stop its
-    readouts (text) and the chart's marks (SVG coordinates)."""
-    parameters = plan.load.parameters if plan.load else LoadParameters()
+    readouts (text) and the chart's marks (SVG coordinates). `parameters`: another stream than the film's (tests
+    that read only the section's words). A deployment that cannot take the stream (a request larger than its KV
+    cache) gets the reason instead ({"refused": …})."""
+    try:
+        return simulated_view(plan, parameters)
+    except FilmError as error:
+        return {"refused": str(error)}
+
+
+def simulated_view(plan: Plan, parameters: LoadParameters | None) -> dict:
+    parameters = parameters or (plan.load.parameters if plan.load else LoadParameters())
     prompt = plan.parameters.prompt_tokens
     request = load_request(plan.choice, prompt, parameters)
     ttfts = tuple(sorted({*SLO_TTFT, parameters.slo_ttft_seconds}))
     tpots = tuple(sorted({*SLO_TPOT, parameters.slo_tpot_seconds}))
     slos = tuple(Slo(ttft, tpot) for ttft in ttfts for tpot in tpots)
     own = Slo(parameters.slo_ttft_seconds, parameters.slo_tpot_seconds)
-    if plan.load:
-        found = grid(request, plan.load.rates, slos)
-    else:
-        found = grid(request, None, slos)
-        rates = rates_past_the_knees(found.rates, {name: by_slo[own] for name, by_slo in found.capacities.items()})
-        if rates != found.rates:
-            found = grid(request, rates, slos)
+    same = plan.load is not None and parameters == plan.load.parameters
+    rate = plan.load.rate if same else film_rate(request)
+    found = grid(request, plan.load.rates if same else film_rates(request, rate), slos)
     rates, names = found.rates, list(found.reports)
-    film_rate = plan.load.rate if plan.load else float(f"{saturation_rate(request) / 2:.3g}")
-
     curves = {name: [report.ttft_seconds.p90 for report in found.reports[name][own]] for name in names}
     values = [value for curve in curves.values() for value in curve if value > 0] + list(ttfts)
     decades = (math.floor(math.log10(min(values))), math.ceil(math.log10(max(values))))
@@ -93,7 +96,7 @@ def load_view(plan: Plan) -> dict:
         by_slo = found.reports[name]
         capacities = [found.capacities[name][slo] for slo in slos]
         schedulers.append({
-            "name": name, "label": SCHEDULER_LABELS[name], "gpus": found.gpus[name],
+            "name": name, "label": LABELS[name].capitalize(), "gpus": found.gpus[name],
             "points": {view: chart.points(rates, curves[name]) for view, chart in charts.items()},
             # at each rate: p50 and p90 TTFT, p50 and p90 TPOT, throughput (the objectives do not change them)
             "cells": [[seconds_words(report.ttft_seconds.p50), seconds_words(report.ttft_seconds.p90),
@@ -124,7 +127,7 @@ def load_view(plan: Plan) -> dict:
         "ttft": [fmt.precise_seconds(value) for value in ttfts],
         "tpot": [fmt.precise_seconds(value) for value in tpots],
         "schedulers": schedulers,
-        "start": {"rate": min(range(len(rates)), key=lambda index: abs(rates[index] - film_rate)),
+        "start": {"rate": rates.index(rate),
                   "scheduler": names.index("continuous"), "ttft": ttfts.index(own.ttft_seconds),
                   "tpot": tpots.index(own.tpot_seconds)},
         # each chart's marks: where each rate and objective lies, its ticks and plot (wide, and on a phone)

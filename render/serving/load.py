@@ -13,7 +13,7 @@ from render.errors import FilmError
 from render.serving.costs import BLOCK_TOKENS, Costs, kv_blocks
 from render.serving.metrics import CAPACITY_SHARE, Report, Slo, capacity, summarise
 from render.serving.schedulers import SCHEDULERS, Scheduler
-from render.serving.simulate import simulate
+from render.serving.simulate import Served, simulate
 from render.serving.workload import Lengths, Request, at_rate, poisson, read_trace
 from render.specs.types import Deployment
 from render.text import echo
@@ -69,11 +69,26 @@ class LoadRequest:
         return self.deployment.gpus
 
 
-def run(request: LoadRequest) -> list[Report]:
-    """The workload once, under each scheduler."""
+def served_runs(request: LoadRequest) -> dict[str, Served]:
+    """The workload once, under each scheduler: what happened to each request."""
     costs, requests = request.costs, request.workload()
-    return [summarise(simulate(requests, costs, scheduler, request.capacity_blocks), request.rate, request.slo)
-            for scheduler in request.schedulers]
+    return {scheduler.name: simulate(requests, costs, scheduler, request.capacity_blocks)
+            for scheduler in request.schedulers}
+
+
+def run(request: LoadRequest) -> list[Report]:
+    """The workload once, under each scheduler, summarised."""
+    return [summarise(served, request.rate, request.slo) for served in served_runs(request).values()]
+
+
+def film_rate(request: LoadRequest) -> float:
+    """film load's rate when none is given: half the deployment's saturation, to three figures."""
+    return float(f"{saturation_rate(request) / 2:.3g}")
+
+
+def even_rates(top: float, count: int = SWEEP_RATES) -> tuple[float, ...]:
+    """`count` rates evenly up to `top`, each to three figures (a sweep's)."""
+    return tuple(float(f"{top * (index + 1) / count:.3g}") for index in range(count))
 
 
 @dataclass(frozen=True)
@@ -100,8 +115,7 @@ def saturation_rate(request: LoadRequest) -> float:
 
 def default_rates(request: LoadRequest) -> tuple[float, ...]:
     """film load --sweep auto's rates: SWEEP_RATES of them, evenly up to 1.3 times the deployment's saturation."""
-    top = 1.3 * saturation_rate(request)
-    return tuple(float(f"{top * (index + 1) / SWEEP_RATES:.3g}") for index in range(SWEEP_RATES))
+    return even_rates(1.3 * saturation_rate(request))
 
 
 def capacity_over(reports: list[Report], rates: tuple[float, ...], share: Callable[[float], float]) -> float | None:

@@ -162,3 +162,11 @@ class Disaggregated(Scheduler):
 
 
 SCHEDULERS = {kind.name: kind for kind in (Static, Continuous, Chunked, Disaggregated)}
+
+# How the film and its page name each: in a sentence, in a list after the first ("26 chunked"), and as a label (a
+# chart's legend, a page's pill)
+WORDS = {"static": "static batching", "continuous": "continuous batching", "chunked": "chunked prefill",
+         "disaggregated": "disaggregated prefill and decode"}
+SHORT = {"static": "static", "continuous": "continuous", "chunked": "chunked", "disaggregated": "disaggregated"}
+LABELS = {"static": "static", "continuous": "continuous", "chunked": "chunked prefill",
+          "disaggregated": "disaggregated"}

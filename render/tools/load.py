@@ -14,7 +14,7 @@ import numpy as np
 from render import formatting as fmt
 from render.errors import FilmError
 from render.serving.load import (DEFAULT_SLO, SWEEP_RATES, LoadRequest, SchedulerSettings, Sweep,  # noqa: F401
-                                  run, saturation_rate, scheduler_of, schedulers_named, sweep)
+                                  film_rate, run, saturation_rate, scheduler_of, schedulers_named, sweep)
 from render.serving.metrics import CAPACITY_SHARE, Report
 from render.serving.simulate import simulate
 from render.text import echo
@@ -91,7 +91,7 @@ def load_answer(request: LoadRequest, sweep_text: str | None = None, compare_wit
                           f"capacity: the highest rate at which {CAPACITY_SHARE:.0%} of requests meet {result.slo}",
                           capacity_table(result), f"chart: {png}, {svg}"))
     if request.rate is None and request.trace is None:
-        request = replace(request, rate=float(f"{saturation_rate(request) / 2:.3g}"))
+        request = replace(request, rate=film_rate(request))
     reports = run(request)
     if as_json:
         return json.dumps(reports[0].as_json() if len(reports) == 1 else [r.as_json() for r in reports], indent=2)

@@ -11,13 +11,12 @@ from dataclasses import dataclass
 from manim import DOWN, LEFT, RIGHT, UP, Circle, DashedLine, Dot, Rectangle, RoundedRectangle, VGroup
 
 from render import formatting as fmt
+from render.serving.schedulers import LABELS
 from scenes.figures.charts import LogChart
 from scenes.figures.text import get_text, get_title
 from scenes.style import (COMPUTE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, PANEL, SAFE_RIGHT,
                           SCHEDULER_COLOURS, SMALL_SIZE, TEXT)
 
-SCHEDULER_NAMES = {"static": "static", "continuous": "continuous", "chunked": "chunked prefill",
-                   "disaggregated": "disaggregated"}
 LEGEND_LEFT = 1.75       # the capacity chart's legend, right of its plot
 SLOTS_SHOWN = 8          # a row of sequence slots (static batching's batch, when smaller)
 KV_GRID = (8, 16)        # the cache's blocks as drawn: rows, columns (each a share of the real count)
@@ -52,9 +51,10 @@ def slot_row(count: int, y: float) -> VGroup:
                   ).arrange(RIGHT, buff=0.12).move_to([-6.0, y, 0], aligned_edge=LEFT)
 
 
-def queue_picture(scene) -> QueuePicture:
+def queue_picture(scene, title: str | None = None) -> QueuePicture:
+    """`title`: the beat's own unless given (its successor rebuilds this picture under this beat's title)."""
     plan, load = scene.plan, scene.plan.load
-    title = get_title(scene.beat.title, plan.choice.label)
+    title = get_title(title or scene.beat.title, plan.choice.label)
     shown = len(load.arrivals)
     # The stream: the first requests, spaced as they arrived (the gaps the plan's arrivals give), queued at the left.
     first, last = load.arrivals[0], load.arrivals[shown - 1]
@@ -65,7 +65,10 @@ def queue_picture(scene) -> QueuePicture:
     slots = min(SLOTS_SHOWN, load.parameters.static_batch)
     static_row = slot_row(slots, 0.0)
     continuous_row = slot_row(SLOTS_SHOWN, -1.6)
-    static_label = get_text("static batching", SMALL_SIZE, MUTED).next_to(static_row, UP, buff=0.15) \
+    batch = load.parameters.static_batch
+    shown = "" if slots == batch else f" ({fmt.count(slots)} shown)"
+    static_label = get_text(f"static batching: a batch of {fmt.count(batch)}{shown}", SMALL_SIZE, MUTED) \
+        .next_to(static_row, UP, buff=0.15) \
         .align_to(static_row, LEFT)
     continuous_label = get_text("continuous batching", SMALL_SIZE, MEMORY).next_to(continuous_row, UP, buff=0.15) \
         .align_to(continuous_row, LEFT)
@@ -85,7 +88,8 @@ def queue_picture(scene) -> QueuePicture:
     frame = RoundedRectangle(corner_radius=0.12, width=kv_blocks.width + 0.4, height=kv_blocks.height + 0.4,
                              stroke_color=KV_CACHE, stroke_width=2).move_to(kv_blocks)
     caption = get_text("KV cache", LABEL_SIZE, KV_CACHE).next_to(frame, UP, buff=0.15).align_to(frame, LEFT)
-    kv_label = get_text(f"{fmt.count(load.kv_blocks)} blocks of {load.block_tokens} tokens", SMALL_SIZE, MUTED) \
+    kv_label = get_text(f"{fmt.count(load.kv_blocks)} blocks of {fmt.count(load.block_tokens)} tokens", SMALL_SIZE,
+                        MUTED) \
         .next_to(frame, DOWN, buff=0.15).align_to(frame, LEFT)
     return QueuePicture(title, arrivals, rate, static_row, static_label, idle, continuous_row, continuous_label,
                         waits, VGroup(frame, caption), kv_blocks, kv_label)
@@ -118,12 +122,12 @@ def step_box(width: float, colour: str, y: float, x: float) -> Rectangle:
                      fill_opacity=1).move_to([x + width / 2, y, 0])
 
 
-def steps_picture(scene) -> StepsPicture:
+def steps_picture(scene, title: str | None = None) -> StepsPicture:
     load = scene.plan.load
-    title = get_title(scene.beat.title, scene.plan.choice.label)
+    title = get_title(title or scene.beat.title, scene.plan.choice.label)
     left, top, bottom = -6.2, 0.9, -1.7
     whole_label = get_text(f"one step at a time: {fmt.milliseconds(load.decode_step_seconds, short=True)} a decode "
-                           f"step, {load.batch} answers", SMALL_SIZE, MUTED).move_to([left, top + 0.6, 0],
+                           f"step, {fmt.count(load.batch)} answers", SMALL_SIZE, MUTED).move_to([left, top + 0.6, 0],
                                                                                    aligned_edge=LEFT)
     before = VGroup(*[step_box(STEP_WIDTH, MEMORY, top, left + index * STEP_WIDTH) for index in range(6)])
     # The stall to scale against a decode step where the frame allows, else as wide as it can be (said in words).
@@ -137,7 +141,7 @@ def steps_picture(scene) -> StepsPicture:
     if stall_label.width > stall_box.width - 0.2:
         stall_label.next_to(stall_box, UP, buff=0.12)
     waiting = get_text("every answer's next token waits", SMALL_SIZE, HIGHLIGHT).next_to(stall_box, DOWN, buff=0.15)
-    chunked_label = get_text(f"chunked: {load.chunks} pieces beside the decodes", SMALL_SIZE, COMPUTE) \
+    chunked_label = get_text(f"chunked: {fmt.count(load.chunks)} pieces beside the decodes", SMALL_SIZE, COMPUTE) \
         .move_to([left, bottom + 0.6, 0], aligned_edge=LEFT)
     # A piece rides on each step: the step as long as it takes (to scale against the decode step), split between the
     # decodes' tokens and the prompt's piece as the step's token budget is.
@@ -193,7 +197,7 @@ def capacity_picture(scene) -> CapacityPicture:
     y_low = min(min(values), slo) / 1.5
     y_high = max(max(values), slo) * 1.5
     capacities = [found.capacity for found in load.schedulers if found.capacity is not None]
-    x_range = (rates[0] / 1.1, max(rates[-1], *capacities) * 1.1)
+    x_range = (rates[0] / 1.1, max([rates[-1], *capacities]) * 1.1)
     chart = LogChart(x_range, (y_low, y_high), "requests a second", "slowest tenth's first token (s)",
                      nice_ticks(*x_range), nice_ticks(y_low, y_high), width=6.2, height=4.6)
     chart.move_to([-2.2, -0.35, 0])
@@ -212,10 +216,10 @@ def capacity_picture(scene) -> CapacityPicture:
     legend = VGroup()
     for found in load.schedulers:
         capacity = f"< {fmt.approx(load.rates[0])}/s" if found.capacity is None else \
-            f"{fmt.approx(found.capacity)}/s" + (f", {found.gpus} GPUs" if found.gpus > scene.plan.choice.gpus
-                                                 else "")
+            f"{fmt.approx(found.capacity)}/s" + (f", {fmt.count(found.gpus)} GPUs"
+                                                 if found.gpus > scene.plan.choice.gpus else "")
         legend.add(VGroup(Dot(radius=0.08, color=SCHEDULER_COLOURS[found.name]),
-                          get_text(f"{SCHEDULER_NAMES[found.name]}: {capacity}", SMALL_SIZE, TEXT))
+                          get_text(f"{LABELS[found.name]}: {capacity}", SMALL_SIZE, TEXT))
                    .arrange(RIGHT, buff=0.15))
     legend.arrange(DOWN, aligned_edge=LEFT, buff=0.22)
     room = SAFE_RIGHT - 0.1 - LEGEND_LEFT
