@@ -64,7 +64,10 @@ def budgets_picture(scene: BeatScene) -> BudgetsPicture:
     strike = Line(not_this.words.get_left(), not_this.words.get_right(), color=HIGHLIGHT, stroke_width=4)
     not_this.add(strike)  # the strike marks its own words
     return BudgetsPicture(get_title(scene.beat.title), ttft, tps, ttft_levers, tps_levers, not_this, strike,
-                          end_card(plan), capacity_badge(plan.load) if plan.load else None)
+                          end_card(plan, under_load=not scene.continues),
+                          # (only where the film went on to a server under load, so the film as timed never reads the
+                          # load group: its scene's reads, shown.json, are as they were)
+                          capacity_badge(plan.load) if not scene.continues and plan.load else None)
 
 
 def capacity_badge(load) -> VGroup:
@@ -79,8 +82,9 @@ def capacity_badge(load) -> VGroup:
     return badge.move_to([SAFE_RIGHT, SAFE_TOP, 0], aligned_edge=UR)
 
 
-def end_card(plan) -> VGroup:
+def end_card(plan, under_load: bool = False) -> VGroup:
     choice = plan.choice
+    load = plan.load if under_load else None
     card = VGroup(
         get_text(plan.title, TITLE_SIZE * 1.4, TEXT, weight="BOLD"),
         get_text(choice.long_label, BODY_SIZE, HIGHLIGHT),
@@ -90,8 +94,8 @@ def end_card(plan) -> VGroup:
                  SMALL_SIZE, MUTED),
         *([get_text(f"expected figures at {choice.efficiency.shares},", SMALL_SIZE, MUTED),
            get_text(choice.efficiency.source, SMALL_SIZE, MUTED)] if plan.expected else []),
-        *([get_text(f"under load: {fmt.count(plan.load.parameters.requests)} requests simulated, Poisson arrivals "
-                    f"(seed {plan.load.parameters.seed})", SMALL_SIZE, MUTED)] if plan.load else []),
+        *([get_text(f"under load: {fmt.count(load.parameters.requests)} requests simulated, Poisson arrivals "
+                    f"(seed {fmt.count(load.parameters.seed)})", SMALL_SIZE, MUTED)] if load else []),
         get_text(f"after {plan.source}", SMALL_SIZE, MUTED),
     ).arrange(DOWN, buff=0.28)
     for line in card:

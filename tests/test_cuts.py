@@ -304,3 +304,12 @@ def test_a_stream_left_unsaid_is_film_loads_own():
     assert (given.slo_ttft_seconds, given.slo_tpot_seconds) == (DEFAULT_SLO.ttft_seconds, DEFAULT_SLO.tpot_seconds)
     assert (given.static_batch, given.static_wait_seconds, given.chunk_tokens) == (
         scheduler.batch, scheduler.max_wait, scheduler.chunk_tokens)
+
+
+def test_the_default_films_scenes_read_what_they_read_before_the_cut(cli_tiny_film):
+    """What each beat's scene of the film as timed reads of the plan (shown.json, which make film writes and the
+    review page lists) is as it was before the extended cut existed: no scene of the default film reads the load
+    group (two budgets names the capacity only in the cut). If a scene is meant to read more, copy the film's
+    shown.json over tests/goldens/default-film-shown.json."""
+    golden = ROOT / "tests" / "goldens" / "default-film-shown.json"
+    assert (cli_tiny_film / "preview" / "shown.json").read_bytes() == golden.read_bytes()
