@@ -11,7 +11,6 @@ from render.engine.scene import BeatScene
 from scenes.figures.counters import BudgetCard, Lever
 from scenes.figures.text import get_text, get_title
 from scenes.pictures.cache_rides_along import cache_picture
-from render.serving.schedulers import LABELS
 from scenes.style import (BODY_SIZE, COMPUTE, HIGHLIGHT, MEMORY, MUTED, SAFE_RIGHT, SAFE_TOP, SMALL_SIZE, TEXT,
                           TITLE_SIZE)
 
@@ -73,7 +72,7 @@ def budgets_picture(scene: BeatScene) -> BudgetsPicture:
 def capacity_badge(load) -> VGroup:
     """The deployment's capacity at the objectives (the extended cut), top right, above the cards."""
     best, p = load.best, load.parameters
-    figure = (f"capacity: {fmt.approx(best.capacity)} requests/s ({LABELS[best.name]})" if best else
+    figure = (f"capacity: {fmt.approx(best.capacity)} requests/s ({best.label})" if best else
               f"capacity: under {fmt.approx(load.rates[0])} requests/s")
     badge = VGroup(get_text(figure, BODY_SIZE, HIGHLIGHT),
                    get_text(f"{fmt.seconds(p.slo_ttft_seconds, short=True)} to the first token, "

@@ -42,10 +42,10 @@ def rates_past_the_knees(rates: tuple[float, ...], capacities: dict) -> tuple[fl
     return even_rates(max(known) * KNEE_ROOM)
 
 
-def film_rates(request: LoadRequest, rate: float) -> tuple[float, ...]:
+def film_rates(request: LoadRequest, rate: float, runs: dict | None = None) -> tuple[float, ...]:
     """The rates the film and its page sweep: film load --sweep auto's, taken on past the highest knee, with the film's
-    own rate among them (so that the page can open on the stream the narration speaks of)."""
-    swept = sweep(request)
+    own rate among them (so that the page can open on the stream the narration speaks of). `runs`: as grid's."""
+    swept = sweep(request, runs=runs)
     return tuple(sorted({*rates_past_the_knees(swept.rates, swept.capacities), rate}))
 
 
@@ -65,7 +65,8 @@ def simulated(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, load:
     rate = film_rate(load_request(choice, prompt_tokens, load))
     request = load_request(choice, prompt_tokens, load, rate)
     served = served_runs(request)
-    swept = sweep(request, film_rates(request, rate))
+    runs = {(name, rate): run for name, run in served.items()}  # (a sweep's run at a rate is the same run)
+    swept = sweep(request, film_rates(request, rate, runs), runs=runs)
     slo = request.slo
     schedulers = []
     for name, run in served.items():

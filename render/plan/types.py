@@ -28,6 +28,7 @@ from pathlib import Path
 from render import formatting
 from render.errors import FilmError
 from render.plan import codec
+from render.serving.schedulers import LABELS
 from render.specs.catalog import MeasuredDataset
 from render.specs.fields import datum
 from render.specs.types import DataType, Deployment, Gpu, Hardware, Model
@@ -604,6 +605,11 @@ class SchedulerLoad:
     tpot_p90_seconds: float
     goodput: float                     # requests a second meeting both objectives, at the film's rate
     p90_ttft_curve: tuple[float, ...]  # p90 TTFT at each of LoadNumbers.rates
+
+    @property
+    def label(self) -> str:
+        """How a chart's legend or a page's pill names it ("chunked prefill")."""
+        return LABELS[self.name]
 
     @property
     def capacity_per_gpu(self) -> float | None:

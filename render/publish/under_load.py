@@ -85,7 +85,8 @@ def simulated_view(plan: Plan, parameters: LoadParameters | None) -> dict:
     own = Slo(parameters.slo_ttft_seconds, parameters.slo_tpot_seconds)
     same = plan.load is not None and parameters == plan.load.parameters
     rate = plan.load.rate if same else film_rate(request)
-    found = grid(request, plan.load.rates if same else film_rates(request, rate), slos)
+    runs: dict = {}
+    found = grid(request, plan.load.rates if same else film_rates(request, rate, runs), slos, runs=runs)
     rates, names = found.rates, list(found.reports)
     curves = {name: [report.ttft_seconds.p90 for report in found.reports[name][own]] for name in names}
     values = [value for curve in curves.values() for value in curve if value > 0] + list(ttfts)

@@ -130,10 +130,10 @@ def capacity_over(reports: list[Report], rates: tuple[float, ...], share: Callab
 
 
 def sweep(request: LoadRequest, rates: tuple[float, ...] | None = None,
-          progress: Callable[[int, int], None] = lambda done, total: None) -> Sweep:
+          progress: Callable[[int, int], None] = lambda done, total: None, runs: dict | None = None) -> Sweep:
     """Every scheduler at every rate (the same arrivals, scaled), and each one's capacity at the objectives."""
     slo = request.slo or DEFAULT_SLO
-    found = grid(request, rates, (slo,), progress)
+    found = grid(request, rates, (slo,), progress, runs)
     return Sweep(found.rates, {name: by_slo[slo] for name, by_slo in found.reports.items()},
                  {name: by_slo[slo] for name, by_slo in found.capacities.items()}, slo, found.gpus)
 
@@ -150,20 +150,23 @@ class Grid:
 
 
 def grid(request: LoadRequest, rates: tuple[float, ...] | None, slos: tuple[Slo, ...],
-         progress: Callable[[int, int], None] = lambda done, total: None) -> Grid:
+         progress: Callable[[int, int], None] = lambda done, total: None, runs: dict | None = None) -> Grid:
     """Each scheduler at each rate once, summarised against each of `slos`, and its capacity at each: the numbers
-    `film load --sweep` gives at the same rates and objectives (a sweep is a grid of one)."""
+    `film load --sweep` gives at the same rates and objectives (a sweep is a grid of one). `runs`: what earlier
+    grids of this request simulated, (scheduler, rate) -> Served, kept and added to (a rate's arrivals are the same
+    in every grid: the same unit gaps, scaled)."""
     rates = default_rates(request) if rates is None else rates
     base, costs = request.workload(rates[0]), request.costs
     total, done = len(request.schedulers) * (len(rates) + 4), 0
     reports, capacities, gpus = {}, {}, {}
+    runs = {} if runs is None else runs
     for scheduler in request.schedulers:
-        served = {}
 
-        def run_at(rate: float, scheduler=scheduler, served=served):
-            if rate not in served:
-                served[rate] = simulate(at_rate(base, rate, request.seed), costs, scheduler, request.capacity_blocks)
-            return served[rate]
+        def run_at(rate: float, scheduler=scheduler):
+            key = (scheduler.name, rate)
+            if key not in runs:
+                runs[key] = simulate(at_rate(base, rate, request.seed), costs, scheduler, request.capacity_blocks)
+            return runs[key]
 
         by_slo = {slo: [] for slo in slos}
         for rate in rates:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from manim import DOWN, LEFT, RIGHT, UP, Circle, DashedLine, Dot, Rectangle, RoundedRectangle, VGroup
 
 from render import formatting as fmt
-from render.serving.schedulers import LABELS
 from scenes.figures.charts import LogChart
 from scenes.figures.text import get_text, get_title
 from scenes.style import (COMPUTE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, PANEL, SAFE_RIGHT,
@@ -219,7 +218,7 @@ def capacity_picture(scene) -> CapacityPicture:
             f"{fmt.approx(found.capacity)}/s" + (f", {fmt.count(found.gpus)} GPUs"
                                                  if found.gpus > scene.plan.choice.gpus else "")
         legend.add(VGroup(Dot(radius=0.08, color=SCHEDULER_COLOURS[found.name]),
-                          get_text(f"{LABELS[found.name]}: {capacity}", SMALL_SIZE, TEXT))
+                          get_text(f"{found.label}: {capacity}", SMALL_SIZE, TEXT))
                    .arrange(RIGHT, buff=0.15))
     legend.arrange(DOWN, aligned_edge=LEFT, buff=0.22)
     room = SAFE_RIGHT - 0.1 - LEGEND_LEFT
