@@ -1151,6 +1151,10 @@ def test_under_load_shows_at_every_stop_what_the_simulator_finds(browser, pages,
     slos = tuple(Slo(ttft, tpot) for ttft in SLO_TTFT for tpot in SLO_TPOT)
     found = grid(request, rates, slos)
     browser.get(page.as_uri())
+    charts = browser.execute_script("return window.underLoad.data.charts;")
+    for view, most in (("wide", 6), ("narrow", 4)):  # (ticks a reader can tell apart, each a round rate)
+        ticks = [float(tick["label"]) for tick in charts[view]["x_ticks"]]
+        assert 3 <= len(ticks) <= most + 1 and ticks[0] == 0 and ticks[-1] <= rates[-1] * 1.001, (view, ticks)
     stops = browser.execute_script(EVERY_STOP)
     names = list(found.reports)
     assert len(stops) == len(names) * len(rates) * len(SLO_TTFT) * len(SLO_TPOT) >= 4 * 20 * 12

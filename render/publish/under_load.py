@@ -150,10 +150,11 @@ def capacity_words(capacity: float | None, lowest: float, gpus: int) -> str:
 
 
 def nice_rates(top: float, most: int = 6) -> list[float]:
-    """At most `most` round rates from zero to `top`."""
-    step = 10 ** math.floor(math.log10(top / 5))
-    for multiple in (1, 2, 5, 10):
-        if top / (step * multiple) < most:
-            step *= multiple
-            break
-    return [step * index for index in range(int(top / step) + 1)]
+    """Round rates from zero to `top` (a step of 1, 2 or 5 times a power of ten), at most `most` past zero."""
+    step = 10 ** math.floor(math.log10(top / most))
+    while True:
+        for multiple in (1, 2, 5):
+            if int(top / (step * multiple)) <= most:
+                step *= multiple
+                return [step * index for index in range(int(top / step) + 1)]
+        step *= 10

@@ -125,6 +125,8 @@ def extended_cut(folder: Path, film_ratios: dict[str, float]) -> dict:
     outcome = make_film(extended, "low", folder, say=lambda line: None)
     ratios = {beat: outcome.beat_ratios[beat] for beat in new if beat in outcome.beat_ratios}
     film = sorted(film_ratios.values())
+    if not ratios or not film:
+        return {"seconds": round(time.perf_counter() - started, 2), "note": "nothing rendered to compare"}
     return {"seconds": round(time.perf_counter() - started, 2), "new_beat_ratios": ratios,
             "film_beat_ratios": {"fastest": film[0], "median": statistics.median(film), "slowest": film[-1]},
             "new_over_film_median": round(statistics.median(ratios.values()) / statistics.median(film), 3),
