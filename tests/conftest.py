@@ -130,18 +130,43 @@ def other_tiny_film(request, tmp_path_factory) -> MadeFilm:
     return tiny_film_once(request, tmp_path_factory, "other-tiny-film", **OTHER_CHOICE)
 
 
+def made_once(request, tmp_path_factory, name: str, make) -> Path:
+    """A folder made once for the whole suite (under pytest-xdist, once for all the workers, under a lock) by
+    make(folder); returned as made, to be copied, never written to."""
+    if worker_id(request.config) == "master":
+        shared = tmp_path_factory.getbasetemp() / name
+    else:
+        shared = tmp_path_factory.getbasetemp().parent / name
+    with held(shared.with_suffix(".lock")):
+        if not (shared / ".made").is_file():
+            if shared.exists():
+                shutil.rmtree(shared)
+            make(shared / "build")
+            (shared / ".made").write_text("")
+    return shared / "build"
+
+
 @pytest.fixture(scope="session")
-def cli_tiny_film(tmp_path_factory, default_tiny_film) -> Path:
+def cli_tiny_film_made(request, tmp_path_factory, default_tiny_film) -> Path:
     """The default film at tiny size made by `film film` as a user runs it (with its kit and its page), from
     the beats the session's tiny film already rendered (their cache, copied: each entry is verified before
-    use); the review and page tests read the same build folder."""
-    import shutil
+    use); made once for the suite and never written to: each module reads its own copy (cli_tiny_film)."""
 
+    def make(build: Path) -> None:
+        shutil.copytree(default_tiny_film.build / "cache", build / "cache")
+        made = subprocess.run([sys.executable, "-m", "render.cli", "film", "--quality", "tiny", "--build", str(build)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=900)
+        assert made.returncode == 0, made.stderr
+
+    return made_once(request, tmp_path_factory, "cli-tiny-film", make)
+
+
+@pytest.fixture(scope="module")
+def cli_tiny_film(cli_tiny_film_made, tmp_path_factory) -> Path:
+    """This module's own copy of the suite's `film film` build (cli_tiny_film_made): what one module's tests
+    write there (review stills, screenshots, another cut's film) no other module sees, whatever the order."""
     build = tmp_path_factory.mktemp("cli-build")
-    shutil.copytree(default_tiny_film.build / "cache", build / "cache")
-    made = subprocess.run([sys.executable, "-m", "render.cli", "film", "--quality", "tiny", "--build", str(build)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert made.returncode == 0, made.stderr
+    shutil.copytree(cli_tiny_film_made, build, dirs_exist_ok=True, symlinks=True)
     return build
 
 

@@ -13,14 +13,17 @@ TEMPLATE_TOKENS = 7  # a chat template's own tokens, which prompt calibration ha
 
 class FakeEndpoint:
     def __init__(self, first_delay=0.2, token_delay=0.01, tokens=20, usage=True, mode="ok", rate_limited=0,
-                 retry_after="0.1", answer_usage=True, reasoning=0, context=None, spell=None):
+                 retry_after="0.1", answer_usage=True, reasoning=0, context=None, spell=None, chunks=None,
+                 usage_extra=None):
         """usage: the stream carries usage; answer_usage: a non-streamed answer does; reasoning: how many
         reasoning deltas come before the content; context: the most prompt tokens it accepts; spell: how an echoing
-        mode writes the key back (a function of the key)."""
+        mode writes the key back (a function of the key); chunks: the data lines a stream sends instead of its tokens
+        (a non-streamed answer stays as it is, so calibration works); usage_extra: merged into the stream's usage."""
         self.first_delay, self.token_delay, self.tokens = first_delay, token_delay, tokens
         self.usage, self.mode, self.rate_limited, self.retry_after = usage, mode, rate_limited, retry_after
         self.answer_usage, self.reasoning, self.context = answer_usage, reasoning, context
         self.spell = spell or (lambda key: key)
+        self.chunks, self.usage_extra = chunks, usage_extra or {}
         self.seen: list[tuple[str, bool]] = []  # every request's prompt, in order, and whether it streamed
         self.authorizations: list[str | None] = []
         self.requests = 0
@@ -97,6 +100,11 @@ class FakeEndpoint:
                 self.end_headers()
                 count = min(endpoint.tokens, request["max_tokens"])
                 time.sleep(endpoint.first_delay)
+                if endpoint.chunks is not None:
+                    for chunk in endpoint.chunks:
+                        self.send("data: " + chunk)
+                    self.send("data: [DONE]")
+                    return
                 for index in range(endpoint.reasoning):
                     if index:
                         time.sleep(endpoint.token_delay)
@@ -136,7 +144,8 @@ class FakeEndpoint:
                     prompt_tokens, count = -prompt_tokens, -5
                 if endpoint.usage:
                     self.send("data: " + json.dumps({"choices": [], "usage": {
-                        "prompt_tokens": prompt_tokens, "completion_tokens": count + endpoint.reasoning}}))
+                        "prompt_tokens": prompt_tokens, "completion_tokens": count + endpoint.reasoning,
+                        **endpoint.usage_extra}}))
                 self.send("data: [DONE]")
 
             def send(self, line: str):

@@ -42,8 +42,18 @@ def test_a_system_without_apt_gets_the_list():
         bootstrap.install_system_packages(["ffmpeg"], is_root=True, has_apt=False)
 
 
-def test_nothing_missing_does_nothing():
-    bootstrap.install_system_packages([], is_root=False, has_apt=False)
+def test_nothing_missing_does_nothing(capsys):
+    """Nothing missing: no command runs and nothing is said, even as root on a Debian system."""
+    commands = []
+
+    def recording_run(command, **kwargs):
+        commands.append(command)
+        return subprocess.CompletedProcess(command, 0)
+
+    bootstrap.install_system_packages([], is_root=True, has_apt=True, run=recording_run)
+    assert commands == [] and capsys.readouterr().err == ""
+    bootstrap.install_system_packages(["ffmpeg"], is_root=True, has_apt=True, run=recording_run)
+    assert commands[-1][:2] == ["apt-get", "install"] and "ffmpeg" in commands[-1]  # the recorder does record
 
 
 def test_missing_packages_are_found_with_dpkg(monkeypatch):

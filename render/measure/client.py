@@ -14,6 +14,7 @@ import os
 import socket
 import threading
 import time
+import unicodedata
 import urllib.parse
 from dataclasses import dataclass, field
 
@@ -76,6 +77,9 @@ class Endpoint:
             raise FilmError(f"--base-url {echo(self.base_url)} is not a URL ({error}), e.g. http://localhost:8000/v1") \
                 from None
         if self.api_key is not None:
+            problem = key_problem(self.api_key)
+            if problem:
+                raise FilmError(f"the API key holds {problem}, which an HTTP header cannot carry; give the key alone")
             if len(self.api_key) < MIN_KEY_LENGTH:
                 raise FilmError(f"the API key is {len(self.api_key)} characters long; a key shorter than "
                                 f"{MIN_KEY_LENGTH} cannot be told apart from ordinary text to keep it secret. Give "
@@ -160,7 +164,12 @@ class Endpoint:
         connection.deadline = deadline
         answered = False
         try:
-            connection.request("POST", self.path, body=json.dumps(request).encode(), headers=headers)
+            try:
+                connection.request("POST", self.path, body=json.dumps(request).encode(), headers=headers)
+            except ValueError as error:  # UnicodeError too: a header or request line http.client cannot write
+                # (its message would quote the header, the key with it: neither it nor its chain is kept)
+                raise self.failed(f"the request could not be written ({type(error).__name__}: a character the "
+                                  f"URL or a header cannot carry)") from None
             response = connection.getresponse()
             answered = True
             if response.status == 429:
@@ -177,7 +186,7 @@ class Endpoint:
             raise self.failed(f"the answer took longer than {self.timeout:g} s (--timeout)" if answered
                               else f"no answer within {self.timeout:g} s (--timeout)") from None
         except (http.client.HTTPException, OSError) as error:
-            raise self.failed(f"the connection failed: {type(error).__name__}") from error
+            raise self.failed(f"the connection failed: {type(error).__name__}") from None
         finally:
             connection.close()
 
@@ -233,8 +242,9 @@ class Endpoint:
                 return
             try:
                 event = json.loads(data)
-            except json.JSONDecodeError:
-                raise self.failed(f"malformed stream: a chunk that is not JSON ({self.clip(repr(data), 48)})") from None
+            except (ValueError, RecursionError):  # not JSON, nested past reason, or a number past the digit limit
+                raise self.failed(f"malformed stream: a chunk that is not JSON film measure can read "
+                                  f"({self.clip(repr(data[:200]), 48)})") from None
             if not isinstance(event, dict):
                 raise self.failed(f"malformed stream: a chunk that is not a JSON object ({self.clip(repr(data), 48)})")
             if "error" in event:
@@ -248,10 +258,25 @@ class Endpoint:
         usage = None
         for event in self._events(response):
             self.note_model(event)
-            if event.get("usage"):
-                usage = event["usage"]
-            for choice in event.get("choices") or []:
-                delta = (choice.get("delta") or {}) if isinstance(choice, dict) else {}
+            found = event.get("usage")
+            if found is not None and not isinstance(found, dict):
+                raise self.failed(f"malformed stream: a chunk whose usage is {json_kind(found)}, not an object")
+            if found:
+                usage = found
+            choices = event.get("choices")
+            if choices is not None and not isinstance(choices, list):
+                raise self.failed(f"malformed stream: a chunk whose choices is {json_kind(choices)}, not a list")
+            for choice in choices or []:
+                if not isinstance(choice, dict):
+                    raise self.failed(f"malformed stream: a choice that is {json_kind(choice)}, not an object")
+                delta = choice.get("delta")
+                if delta is not None and not isinstance(delta, dict):
+                    raise self.failed(f"malformed stream: a delta that is {json_kind(delta)}, not an object")
+                delta = delta or {}
+                for key in ("content", *REASONING_KEYS):
+                    if delta.get(key) is not None and not isinstance(delta[key], str):
+                        raise self.failed(f"malformed stream: a delta whose {key} is {json_kind(delta[key])}, not "
+                                          f"a string")
                 content = delta.get("content")
                 reasoning = next((delta[key] for key in REASONING_KEYS if delta.get(key)), None)
                 if not content and not reasoning:
@@ -276,9 +301,15 @@ class Endpoint:
         reasoning = self.token_count(details, "reasoning_tokens") if isinstance(details, dict) else None
         prompt_details = usage.get("prompt_tokens_details")
         cached = self.token_count(prompt_details, "cached_tokens") if isinstance(prompt_details, dict) else None
+        prompt = self.token_count(usage, "prompt_tokens")
+        if prompt == 0:
+            raise self.failed("the endpoint's usage says prompt_tokens is 0 for a prompt it was sent; its token "
+                              "counts cannot be believed")
+        if cached is not None and prompt is not None and cached > prompt:
+            raise self.failed(f"the endpoint's usage says cached_tokens is {cached:,}, more than the prompt's "
+                              f"{prompt:,} tokens")
         return Run(first - started, ttfc, end - started, completion,
-                   reasoning if reasoning is not None else reasoning_chunks,
-                   self.token_count(usage, "prompt_tokens"), gaps, True, started, cached)
+                   reasoning if reasoning is not None else reasoning_chunks, prompt, gaps, True, started, cached)
 
     def token_count(self, usage, name: str) -> int | None:
         """A usage figure, believed only if it is a whole number of tokens within reason."""
@@ -383,4 +414,24 @@ def api_key_from(variable: str | None) -> str | None:
     key = os.environ.get(variable)
     if not key:
         raise FilmError(f"--api-key-env {variable}: that environment variable is empty or not set")
+    problem = key_problem(key)
+    if problem:
+        raise FilmError(f"--api-key-env {variable}: the key holds {problem}, which an HTTP header cannot carry; set "
+                        f"the variable to the key alone (a key file read with $(cat …) may bring its line end)")
     return key
+
+
+def key_problem(key: str) -> str | None:
+    """Why `key` cannot go in an HTTP header (RFC 6750's token: visible ASCII), said without quoting it."""
+    for char in key:
+        if not "!" <= char <= "~":
+            if char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+                return f"a control character or space (U+{ord(char):04X}: a line end copied with it?)"
+            return f"a character outside printable ASCII (U+{ord(char):04X})"
+    return None
+
+
+def json_kind(value) -> str:
+    """What a JSON value is, in words (for a message that never quotes a hostile value)."""
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), "a number")

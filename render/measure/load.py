@@ -72,13 +72,12 @@ def measure_load(endpoint: Endpoint, rate: float, count: int, prompt: Lengths, a
     planned = poisson(rate, count, prompt, answer, seed)
     # The seed fixes the arrivals and lengths; the openings are fresh each run, so no server's cache of earlier
     # prompts (llama.cpp keeps finished ones in memory) serves a run repeated with the same seed.
-    prompts = Prompts()
+    prompts = Prompts(advice="lower --requests")
     try:
         calibrated = calibrate(endpoint, prompts, int(round(prompt.mean)))
     except RunFailed as failure:
         raise FilmError(f"{prompt.mean:,.0f}-token prompt: {failure}; nothing was written") from None
     per_token = calibrated.chars / max(1, calibrated.tokens or prompt.mean)
-    texts = [prompts.make(max(1, round(request.prompt_tokens * per_token))) for request in planned]
     say(f"load: {count:,} requests at {rate:g} a second to {endpoint.host} (prompts {prompt}, answers {answer} "
         f"tokens), at most {max_seconds:g} s")
     results: list[Timed | None] = [None] * count
@@ -90,27 +89,39 @@ def measure_load(endpoint: Endpoint, rate: float, count: int, prompt: Lengths, a
         sent = time.perf_counter()
         try:
             run = endpoint.stream(text, request.answer_tokens)
-        except RunFailed as failure:
+        except (RunFailed, FilmError) as failure:
             with lock:
                 failures.append(str(failure))
+            return
+        except Exception as error:  # film measure's own fault: its reason kept, not lost in the pool
+            with lock:
+                failures.append(str(endpoint.failed(f"{type(error).__name__}: {error}")))
             return
         tokens = run.prompt_tokens if run.prompt_tokens is not None else request.prompt_tokens
         results[index] = Timed(round(sent - start, 6), tokens, run.output_tokens, round(run.ttft, 6),
                                round(run.total, 6), run.cached_tokens)
 
+    sent = 0
     with ThreadPoolExecutor(min(count, MAX_IN_FLIGHT)) as pool:
-        for index, (request, text) in enumerate(zip(planned, texts)):
-            wait = start + request.arrival - time.perf_counter()
+        for index, request in enumerate(planned):
             if request.arrival > max_seconds:
                 say(f"load: stopped sending after {max_seconds:g} s ({index:,} of {count:,} sent)")
                 break
+            # Each prompt is written as it leaves: only those in flight are held, however many the run sends.
+            text = prompts.make(max(1, round(request.prompt_tokens * per_token)))
+            wait = start + request.arrival - time.perf_counter()
             if wait > 0:
                 time.sleep(wait)
             pool.submit(send, index, request, text)
-    timed = tuple(result for result in results if result is not None)
-    if len(timed) < max(1, count // 2):
-        raise FilmError(f"only {len(timed):,} of {count:,} requests succeeded; failures: "
-                        f"{'; '.join(sorted(set(failures))[:3])}. Nothing was written")
+            sent = index + 1
+    if sent == 0:
+        raise FilmError(f"no request was sent: the first arrives at {planned[0].arrival:,.1f} s, after --max-seconds "
+                        f"{max_seconds:g}; raise --max-seconds or --rate. Nothing was written")
+    timed = tuple(sorted((result for result in results if result is not None), key=lambda t: t.arrival_seconds))
+    if len(timed) < max(1, sent // 2):
+        reasons = "; ".join(sorted(set(failures))[:3]) or "none reported"
+        raise FilmError(f"only {len(timed):,} of {sent:,} requests sent succeeded; failures: {reasons}. "
+                        f"Nothing was written")
     served = sum((t.cached_tokens or 0) > CACHED_SHARE * t.prompt_tokens for t in timed)
     if served:
         say(f"load: the server served {served:,} of the {len(timed):,} prompts mostly from its cache, so their prefill "

@@ -23,6 +23,7 @@ CALIBRATION_ROUNDS = 12
 FIRST_PROBE_TOKENS = 256      # calibration starts small: a tokenizer may spend many tokens a word
 CHARS_PER_TOKEN = 4           # English text in common tokenizers: only the first guess
 MAX_PROMPT_CHARS = 40_000_000  # calibration never builds a longer prompt than this
+MAX_OPENINGS = len(OPENING_WORDS) * (len(OPENING_WORDS) - 1)  # prompts a run can open with words of their own
 
 
 class Prompts:
@@ -31,8 +32,9 @@ class Prompts:
     No two openings of a run share their first two words, so two requests share no cacheable
     prefix beyond the chat template's few tokens and one word (cold prompts)."""
 
-    def __init__(self, seed: int | None = None):
+    def __init__(self, seed: int | None = None, advice: str = "lower --runs or --concurrency"):
         self.random = random.Random(seed)
+        self.advice = advice
         pairs = [(a, b) for a in OPENING_WORDS for b in OPENING_WORDS if a != b]
         self.random.shuffle(pairs)
         self.pairs = iter(pairs)
@@ -41,8 +43,7 @@ class Prompts:
         try:
             first = next(self.pairs)
         except StopIteration:
-            raise FilmError(f"more than {len(OPENING_WORDS) * (len(OPENING_WORDS) - 1):,} prompts in one run; "
-                            f"lower --runs or --concurrency") from None
+            raise FilmError(f"more than {MAX_OPENINGS:,} prompts in one run; {self.advice}") from None
         rest = self.random.sample(OPENING_WORDS, OPENING_LENGTH - 2)
         return " ".join((*first, *rest)).capitalize() + "."
 

@@ -48,11 +48,12 @@ class Redactor:
     \\x73, URL's %73, a JSON-escaped slash, each twice over), every default-ignorable code point dropped (zero-width
     spaces and joiners, soft hyphens, variation selectors, tags) and whitespace dropped; what is replaced is every
     character the secret was written with. (A key is at least MIN_KEY_LENGTH characters, so the match is on its
-    characters alone, not on word boundaries.)"""
+    characters alone, not on word boundaries.) Each character is compared as a reader takes it (`folded`): fullwidth,
+mathematical and other compatibility letters as their plain forms, combining marks dropped."""
 
     def __init__(self, secret: str | None):
-        self.secret = "".join(char for char in secret if not invisible(char) and not char.isspace()) if secret \
-            else secret
+        self.secret = "".join(piece for char in secret if not invisible(char) for piece in folded(char)
+                              if not piece.isspace()) if secret else secret
 
     def __call__(self, text: str) -> str:
         if not self.secret or not text:
@@ -118,8 +119,28 @@ def readable(text: str, passes: int = 2) -> tuple[str, list[tuple[int, int]]]:
         if decoded == list(seen):
             break
         seen, spans = "".join(decoded), mapped
-    kept = [index for index, char in enumerate(seen) if not invisible(char)]
-    return "".join(seen[index] for index in kept), [spans[index] for index in kept]
+    out: list[str] = []
+    mapped = []
+    for char, span in zip(seen, spans):
+        if invisible(char):
+            continue
+        pieces = folded(char)
+        if not pieces:  # a combining mark: the character before it is read with it, so it goes where that goes
+            if mapped:
+                mapped[-1] = (mapped[-1][0], max(mapped[-1][1], span[1]))
+            continue
+        out += pieces
+        mapped += [span] * len(pieces)
+    return "".join(out), mapped
+
+
+def folded(char: str) -> str:
+    """A character as a reader takes it: its compatibility form (fullwidth and mathematical letters, circled
+    digits, ligatures: NFKC), combining marks (U+0332 under each letter, accents) dropped."""
+    if char.isascii():
+        return char  # the fast path: most text, and every line of a stream
+    return "".join(piece for piece in unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", char))
+                   if not unicodedata.combining(piece) and unicodedata.category(piece) not in ("Mn", "Me"))
 
 
 def escaped_value(found: re.Match) -> str | None:

@@ -95,7 +95,14 @@ class LoadMeasureRequest:
     out: Path                   # a .yaml load dataset
 
     def __post_init__(self):
+        from render.measure.prompts import CALIBRATION_ROUNDS, MAX_OPENINGS
+
         check_rate(self.rate)
+        most = MAX_OPENINGS - CALIBRATION_ROUNDS
+        if self.requests > most:
+            raise FilmError(f"--requests {self.requests:,}: film measure --load sends at most {most:,} requests in "
+                            f"one run, each opening with words no other shares (so no cache serves it); lower "
+                            f"--requests, or measure in several runs with other --seed values")
         if not (1 <= self.max_seconds <= 86_400):
             raise FilmError(f"--max-seconds {self.max_seconds:g}: give from 1 to 86,400 seconds")
         if self.out.suffix != ".yaml":
