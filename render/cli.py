@@ -257,6 +257,15 @@ def run_load(args: argparse.Namespace) -> int:
     answer = parse_lengths(args.answer_tokens, "--answer-tokens")
     if args.rate is not None:
         check_rate(args.rate)
+    if args.trace is not None and args.rate is not None:
+        raise FilmError(f"--rate {args.rate:g} with --trace: a trace's arrivals are its own (film load reports its "
+                        f"mean rate); give one or the other")
+    if args.compare is not None and (args.sweep or args.trace is not None):
+        raise FilmError(f"--compare with --{'sweep' if args.sweep else 'trace'}: --compare replays the load dataset's "
+                        f"own arrivals at its own rate; give --compare alone (with --scheduler, one or several)")
+    if args.trace is not None and args.sweep:
+        raise FilmError("--sweep with --trace: a sweep draws Poisson arrivals at each rate, a trace has its own; give "
+                        "one or the other")
     settings = load.SchedulerSettings(args.max_seqs, args.batch, args.max_wait, args.chunk_tokens, args.prefill_gpus,
                                       args.decode_gpus)
     schedulers = load.schedulers_named(args.scheduler, bool(args.sweep), settings, choice.deployment)

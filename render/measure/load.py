@@ -14,6 +14,7 @@ each request met.
 from __future__ import annotations
 
 import math
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +28,8 @@ from render.errors import FilmError
 from render.files import write_atomic
 from render.measure.client import Endpoint, RunFailed
 from render.measure.prompts import Prompts, calibrate
-from render.serving.workload import Lengths, Request, poisson
+from render.serving.workload import MAX_RATE, MAX_REQUESTS, MIN_RATE, Lengths, Request, poisson
+from render.specs.fields import as_float
 from render.specs.yamlio import YamlList, YamlMap, display_path, load_yaml
 from render.text import clean_text, echo
 
@@ -93,7 +95,7 @@ def measure_load(endpoint: Endpoint, rate: float, count: int, prompt: Lengths, a
             with lock:
                 failures.append(str(failure))
             return
-        except Exception as error:  # film measure's own fault: its reason kept, not lost in the pool
+        except Exception as error:  # noqa: BLE001 - film measure's own fault: its reason kept, not lost in the pool
             with lock:
                 failures.append(str(endpoint.failed(f"{type(error).__name__}: {error}")))
             return
@@ -143,7 +145,17 @@ def load_text(record: LoadDataset) -> str:
 
 
 def write_load(path: Path, record: LoadDataset) -> None:
+    """Written atomically, and only once the very text has been read back as `film load --compare` reads it (what
+    it would refuse is refused here, with its reason, and nothing is written)."""
     text = load_text(record)
+    with tempfile.TemporaryDirectory(prefix=".load-check-", dir=Path(path).parent) as folder:
+        check = Path(folder) / Path(path).name
+        check.write_text(text, encoding="utf-8")
+        try:
+            read_load(check)
+        except FilmError as error:
+            raise FilmError(f"the load dataset for {path} would not be read by film load --compare "
+                            f"({str(error).split(': ', 1)[-1]}); nothing was written") from None
     write_atomic(path, text)
 
 
@@ -164,7 +176,7 @@ def read_load(path: Path) -> LoadDataset:
         for name, low, high in (("arrival_seconds", 0, 1e8), ("prompt_tokens", 1, 1e7), ("answer_tokens", 1, 1e7),
                                 ("ttft_seconds", 0, 1e6), ("e2e_seconds", 0, 1e6)):
             value = row.get(name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(as_float(value)) \
                     or not low <= value <= high:
                 raise FilmError(f"{row.where(name) if name in row else row.where()}: {name} is {echo(value)}; it must "
                                 f"be a number from {low:g} to {high:g}")
@@ -182,10 +194,18 @@ def read_load(path: Path) -> LoadDataset:
         previous = values[0]
         timed.append(Timed(float(values[0]), int(values[1]), int(values[2]), float(values[3]), float(values[4]),
                            cached))
-    rate, seed = document.get("rate"), document.get("seed")
-    return LoadDataset(float(rate) if isinstance(rate, (int, float)) else math.nan,
-                       int(seed) if isinstance(seed, int) else 0, clean_text(str(document.get("prompt_tokens")), 40),
+    rate, seed, failed = (document.get(name) for name in ("rate", "seed", "failed"))
+    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float))
+                             or not math.isfinite(as_float(rate)) or not MIN_RATE <= rate <= MAX_RATE):
+        raise FilmError(f"{document.where('rate')}: rate is {echo(rate)}; it must be the requests a second the stream "
+                        f"was sent at, from {MIN_RATE:g} to {MAX_RATE:g}")
+    for name, value, high in (("seed", seed, 2**32 - 1), ("failed", failed, MAX_REQUESTS)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high):
+            raise FilmError(f"{document.where(name)}: {name} is {echo(value)}; it must be a whole number from 0 to "
+                            f"{high:,}")
+    return LoadDataset(float(rate) if rate is not None else math.nan, seed or 0,
+                       clean_text(str(document.get("prompt_tokens")), 40),
                        clean_text(str(document.get("answer_tokens")), 40),
                        clean_text(str(document.get("model_reported")), 200) if document.get("model_reported") else None,
                        clean_text(str(document.get("endpoint_host", "")), 200), tuple(timed),
-                       int(document.get("failed") or 0))
+                       failed or 0)

@@ -14,7 +14,7 @@ from render.formatting import timestamp as format_timestamp
 from render.plan.beat_scene import BEAT_ID, scene_of, scene_problem
 from render.plan.templating import compile_template
 from render.plan.types import DEFAULT_CUT, LoadParameters, NarrationSettings, Parameters, parse_voice
-from render.specs.fields import bounds_of, choices_of, yaml_keys
+from render.specs.fields import as_float, bounds_of, choices_of, yaml_keys
 from render.specs.yamlio import YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml
 from render.text import echo
 
@@ -33,7 +33,7 @@ BEAT_OPTIONAL = {"captions": dict, "holds": str, "scene": str}  # scene: no long
 log = logging.getLogger("film")
 
 MAX_FILM_SECONDS = 3600  # an explainer; the track and every beat's frames are held in memory
-TIMESTAMP = re.compile(r"^(?:(\d+):)?(\d+):(\d{2}(?:\.\d+)?)$")
+TIMESTAMP = re.compile(r"^(?:(\d{1,6}):)?(\d{1,6}):(\d{2}(?:\.\d{1,9})?)$")
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def parse_timestamp(value: str | int | float, where: str, what: str) -> float:
     """'1:07' or '0:01:07' or a number of seconds -> seconds."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         # YAML 1.1 reads an unquoted 2:34 as the base-60 integer 154, which is already seconds.
-        seconds = float(value)
+        seconds = as_float(value)
     else:
         match = TIMESTAMP.match(str(value).strip())
         if not match:

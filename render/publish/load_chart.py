@@ -38,8 +38,9 @@ def draw(context: cairo.Context, rates: tuple[float, ...], reports: dict[str, li
     for number, (label, figure, objective) in enumerate(panels):
         values = [figure(report) for found in reports.values() for report in found
                   if math.isfinite(figure(report)) and figure(report) > 0]
-        low = 10 ** math.floor(math.log10(min(values + [objective or math.inf])))
-        high = max(10 ** math.ceil(math.log10(max(values + [objective or 0]))), low * 10)
+        shown = values + ([objective] if objective else []) or [0.01]  # (no TPOT at all: every answer one token)
+        low = 10 ** math.floor(math.log10(min(shown)))
+        high = max(10 ** math.ceil(math.log10(max(shown))), low * 10)
         panel = Panel(96 + number * 600, 90, 500, 370, rates[-1] * 1.02, low, high)
         draw_axes(context, panel, rates, label)
         if objective is not None:

@@ -14,7 +14,7 @@ from render.serving.costs import BLOCK_TOKENS, Costs, kv_blocks
 from render.serving.metrics import CAPACITY_SHARE, Report, Slo, capacity, summarise
 from render.serving.schedulers import SCHEDULERS, Scheduler
 from render.serving.simulate import Served, simulate
-from render.serving.workload import Lengths, Request, at_rate, poisson, read_trace
+from render.serving.workload import Lengths, Request, at_rate, poisson, read_trace, trace_rate
 from render.specs.types import Deployment
 from render.text import echo
 
@@ -77,8 +77,16 @@ def served_runs(request: LoadRequest) -> dict[str, Served]:
 
 
 def run(request: LoadRequest) -> list[Report]:
-    """The workload once, under each scheduler, summarised."""
-    return [summarise(served, request.rate, request.slo) for served in served_runs(request).values()]
+    """The workload once, under each scheduler, summarised (a trace's at its own mean rate, its throughput from its
+    first arrival)."""
+    requests, costs = request.workload(), request.costs
+    if request.trace is not None:
+        rate, start = trace_rate(requests), requests[0].arrival
+    else:
+        rate, start = request.rate, 0.0
+    return [summarise(simulate(requests, costs, scheduler, request.capacity_blocks), rate, request.slo, start,
+                      request.trace is not None)
+            for scheduler in request.schedulers]
 
 
 def film_rate(request: LoadRequest) -> float:
@@ -107,6 +115,11 @@ def saturation_rate(request: LoadRequest) -> float:
     scheduler = request.schedulers[0]
     prompt, answer = request.prompt.mean, request.answer.mean
     blocks = request.capacity_blocks if request.capacity_blocks is not None else kv_blocks(costs.deployment)
+    if prompt + answer + 1 > blocks * BLOCK_TOKENS:
+        raise FilmError(f"--prompt-tokens {request.prompt} with --answer-tokens {request.answer}: a request of "
+                        f"{prompt:,.0f} prompt and {answer:,.0f} answer tokens needs more KV cache than the deployment "
+                        f"holds ({blocks * BLOCK_TOKENS:,} tokens after the weights): give shorter lengths, more "
+                        f"GPUS= or a KV_DTYPE= that takes less")
     batch = max(1, min(scheduler.max_seqs, blocks * BLOCK_TOKENS // int(prompt + answer)))
     step = costs.decode_run(batch, batch * (prompt + answer / 2), 1)
     demand = costs.step(chunks=((int(prompt), 0),)) + answer * step / batch

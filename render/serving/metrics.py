@@ -66,7 +66,7 @@ class Spread:
 @dataclass(frozen=True)
 class Report:
     scheduler: str
-    rate: float | None               # the workload's Poisson rate (None: a trace)
+    rate: float | None               # the workload's Poisson rate, or a trace's mean arrival rate (None: one request)
     requests: int
     ttft_seconds: Spread
     tpot_seconds: Spread
@@ -77,12 +77,15 @@ class Report:
     met_share: float | None                     # of the requests, the share meeting every objective
     preemptions: int
     generated_tokens: int
+    traced: bool = False             # the arrivals are a trace's (its rate is its mean, not a Poisson rate given)
 
     def as_json(self) -> dict:
         def spread(figure: Spread, names=("p50", "p90", "p99", "mean")) -> dict:
-            return {name: getattr(figure, name) for name in names}
+            # (a spread of nothing, such as TPOT when every answer is one token, is null: JSON has no NaN)
+            return {name: finite_or_none(getattr(figure, name)) for name in names}
 
-        return {"scheduler": self.scheduler, "rate": self.rate, "requests": self.requests,
+        return {"scheduler": self.scheduler, "rate": self.rate,
+                "arrivals": "the trace's (rate: its mean)" if self.traced else "Poisson", "requests": self.requests,
                 "ttft_seconds": spread(self.ttft_seconds), "tpot_seconds": spread(self.tpot_seconds),
                 "e2e_seconds": spread(self.e2e_seconds),
                 "throughput_tokens_per_second": self.throughput_tokens_per_second,
@@ -104,15 +107,22 @@ def meets(served: Served, slo: Slo) -> np.ndarray:
     return ok
 
 
-def summarise(served: Served, rate: float | None = None, slo: Slo | None = None) -> Report:
-    span = float(np.max(served.finish) - min(0.0, float(np.min(served.arrival))))
+def finite_or_none(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
+
+def summarise(served: Served, rate: float | None = None, slo: Slo | None = None, start: float = 0.0,
+              traced: bool = False) -> Report:
+    """The run's figures; its throughput over the span from `start` (0 for a workload drawn from time 0; a trace's
+    first arrival, wherever its clock began) to the last token."""
+    span = float(np.max(served.finish) - start)
     span = span if span > 0 else math.inf
     met = meets(served, slo) if slo is not None else None
     tokens = int(np.sum(served.answer_tokens))
     return Report(served.scheduler, rate, len(served.arrival), Spread.of(served.ttft), Spread.of(served.tpot),
                   Spread.of(served.e2e), tokens / span, len(served.arrival) / span,
                   float(np.sum(met)) / span if met is not None else None,
-                  float(np.mean(met)) if met is not None else None, int(np.sum(served.preemptions)), tokens)
+                  float(np.mean(met)) if met is not None else None, int(np.sum(served.preemptions)), tokens, traced)
 
 
 def capacity(met_share_at: Callable[[float], float], low: float, high: float, steps: int = 14) -> float | None:

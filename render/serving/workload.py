@@ -9,9 +9,10 @@ rates sees the same pattern of arrivals at every rate (common random numbers: a 
 from __future__ import annotations
 
 import csv
-import io
+import itertools
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from render.errors import FilmError
 from render.files import read_text_capped
+from render.specs.fields import as_float
 from render.specs.yamlio import display_path
 from render.text import echo
 
@@ -52,7 +54,10 @@ class Lengths:
         return np.clip(np.rint(drawn), 1, MAX_TOKENS).astype(np.int64)
 
     def __str__(self) -> str:
-        return f"{self.mean:g}" if self.spread == 0 else f"{self.mean:g}±{self.spread:g}"
+        def number(value: float) -> str:  # (10000000, not 1e+07: as the user wrote it)
+            return f"{value:.0f}" if value == int(value) and value < 1e15 else f"{value:g}"
+
+        return number(self.mean) if self.spread == 0 else f"{number(self.mean)}±{number(self.spread)}"
 
 
 def parse_lengths(text: str, flag: str) -> Lengths:
@@ -111,36 +116,67 @@ def at_rate(requests: tuple[Request, ...], rate: float, seed: int = 0) -> tuple[
 TRACE_FIELDS = ("arrival_seconds", "prompt_tokens", "answer_tokens")
 
 
+def trace_rate(requests: tuple[Request, ...]) -> float | None:
+    """A trace's mean arrival rate: its requests after the first over the time they took to arrive (None for one
+    request, or for requests that all arrive at once)."""
+    span = requests[-1].arrival - requests[0].arrival
+    return (len(requests) - 1) / span if len(requests) > 1 and span > 0 else None
+
+
+MAX_TRACE_LINE = 1024           # characters in a trace's line: three numbers and their names fit many times over
+LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def read_trace(path: Path) -> tuple[Request, ...]:
     """A trace file: CSV (a header naming the three fields, or none) or JSON lines ({"arrival_seconds": …,
-    "prompt_tokens": …, "answer_tokens": …} a line). Each row is checked where it stands: numbers within range,
-    arrivals in order (a row in the future of the next is refused with its line)."""
+    "prompt_tokens": …, "answer_tokens": …} a line). Read in one pass, a line at a time: each line bounded before it
+    is parsed, each row checked where it stands (numbers within range, arrivals in order: a row in the future of the
+    next is refused with its line), and the count of requests as it grows."""
     where = display_path(path)
     text = read_text_capped(Path(path), MAX_TRACE_BYTES, "a trace (CSV or JSON lines)", where,
                             "no such trace file; give a CSV or JSON-lines file of arrival_seconds, prompt_tokens, "
                             "answer_tokens", "a trace is UTF-8 CSV or JSON lines", encoding="utf-8-sig")
-    rows = list(trace_rows(text, where))
-    if not rows:
-        raise FilmError(f"{where}: no requests in it; write one a line: arrival_seconds, prompt_tokens, answer_tokens")
-    if len(rows) > MAX_REQUESTS:
-        raise FilmError(f"{where}: {len(rows):,} requests; a trace holds at most {MAX_REQUESTS:,}")
-    requests = []
+    requests: list[Request] = []
     previous = 0.0
-    for line, values in rows:
+    for line, values in trace_rows(text, where):
+        if len(requests) >= MAX_REQUESTS:
+            raise FilmError(f"{where}:{line}: more than {MAX_REQUESTS:,} requests; a trace holds at most "
+                            f"{MAX_REQUESTS:,}")
         arrival, prompt, answer = (checked(values.get(name), name, line, where) for name in TRACE_FIELDS)
         if arrival < previous:
             raise FilmError(f"{where}:{line}: arrives at {arrival:g} s, before the row above ({previous:g} s); a trace "
                             f"is in arrival order")
         previous = arrival
         requests.append(Request(arrival, int(prompt), int(answer)))
+    if not requests:
+        raise FilmError(f"{where}: no requests in it; write one a line: arrival_seconds, prompt_tokens, answer_tokens")
     return tuple(requests)
 
 
+def trace_lines(text: str, where: str):
+    """(line number, line) for each line of `text` (ended by CRLF, CR or LF), a line longer than MAX_TRACE_LINE
+    refused before anything parses it."""
+    start, number = 0, 0
+    ends = LINE_END.finditer(text)
+    while start < len(text):
+        found = next(ends, None)
+        stop, after = (found.start(), found.end()) if found else (len(text), len(text))
+        number += 1
+        if stop - start > MAX_TRACE_LINE:
+            raise FilmError(f"{where}:{number}: a line of {stop - start:,} characters; a trace's line holds three "
+                            f"numbers (at most {MAX_TRACE_LINE:,} characters)")
+        yield number, text[start:stop]
+        start = after
+
+
 def trace_rows(text: str, where: str):
-    lines = text.splitlines()
-    first = next((line.strip() for line in lines if line.strip()), "")
-    if first.startswith("{"):
-        for number, line in enumerate(lines, 1):
+    lines = trace_lines(text, where)
+    first = next(((number, line) for number, line in lines if line.strip()), None)
+    if first is None:
+        return
+    rest = itertools.chain([first], lines)
+    if first[1].strip().startswith("{"):
+        for number, line in rest:
             if not line.strip():
                 continue
             try:
@@ -151,9 +187,24 @@ def trace_rows(text: str, where: str):
                 raise FilmError(f"{where}:{number}: not a JSON object (a JSON-lines trace has one a line)")
             yield number, row
         return
-    reader = csv.reader(io.StringIO(text))
+    at = [first[0]]
+
+    def numbered():
+        for number, line in rest:
+            at[0] = number
+            yield line
+
+    reader = csv.reader(numbered())
     header = None
-    for number, row in enumerate(reader, 1):
+    while True:
+        try:
+            row = next(reader, None)
+        except csv.Error as error:
+            raise FilmError(f"{where}:{at[0]}: not a CSV row ({error}); a trace's row is three numbers with "
+                            f"commas") from None
+        if row is None:
+            return
+        number = at[0]
         cells = [cell.strip() for cell in row]
         if not any(cells) or cells[0].startswith("#"):
             continue
@@ -191,13 +242,13 @@ def checked(value, name: str, line: int, where: str) -> float:
         raise FilmError(f"{where}:{line}: no {name}; each row gives {', '.join(TRACE_FIELDS)}")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise FilmError(f"{where}:{line}: {name} is {echo(value)}, not a number")
-    value = float(value)
+    written, value = value, as_float(value)
     if name == "arrival_seconds":
         if not (math.isfinite(value) and 0 <= value <= MAX_ARRIVAL_SECONDS):
-            raise FilmError(f"{where}:{line}: arrival_seconds is {echo(value)}; it must be from 0 to "
+            raise FilmError(f"{where}:{line}: arrival_seconds is {echo(written)}; it must be from 0 to "
                             f"{MAX_ARRIVAL_SECONDS:g} seconds after the trace's start")
         return value
     if not (math.isfinite(value) and value == int(value) and 1 <= value <= MAX_TOKENS):
-        raise FilmError(f"{where}:{line}: {name} is {echo(value)}; it must be a whole number of tokens from 1 to "
+        raise FilmError(f"{where}:{line}: {name} is {echo(written)}; it must be a whole number of tokens from 1 to "
                         f"{MAX_TOKENS:,}")
     return value

@@ -112,9 +112,18 @@ def out_of_range(value: Any, bounds: Bounds) -> str | None:
     low, high, unit = bounds
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if math.isfinite(value) and low <= value <= high:
+    if math.isfinite(as_float(value)) and low <= value <= high:
         return None
     return f"it must be between {bound_text(low)} and {bound_text(high)} {unit}".rstrip()
+
+
+def as_float(value: int | float) -> float:
+    """A YAML or JSON number as a float: a whole number too large for one (309 digits and more, where float() raises
+    OverflowError) is an infinity of its sign, which every range check then refuses with its own message."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def bound_text(value: float) -> str:

@@ -32,9 +32,6 @@ def describe(request: LoadRequest) -> str:
 
 def report_table(reports: list[Report]) -> str:
     """A report a column: the figures `--json` gives, as a terminal shows them."""
-    def seconds(value: float) -> str:
-        return "—" if math.isnan(value) else fmt.precise_seconds(value)
-
     rows = [("", *[report.scheduler for report in reports])]
     for label, pick in (("TTFT p50", lambda r: seconds(r.ttft_seconds.p50)),
                         ("TTFT p90", lambda r: seconds(r.ttft_seconds.p90)),
@@ -54,6 +51,11 @@ def report_table(reports: list[Report]) -> str:
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
 
 
+def seconds(value: float) -> str:
+    """Seconds as the tables write them; a figure of nothing (TPOT when every answer is one token) as a dash."""
+    return "—" if math.isnan(value) else fmt.precise_seconds(value)
+
+
 def capacity_table(result: Sweep) -> str:
     middle = len(result.rates) // 2
     rows = [("scheduler", "GPUs", "capacity", "per GPU", f"p90 TTFT / p90 TPOT at {result.rates[middle]:g}/s")]
@@ -63,7 +65,7 @@ def capacity_table(result: Sweep) -> str:
         at = reports[middle]
         rows.append((name, str(gpus), "below the sweep" if found is None else f"{found:.3g} requests/s",
                      "" if found is None else f"{found / gpus:.3g}",
-                     f"{fmt.precise_seconds(at.ttft_seconds.p90)} / {fmt.precise_seconds(at.tpot_seconds.p90)}"))
+                     f"{seconds(at.ttft_seconds.p90)} / {seconds(at.tpot_seconds.p90)}"))
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
 
@@ -78,15 +80,19 @@ def load_answer(request: LoadRequest, sweep_text: str | None = None, compare_wit
     if compare_with is not None:
         from render.measure.load import read_load
 
-        rows = compare(read_load(compare_with), request)
+        dataset = read_load(compare_with)
+        tables = {scheduler.name: compare(dataset, request, scheduler) for scheduler in request.schedulers}
         if as_json:
-            return json.dumps({name: {"predicted": p, "measured": m, "error": e} for name, p, m, e in rows}, indent=2)
-        return compare_table(rows)
+            found = {name: {figure: {"predicted": p, "measured": m, "error": e} for figure, p, m, e in rows}
+                     for name, rows in tables.items()}
+            return json.dumps(found[request.schedulers[0].name] if len(found) == 1 else found, indent=2,
+                              allow_nan=False)
+        return "\n\n".join(compare_table(rows, name) for name, rows in tables.items())
     if sweep_text is not None:
         result = sweep(request, sweep_rates(sweep_text), progress=progress_bar())
         png, svg = write_sweep_chart(folder, request, result)
         if as_json:
-            return json.dumps(sweep_json(result), indent=2)
+            return json.dumps(sweep_json(result), indent=2, allow_nan=False)
         return "\n".join((describe(request).replace(" at {rate}", " at each rate"),
                           f"capacity: the highest rate at which {CAPACITY_SHARE:.0%} of requests meet {result.slo}",
                           capacity_table(result), f"chart: {png}, {svg}"))
@@ -94,8 +100,15 @@ def load_answer(request: LoadRequest, sweep_text: str | None = None, compare_wit
         request = replace(request, rate=film_rate(request))
     reports = run(request)
     if as_json:
-        return json.dumps(reports[0].as_json() if len(reports) == 1 else [r.as_json() for r in reports], indent=2)
-    return describe(request).replace("{rate}", f"{request.rate:g} a second") + "\n" + report_table(reports)
+        return json.dumps(reports[0].as_json() if len(reports) == 1 else [r.as_json() for r in reports], indent=2,
+                          allow_nan=False)
+    if request.trace is None:
+        said = describe(request).replace("{rate}", f"{request.rate:g} a second")
+    else:
+        rate = reports[0].rate
+        said = describe(request) + (f", its mean arrival rate {rate:.3g} a second" if rate is not None else
+                                    ", one arrival time")
+    return said + "\n" + report_table(reports)
 
 
 def sweep_rates(text: str) -> tuple[float, ...] | None:
@@ -157,28 +170,40 @@ def sweep_json(result: Sweep) -> dict:
             "reports": {name: [report.as_json() for report in reports] for name, reports in result.reports.items()}}
 
 
-def compare(dataset, request: LoadRequest) -> list[tuple[str, float, float, float]]:
-    """A load dataset's arrivals and lengths through the simulator: (figure, predicted, measured, relative error)."""
-    served = simulate(dataset.trace(), request.costs, request.schedulers[0], request.capacity_blocks)
+def compare(dataset, request: LoadRequest, scheduler) -> list[tuple[str, float | None, float | None, float | None]]:
+    """A load dataset's arrivals and lengths through the simulator under `scheduler`: (figure, predicted, measured,
+    relative error). A figure of nothing on either side (TPOT where every answer is one token) is None, and so is
+    an error against a measured 0."""
+    served = simulate(dataset.trace(), request.costs, scheduler, request.capacity_blocks)
     ttft = np.array([timed.ttft_seconds for timed in dataset.requests])
     e2e = np.array([timed.e2e_seconds for timed in dataset.requests])
     tpot = np.array([timed.tpot_seconds for timed in dataset.requests if timed.tpot_seconds is not None])
+    def figure(values: np.ndarray, at: float | None) -> float | None:
+        if len(values) == 0:
+            return None
+        return float(np.mean(values) if at is None else np.percentile(values, at))
+
     rows = []
-    for name, predicted, measured in (
-            ("TTFT p50 (s)", np.percentile(served.ttft, 50), np.percentile(ttft, 50)),
-            ("TTFT p90 (s)", np.percentile(served.ttft, 90), np.percentile(ttft, 90)),
-            ("TTFT p99 (s)", np.percentile(served.ttft, 99), np.percentile(ttft, 99)),
-            ("TPOT mean (s)", np.mean(served.tpot), np.mean(tpot)),
-            ("TPOT p50 (s)", np.percentile(served.tpot, 50), np.percentile(tpot, 50)),
-            ("TPOT p90 (s)", np.percentile(served.tpot, 90), np.percentile(tpot, 90)),
-            ("end to end p50 (s)", np.percentile(served.e2e, 50), np.percentile(e2e, 50)),
-            ("end to end p90 (s)", np.percentile(served.e2e, 90), np.percentile(e2e, 90))):
-        rows.append((name, float(predicted), float(measured), float(predicted / measured - 1)))
+    for name, simulated, timed, at in (
+            ("TTFT p50 (s)", served.ttft, ttft, 50), ("TTFT p90 (s)", served.ttft, ttft, 90),
+            ("TTFT p99 (s)", served.ttft, ttft, 99), ("TPOT mean (s)", served.tpot, tpot, None),
+            ("TPOT p50 (s)", served.tpot, tpot, 50), ("TPOT p90 (s)", served.tpot, tpot, 90),
+            ("end to end p50 (s)", served.e2e, e2e, 50), ("end to end p90 (s)", served.e2e, e2e, 90)):
+        predicted, measured = figure(simulated, at), figure(timed, at)
+        error = predicted / measured - 1 if predicted is not None and measured else None
+        rows.append((name, predicted, measured, error))
     return rows
 
 
-def compare_table(rows) -> str:
-    lines = [f"{'figure':<20}{'predicted':>12}{'measured':>12}{'error':>10}"]
-    lines += [f"{name:<20}{predicted:>12.4g}{measured:>12.4g}{fmt.signed_percent(error):>10}"
+def compare_table(rows, scheduler: str) -> str:
+    """The figures predicted (under `scheduler`) beside those measured; a figure of nothing as a dash."""
+    def cell(value: float | None) -> str:
+        return "—" if value is None else f"{value:.4g}"
+
+    lines = [f"{'figure':<20}{'predicted':>12}{'measured':>12}{'error':>10}   (replayed under {scheduler})"]
+    lines += [f"{name:<20}{cell(predicted):>12}{cell(measured):>12}"
+              f"{'—' if error is None else fmt.signed_percent(error):>10}"
               for name, predicted, measured, error in rows]
+    if any(measured is None for name, _, measured, _ in rows if name.startswith("TPOT")):
+        lines.append("(no TPOT: every answer measured is one token, which has no time between tokens)")
     return "\n".join(lines)
