@@ -116,8 +116,8 @@ def test_a_load_datasets_header_values_are_checked_with_their_line(tmp_path, fie
     from render.measure.load import read_load
 
     path = tmp_path / "load.yaml"
-    path.write_text(f"kind: load\nrate: 2.0\nseed: 0\nfailed: 0\nrequests:\n- {{arrival_seconds: 0, prompt_tokens: "
-                    f"10, answer_tokens: 4, ttft_seconds: 0.1, e2e_seconds: 0.2}}\n".replace(f"{field}: ",
+    path.write_text("kind: load\nrate: 2.0\nseed: 0\nfailed: 0\nrequests:\n- {arrival_seconds: 0, prompt_tokens: "
+                    "10, answer_tokens: 4, ttft_seconds: 0.1, e2e_seconds: 0.2}\n".replace(f"{field}: ",
                                                                                          f"{field}: {value} #", 1))
     with pytest.raises(FilmError, match="load.yaml:[0-9]+: " + message.replace("[", r"\[").replace("]", r"\]")):
         read_load(path)

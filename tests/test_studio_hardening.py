@@ -265,3 +265,65 @@ except Exception as error:
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.stdout.split() == ["quiet", "UnpicklingError", "loud", "UnpicklingError"], \
         result.stdout + result.stderr
+
+
+# -- issue 66, 3 and 11: a page opened while data/ is bad, and requests the studio cannot parse ---------------------
+
+
+def raw(address: str, request: bytes, until: bytes = b"\r\n\r\n") -> bytes:
+    """What the studio answers a request written byte for byte, read until `until` (at most 64 KB)."""
+    host, port = "127.0.0.1", int(address.rsplit(":", 1)[1].strip("/"))
+    with socket.create_connection((host, port), timeout=20) as connection:
+        connection.sendall(request.replace(b"HOST", f"{host}:{port}".encode()))
+        answer = b""
+        while until not in answer and len(answer) < 65536:
+            piece = connection.recv(65536)
+            if not piece:
+                break
+            answer += piece
+    return answer
+
+
+def test_every_request_gets_a_status_and_a_page_opened_on_bad_data_shows_the_problem(studio, project):
+    process, address, lines = studio
+    ready(address)
+    before = len(lines)
+    deep = b"[" * 3000 + b"]" * 3000
+    cases = {  # the request -> the status it gets
+        b"GET /media/" + b"x.png HTTP/1.1\r\nHost: HOST\r\nRange: bytes=" + b"9" * 4400 + b"-\r\n\r\n": (200, 404),
+        b"POST /choose HTTP/1.1\r\nHost: HOST\r\nContent-Type: application/json\r\nContent-Length: " +
+        str(len(deep)).encode() + b"\r\n\r\n" + deep: (400,),
+        "POST /choose HTTP/1.1\r\nHost: HOST\r\nContent-Type: application/json\r\nContent-Length: \u00b2\r\n\r\n"
+        .encode(): (400,),
+        b"POST /choose HTTP/1.1\r\nHost: HOST\r\nContent-Type: application/json\r\nContent-Length: " + b"9" * 4400 +
+        b"\r\n\r\n": (400,),
+        b"GET http://[x/ HTTP/1.1\r\nHost: HOST\r\n\r\n": (400,),
+    }
+    for request, statuses in cases.items():
+        answer = raw(address, request)
+        assert answer.startswith(b"HTTP/1.") and int(answer.split()[1]) in statuses, (request[:80], answer[:200])
+    clip = next((name for beat in state(address)["beats"] for name in [beat.get("clip")] if name), None)
+    assert clip and clip.startswith("media/"), state(address)["beats"]
+    if clip:  # a real clip with a Range past int()'s digits: ignored, the whole file (RFC 9110 14.2)
+        answer = raw(address, f"GET /{clip} HTTP/1.1\r\nHost: HOST\r\nRange: bytes={'9' * 4400}-\r\n\r\n"
+                     .encode())
+        assert answer.startswith(b"HTTP/1.0 200") or answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    said = "".join(lines[before:])
+    assert "Traceback" not in said and "Exception" not in said, said[:3000]
+
+    gpus = project / "data" / "gpus.yaml"
+    good = gpus.read_text()
+    gpus.write_text(good.replace("memory_gib: 80", "memory_gib: -80", 1))
+    try:
+        line = good[:good.index("memory_gib: 80")].count("\n") + 1
+        wait_until(address, lambda s: s["problem"] and s["problem"]["file"] == "data/gpus.yaml"
+                   and s["problem"]["line"] == line, f"a problem naming data/gpus.yaml:{line}")
+        opened = state(address)  # a page opened now: an answer, with the problem and the choices it had
+        assert opened["problem"]["file"] == "data/gpus.yaml" and opened["options"]["gpu"], opened["problem"]
+        events = raw(address, b"GET /events HTTP/1.1\r\nHost: HOST\r\n\r\n", until=b"data/gpus.yaml")
+        assert events.startswith(b"HTTP/1.0 200") or events.startswith(b"HTTP/1.1 200"), events[:200]
+        assert b"event: problem" in events and b"data/gpus.yaml" in events, events[-500:]
+    finally:
+        gpus.write_text(good)
+    ready(address)
+    alive(studio)

@@ -73,6 +73,7 @@ class Broadcast:
 
 # What the studio names its stills and clips (two-budgets--budgets-3.png, decode-2.mp4): anything else is a 404
 # before the file system sees it (a NUL, a 5,000-character name, a path).
+BODY_LENGTH = re.compile(r"[0-9]{1,6}")  # Content-Length: a few ASCII digits (str.isdigit also takes '²')
 MEDIA_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 
@@ -122,7 +123,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         if not self.addressed_to_us():
             return
-        path = urlparse(self.path).path
+        path = self.target()
+        if path is None:
+            return
         if path == "/":
             self.send(self.server.page.encode(), "text/html; charset=utf-8")
         elif path == "/state":
@@ -138,18 +141,22 @@ class Handler(BaseHTTPRequestHandler):
         """/choose: the page's deployment (JSON); any other page's, or anything but a small JSON object, refused."""
         if not self.addressed_to_us():
             return
-        if urlparse(self.path).path != "/choose":
+        path = self.target()
+        if path is None:
+            return
+        if path != "/choose":
             self.send_error(HTTPStatus.NOT_FOUND)
             return
         length = self.headers.get("Content-Length", "")
-        if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/json" or not length.isdigit() \
-                or int(length) > choosing.MAX_BODY_BYTES:
+        if self.headers.get("Content-Type", "").split(";")[0].strip() != "application/json" \
+                or not BODY_LENGTH.fullmatch(length) or int(length) > choosing.MAX_BODY_BYTES:
             self.send_error(HTTPStatus.BAD_REQUEST, "send the choice as a small JSON object")
             return
         try:
             asked = self.server.studio.choose(json.loads(self.rfile.read(int(length)) or b"null"))
-        except (ValueError, FilmError) as error:
-            body = json.dumps({"error": clean_text(str(error), 300)}).encode()
+        except (ValueError, RecursionError, FilmError) as error:  # RecursionError: JSON nested past Python's stack
+            said = "a JSON value nested too deep" if isinstance(error, RecursionError) else str(error)
+            body = json.dumps({"error": clean_text(said, 300)}).encode()
             self.send_response(HTTPStatus.BAD_REQUEST)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -159,6 +166,14 @@ class Handler(BaseHTTPRequestHandler):
         chosen = "/".join(str(asked[name]) for name in ("gpu", "model", "dtype") if asked[name]) or "the defaults"
         self.server.saves.put(([f"(the deployment: {chosen})"], time.monotonic()))
         self.send(json.dumps({"asked": asked}).encode(), "application/json")
+
+    def target(self) -> str | None:
+        """The request's path; None (a 400 sent) for a target urllib cannot read (an absolute-form http://[x/)."""
+        try:
+            return urlparse(self.path).path
+        except ValueError:
+            self.send_error(HTTPStatus.BAD_REQUEST, "a request target this studio cannot read")
+            return None
 
     def addressed_to_us(self) -> bool:
         """Host is the studio's own address (and Origin, where sent, its own page), or the request is refused."""
@@ -206,12 +221,12 @@ class Handler(BaseHTTPRequestHandler):
                       {"Content-Range": f"bytes {first}-{last}/{len(body)}"})
 
     def events(self) -> None:
+        listener = self.server.broadcast.listen()
+        state = self.server.studio.state()  # what the page shows so far, then every change from here on
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
-        listener = self.server.broadcast.listen()
-        state = self.server.studio.state()  # what the page shows so far, then every change from here on
         for view in state["beats"]:
             listener.put(("beat", view))
         listener.put(("problem", state["problem"]))
@@ -243,12 +258,15 @@ def byte_range(header: str | None, size: int) -> tuple[int, ...] | None:
     if not found or not any(found.groups()):
         return None
     first, last = found.groups()
-    if not first:  # the last N bytes
-        first, last = max(0, size - int(last)), size - 1
-    elif last and int(last) < int(first):
+    try:
+        if not first:  # the last N bytes
+            first, last = max(0, size - int(last)), size - 1
+        elif last and int(last) < int(first):
+            return None
+        else:
+            first, last = int(first), min(int(last), size - 1) if last else size - 1
+    except ValueError:  # a number past int()'s 4,300-digit limit: a Range it cannot read, ignored (RFC 9110 14.2)
         return None
-    else:
-        first, last = int(first), min(int(last), size - 1) if last else size - 1
     return (first, last) if first <= last else ()
 
 

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from render import formatting as fmt
+from render.errors import FilmError
 from render.plan.beat_scene import scene_of
 from render.plan.tracking import value_at
 from render.plan.types import Plan
@@ -95,13 +96,21 @@ class Studio:
         self.drawings: Drawings | None = None
         self.warm: WarmProcess | None = None  # the process each drawing is forked from (render/studio/warm.py)
         self.warmed = False                   # whether it was asked to draw each beat once, for warmth
+        self.options: dict = {}               # the catalog's choices, as last loaded (kept while data/ is bad)
         (self.folder / "media").mkdir(parents=True, exist_ok=True)
 
     # What the page asks for when it opens.
     def state(self) -> dict:
+        """Never raises: with a data file that does not load, the page gets the options it had (none, if it never
+        had any) and the problem, named as an open page is shown it."""
+        problem = self.problem
+        try:
+            self.options = choosing.options()
+        except FilmError as error:
+            problem = problem or problem_from_error(error)
         return {"beats": [asdict(view) for view in self.views.values()],
-                "problem": self.problem and asdict(self.problem),
-                "update": self.last_update, "choice": self.choice, "options": choosing.options(),
+                "problem": problem and asdict(problem),
+                "update": self.last_update, "choice": self.choice, "options": self.options,
                 "timeline": self.timeline}
 
     def choose(self, data: object) -> dict[str, object]:
