@@ -39,10 +39,23 @@ def resolve(library: str, name: str) -> object:
 
 
 def test_every_internal_listed_is_there_in_the_installed_libraries():
+    """Each name listed exists: on its class or module, or (an instance's attribute) assigned to `self.NAME` in its
+    class's own code, which a release that renamed it would no longer do."""
+    import inspect
+    import textwrap
+
     for patch in internals.PATCHED:
         owner, _, attribute = patch.name.rpartition(".")
         found = resolve(patch.library, owner)
-        assert patch.adds or hasattr(found, attribute), f"{patch.library}.{patch.name} is gone"
+        if patch.instance:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(found)))
+            assigned = {target.attr for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign,
+                                                                                   ast.AnnAssign))
+                        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                        if isinstance(target, ast.Attribute) and dotted(target.value) == "self"}
+            assert attribute in assigned, f"{patch.library}.{patch.name}: {owner} no longer sets self.{attribute}"
+        else:
+            assert patch.adds or hasattr(found, attribute), f"{patch.library}.{patch.name} is gone"
         assert (ROOT / patch.where).is_file(), patch.where
 
 
@@ -93,12 +106,15 @@ def test_only_the_one_switch_assigns_a_library_attribute():
         for name in replaced_in(path):
             replaced.setdefault(name, []).append(str(path.relative_to(ROOT)))
     assert replaced == {}, f"assigned outside render/engine/internals.py's install: {replaced}"
-    calls = re.compile(r"\binternals\.install\(|\binstalled\(\(")
+    calls = re.compile(r"\binternals\.install\(|\binstalled\(\(|^from render\.engine\.internals import .*\binstall\b",
+                       re.MULTILINE)
     modules = [*(ROOT / "render").rglob("*.py"), *(ROOT / "scenes").rglob("*.py")]
     sites = {str(path.relative_to(ROOT)) for path in modules if calls.search(path.read_text())}
     assert sites == {"render/engine/copying.py", "render/engine/families.py", "render/engine/drawing.py",
-                     "render/video/frames.py", "render/video/shapes.py"}, sites
-    assigned = {patch.where for patch in internals.PATCHED if patch.where != "render/engine/camera.py"}
+                     "render/engine/encoder.py", "render/engine/svg.py", "render/video/frames.py",
+                     "render/video/shapes.py"}, sites
+    assigned = {patch.where for patch in internals.PATCHED
+                if patch.where != "render/engine/camera.py" and not patch.reads}
     assert assigned <= sites, assigned - sites  # (the camera overrides a method in a subclass: nothing assigned)
     from manim import Mobject
 
@@ -170,3 +186,96 @@ def test_a_library_without_metadata_is_an_untested_release_with_one_message(monk
     assert message.startswith("svgelements has no package metadata (its dist-info is missing)"), message
     assert "Path.__deepcopy__" in message and "tested on 1.9.x" in message and "make setup" in message
     assert "\n" not in message
+
+
+PRIVATE = re.compile(r"_[A-Za-z0-9]\w*$")  # _name, not __dunder__
+ATTRIBUTE_CALLS = {"getattr", "setattr", "hasattr", "delattr"}
+# Private members of the standard library and Jinja that the project reaches, each for a reason (not Manim's, PyAV's
+# or svgelements', which PATCHED lists): (module, owner.name) -> why.
+ELSEWHERE = {
+    ("render/measure/client.py", "self._sock._io_refs"): "the standard socket's count of its files (http.client "
+                                                         "reads through makefile on a socket wrapped for deadlines)",
+    ("render/measure/client.py", "self._sock._decref_socketios"): "the same socket's files, closed as socket does",
+    ("render/plan/templating.py", "value._fail_with_undefined_error"): "Jinja's Undefined: its own refusal",
+    ("render/plan/templating.py", "arg._fail_with_undefined_error"): "Jinja's Undefined: its own refusal",
+    ("render/plan/templating.py", "?._undefined_message"): "Jinja's Undefined: the message it would give",
+    ("render/plan/templating.py", "?._parse"): "Jinja's environment: a template parsed once to walk its nodes",
+    ("render/studio/warm.py", "multiprocessing.util._exit_function"): "a forked drawing skips its parent's exit "
+                                                                       "handlers",
+    ("render/studio/warm.py", "os._exit"): "a forked drawing ends without its parent's exit handlers (documented)",
+    ("render/video/runner.py", "os._exit"): "a worker ends without its parent's exit handlers (documented)",
+    ("render/video/runner.py", "self.pool._processes"): "the process pool's size, which it does not publish",
+}
+
+
+def private_reaches(path: Path) -> list[tuple[int, str, str, str]]:
+    """(line, owner, name, read or set) for each private member a module reaches on anything but its own `self` and
+    `cls`, however the owner is bound (a parameter, a loop's name, a chain), getattr and setattr with a constant name
+    included, `+=` counted as a set."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and PRIVATE.match(node.attr) and dotted(node.value) not in ("self", "cls"):
+            found.append((node.lineno, dotted(node.value) or "?", node.attr,
+                          "set" if isinstance(node.ctx, (ast.Store, ast.Del)) else "read"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ATTRIBUTE_CALLS \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                and isinstance(node.args[1].value, str) and PRIVATE.match(node.args[1].value):
+            found.append((node.lineno, dotted(node.args[0]) or "?", node.args[1].value,
+                          "set" if node.func.id in ("setattr", "delattr") else "read"))
+    return found
+
+
+def test_a_private_member_is_reached_only_where_the_switch_lists_it():
+    """Issue 66, 15: no module reads or sets a private member of anything but its own objects, however the owner is
+    bound (render/video/frames.py once set six of Manim's encoder's through a parameter), except in the module of
+    render/engine/ that PATCHED names for it (and only reads there: the sets go through install), or where ELSEWHERE
+    says why (the standard library's and Jinja's)."""
+    listed = {}
+    for patch in internals.PATCHED:
+        listed.setdefault(patch.name.rpartition(".")[2], set()).add(patch.where)
+    unlisted = []
+    for path in sorted([*(ROOT / "render").rglob("*.py"), *(ROOT / "scenes").rglob("*.py")]):
+        module = str(path.relative_to(ROOT))
+        for line, owner, name, how in private_reaches(path):
+            if (module, f"{owner}.{name}") in ELSEWHERE:
+                continue
+            if how == "read" and module.startswith("render/engine/") and module in listed.get(name, ()):
+                continue
+            unlisted.append(f"{module}:{line}: {how}s {owner}.{name}")
+    assert unlisted == [], "reached outside render/engine/internals.py's list:\n" + "\n".join(unlisted)
+    for module, reach in ELSEWHERE:
+        assert (ROOT / module).is_file() and reach.rpartition(".")[2] in (ROOT / module).read_text(), (module, reach)
+
+
+def test_the_private_reach_check_sees_a_set_through_a_parameter(tmp_path):
+    """The check above, on the kinds of reach it must see: a set through a parameter, `+=`, setattr with a constant
+    name, a read through a chain."""
+    module = tmp_path / "sample.py"
+    module.write_text("def write(encoder, pixels):\n    encoder._picture = pixels\n    encoder._next_pts += 1\n"
+                      "    setattr(encoder, '_held', None)\n    return encoder._stream.codec_context\n")
+    assert sorted(private_reaches(module)) == [(2, "encoder", "_picture", "set"), (3, "encoder", "_next_pts", "set"),
+                                               (4, "encoder", "_held", "set"), (5, "encoder", "_stream", "read")]
+
+
+def test_a_library_modules_names_outside_its_all_are_listed():
+    """A name read from one of the libraries' modules (`svg_mobject.SVG_HASH_TO_MOB_MAP`) that the module does not
+    export (its __all__) is listed in PATCHED, with the module that reads it."""
+    listed = {(patch.name.rpartition(".")[2], patch.where) for patch in internals.PATCHED}
+    unlisted = []
+    for path in sorted([*(ROOT / "render").rglob("*.py"), *(ROOT / "scenes").rglob("*.py")]):
+        tree = ast.parse(path.read_text())
+        modules = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in LIBRARIES:
+                for alias in node.names:
+                    try:
+                        modules[alias.asname or alias.name] = importlib.import_module(f"{node.module}.{alias.name}")
+                    except ImportError:
+                        pass  # a class or function, not a module
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
+                exported = getattr(modules[node.value.id], "__all__", None)
+                if exported is not None and node.attr not in exported \
+                        and (node.attr, str(path.relative_to(ROOT))) not in listed:
+                    unlisted.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value.id}.{node.attr}")
+    assert unlisted == [], unlisted

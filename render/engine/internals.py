@@ -5,8 +5,10 @@ pass, frames handed to the encoder without new buffers, parsed outlines kept bet
 writes only its part of a beat) rely on internals a release may change without notice. `install` (and `installed`,
 for the length of a render) is the one place a library's attribute is assigned: it checks the installed releases
 against TESTED first (once; an untested one is refused with one message) and sets only what PATCHED lists. The sites
-that reach in call it while a beat renders; nothing patches at import. A test checks that every name listed here
-exists in the installed libraries and that no other module assigns a library attribute.
+that reach in call it while a beat renders; nothing patches at import. What is only read (a private member of
+Manim's segment encoder, its SVG cache) is listed too, and reached from one module of render/engine/ each. A test
+checks that every name listed here exists in the installed libraries, that no other module assigns a library
+attribute, and that no module reads or sets a private member of anything but its own objects outside this list.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ class Patch:
     name: str      # from the library's root: the internal replaced or relied on
     where: str     # the module that reaches in
     why: str
-    adds: bool = False  # the library's class has no such attribute (it adds one, or sets one its instances hold)
+    adds: bool = False      # the library's class has no such attribute: the renderer adds it
+    instance: bool = False  # an attribute the library's own __init__ sets on each object (not on the class)
+    reads: bool = False     # relied on, never assigned (install refuses it)
 
 
 def manim(name: str, where: str, why: str) -> Patch:
@@ -65,14 +69,33 @@ PATCHED = (
           "kept buffers, and a held picture's repeats made rather than encoded"),
     manim("scene.video_segment_encoder.VideoSegmentEncoder.finish", "render/video/frames.py",
           "the held picture's repeats written at the end"),
-    Patch("manim", "scene.video_segment_encoder.VideoSegmentEncoder._closed", "render/video/frames.py",
-          "a segment whose held repeats are written marked closed, as Manim's own finish marks it", adds=True),
+    # What render/video/frames.py's encoding reaches through render/engine/encoder.py, the only module to touch them.
+    Patch("manim", "scene.video_segment_encoder.VideoSegmentEncoder._validate_frame", "render/engine/encoder.py",
+          "Manim's own check of each frame handed over", reads=True),
+    Patch("manim", "scene.video_segment_encoder.VideoSegmentEncoder._stream", "render/engine/encoder.py",
+          "the stream's codec context (size, format, threads, x264's options) and its encode", instance=True,
+          reads=True),
+    Patch("manim", "scene.video_segment_encoder.VideoSegmentEncoder._container", "render/engine/encoder.py",
+          "packets muxed, and the file closed after the held repeats", instance=True, reads=True),
+    Patch("manim", "scene.video_segment_encoder.VideoSegmentEncoder._operation_error", "render/engine/encoder.py",
+          "a failed encode or finish raised as Manim raises it", reads=True),
+    Patch("manim", "scene.video_segment_encoder.VideoSegmentEncoder._next_pts", "render/engine/encoder.py",
+          "each frame's time: the counter moved on past every frame written, held repeats included", instance=True),
+    Patch("manim", "scene.video_segment_encoder.VideoSegmentEncoder._closed", "render/engine/encoder.py",
+          "a segment whose held repeats are written marked closed, as Manim's own finish marks it", instance=True),
     Patch("av", "VideoFrame.reformat", "render/video/frames.py",
           "the kept picture converted to the encoder's format (with its stream's codec context, Manim's _stream)"),
     manim("mobject.svg.svg_mobject.SVGMobject.init_svg_mobject", "render/video/shapes.py",
           "text's and formulas' outlines kept between renders"),
     manim("mobject.svg.svg_mobject.SVGMobject.generate_mobject", "render/video/shapes.py",
           "text's and formulas' outlines kept between renders"),
+    # What render/video/shapes.py's kept shapes reach through render/engine/svg.py.
+    Patch("manim", "mobject.svg.svg_mobject.hash_obj", "render/engine/svg.py",
+          "Manim's own key for a parsed SVG (not in svg_mobject's __all__)", reads=True),
+    Patch("manim", "mobject.svg.svg_mobject.SVG_HASH_TO_MOB_MAP", "render/engine/svg.py",
+          "Manim's own cache of parsed SVGs for this process, read and filled with kept shapes", reads=True),
+    Patch("manim", "mobject.svg.svg_mobject.VMobjectFromSVGPath.path_obj", "render/engine/svg.py",
+          "a kept shape's pieces without the svgelements path they were made from", instance=True),
 )
 
 
@@ -97,7 +120,7 @@ def check_versions() -> None:
 
 
 
-LISTED = frozenset(".".join(patch.name.split(".")[-2:]) for patch in PATCHED)  # "Mobject.__deepcopy__", …
+LISTED = frozenset(".".join(patch.name.split(".")[-2:]) for patch in PATCHED if not patch.reads)  # what is set
 
 
 def install(owner: object, name: str, value: object) -> None:

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import collections
 from contextlib import contextmanager
-from fractions import Fraction
 
+from render.engine import encoder as segment
+from render.engine.internals import installed
 from render.video.h264 import SkipFrames
-from render.engine.internals import install, installed
 
 
 @contextmanager
@@ -57,55 +57,57 @@ def kept_frame_buffers(held_crf: str | None = None):
         return pixels.copy()
 
     def write_frame(encoder, pixels, *, repeat: int = 1) -> None:
-        encoder._validate_frame(pixels, repeat)
+        segment.validate(encoder, pixels, repeat)
+        own = segment.state(encoder)
         pooled = pool.picture_of(pixels)
         if pooled is not None:
             picture = pooled
         else:
             height, width = pixels.shape[:2]
-            picture = getattr(encoder, "_picture", None)
-            if picture is None:
+            if own.picture is None:
                 # The conversion to YUV makes a new picture of each frame, so this one is free to fill again.
-                picture = encoder._picture = av.VideoFrame(width, height, "rgba")
-                plane = picture.planes[0]
-                encoder._rows = np.frombuffer(plane, np.uint8).reshape(height, plane.line_size)[:, : width * 4]
-            np.copyto(encoder._rows, pixels.reshape(height, width * 4))
+                own.picture = av.VideoFrame(width, height, "rgba")
+                plane = own.picture.planes[0]
+                own.rows = np.frombuffer(plane, np.uint8).reshape(height, plane.line_size)[:, : width * 4]
+            picture = own.picture
+            np.copyto(own.rows, pixels.reshape(height, width * 4))
             returned.append(pixels)
         try:
             # As the stream's own encode would convert it (its threads, so the same pixels), once for all repeats.
-            context = encoder._stream.codec_context
+            context = segment.codec_context(encoder)
             converted = picture.reformat(context.width, context.height, context.format, threads=context.thread_count)
             if pooled is not None:
                 pool.give_back(pixels)
             encode_held(encoder)  # another frame follows them: x264 encodes them after all
-            if repeat > 1 and encoder._next_pts == 0 and held_crf:
+            if repeat > 1 and segment.at_start(encoder) and held_crf:
                 # A segment that starts with a hold is one (a wait): its picture is encoded once, so at a finer
                 # quality (x264 opens the stream at its first frame, taking the options then).
                 context.options = {**context.options, "crf": held_crf}
             encode(encoder, converted)
             if repeat > 1 and encoder_skip_frames(encoder) is not None:
-                encoder._held = (converted, repeat - 1)
+                own.held = (converted, repeat - 1)
             else:
                 for _ in range(repeat - 1):
                     encode(encoder, converted)
         except BaseException as error:
-            raise encoder._operation_error("encode", error) from error
+            raise segment.failure(encoder, "encode", error) from error
 
     def finish(encoder) -> None:
-        held = getattr(encoder, "_held", None)
-        if held is None or encoder._closed:
+        own = segment.state(encoder)
+        held = own.held
+        if held is None or segment.is_closed(encoder):
             original_finish(encoder)
             return
         # Manim's finish, with the held repeats written between x264's last packets and the close.
-        encoder._held = None
-        install(encoder, "_closed", True)
+        own.held = None
+        segment.mark_closed(encoder)
         try:
             try:
                 write_skip_frames(encoder, held[1])
             finally:
-                encoder._container.close()
+                segment.close_file(encoder)
         except Exception as error:
-            raise encoder._operation_error("finish", error) from error
+            raise segment.failure(encoder, "finish", error) from error
 
     with installed((encoder_class, "write_frame", write_frame), (encoder_class, "finish", finish),
                    (CairoRenderer, "get_frame", get_frame)):
@@ -149,30 +151,33 @@ class Pictures:
 
 def encode(encoder, converted) -> None:
     """One frame through x264, at the encoder's next time; its packets muxed, and counted since the last IDR."""
-    converted.pts = encoder._next_pts
-    converted.time_base = Fraction(encoder.spec.frame_rate.denominator, encoder.spec.frame_rate.numerator)
-    encoder._next_pts += 1
-    mux(encoder, encoder._stream.encode(converted))
+    converted.pts = segment.next_time(encoder)
+    converted.time_base = segment.time_base(encoder)
+    mux(encoder, segment.packets_of(encoder, converted))
 
 
 def mux(encoder, packets) -> None:
+    own = segment.state(encoder)
     for packet in packets:
-        encoder._since_key = 0 if packet.is_keyframe else getattr(encoder, "_since_key", 0) + 1
-        encoder._container.mux(packet)
+        own.since_key = 0 if packet.is_keyframe else own.since_key + 1
+        segment.mux(encoder, packet)
 
 
 def encode_held(encoder) -> None:
-    held = getattr(encoder, "_held", None)
+    own = segment.state(encoder)
+    held = own.held
     if held is not None:
-        encoder._held = None
+        own.held = None
         for _ in range(held[1]):
             encode(encoder, held[0])
 
 
 def encoder_skip_frames(encoder) -> SkipFrames | None:
-    if not hasattr(encoder, "_skip_frames"):
-        encoder._skip_frames = SkipFrames.for_stream(encoder._stream.codec_context.extradata)
-    return encoder._skip_frames
+    own = segment.state(encoder)
+    if not own.skip_frames_known:
+        own.skip_frames = SkipFrames.for_stream(segment.codec_context(encoder).extradata)
+        own.skip_frames_known = True
+    return own.skip_frames
 
 
 def write_skip_frames(encoder, count: int) -> None:
@@ -180,15 +185,13 @@ def write_skip_frames(encoder, count: int) -> None:
     they follow its last frame, and the stream's frame numbers go on from there."""
     import av
 
-    mux(encoder, encoder._stream.encode())
-    skip_frames = encoder._skip_frames
-    time_base = Fraction(encoder.spec.frame_rate.denominator, encoder.spec.frame_rate.numerator)
+    mux(encoder, segment.packets_of(encoder, None))
+    own = segment.state(encoder)
+    time_base = segment.time_base(encoder)
     for _ in range(count):
-        packet = av.Packet(skip_frames.frame(encoder._since_key + 1))
-        packet.pts = packet.dts = encoder._next_pts
+        packet = av.Packet(own.skip_frames.frame(own.since_key + 1))
+        packet.pts = packet.dts = segment.next_time(encoder)
         packet.duration = 1
         packet.time_base = time_base
-        packet.stream = encoder._stream
-        encoder._next_pts += 1
+        packet.stream = segment.stream(encoder)
         mux(encoder, [packet])
-

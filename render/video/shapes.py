@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from render.files import write_atomic
+from render.engine import svg
 from render.engine.internals import installed
 
 log = logging.getLogger("film")
@@ -64,8 +65,7 @@ def read_shape(path: Path):
 def write_shape(path: Path, shape) -> None:
     kept = shape.copy()
     for part in kept.get_family():
-        if hasattr(part, "path_obj"):
-            part.path_obj = None  # what its points were made from: not needed again
+        svg.forget_source(part)
     payload = zlib.compress(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL), 1)
     write_atomic(path, hashlib.sha256(payload).digest() + payload)
 
@@ -141,19 +141,18 @@ def kept_shapes(cache: Path | None):
     parse = svg_mobject.SVGMobject.init_svg_mobject
 
     def init_svg_mobject(mobject, use_svg_cache: bool):
-        seed = svg_mobject.hash_obj(mobject.hash_seed) if use_svg_cache else None  # Manim's own key
+        seed = svg.manim_key(mobject) if use_svg_cache else None  # Manim's own key
         if seed is not None and (seed, folder) not in written:
             written.add((seed, folder))
-            in_memory = svg_mobject.SVG_HASH_TO_MOB_MAP  # Manim's own cache, for this process
-            path = folder / shape_name(mobject)
-            if seed not in in_memory and (kept := read_shape(path)) is not None:
-                in_memory[seed] = kept
-            if seed not in in_memory:
+            path = folder / shape_name(mobject)  # Manim's own cache (svg.parsed) holds this process's shapes
+            if svg.parsed(seed) is None and (kept := read_shape(path)) is not None:
+                svg.remember(seed, kept)
+            if svg.parsed(seed) is None:
                 parse(mobject, use_svg_cache)  # parsed, and put in Manim's cache
-                write_shape(path, in_memory[seed])
+                write_shape(path, svg.parsed(seed))
                 return mobject
             if not path.is_file():  # parsed by an earlier render of this process that kept nothing
-                write_shape(path, in_memory[seed])
+                write_shape(path, svg.parsed(seed))
         return parse(mobject, use_svg_cache)
 
     generate = svg_mobject.SVGMobject.generate_mobject
