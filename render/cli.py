@@ -271,7 +271,8 @@ def run_load(args: argparse.Namespace) -> int:
     schedulers = load.schedulers_named(args.scheduler, bool(args.sweep), settings, choice.deployment)
     request = load.LoadRequest(choice.deployment, schedulers, args.rate, args.requests, prompt, answer, args.seed,
                                args.trace, parse_slo(args.slo) if args.slo else None, efficiency,
-                               kv_tokens=args.kv_tokens)
+                               kv_tokens=args.kv_tokens, watch=load.watch_for(args.requests, answer, args.chunk_tokens,
+                                                                               args.trace, say_aside))
     print(load.load_answer(request, args.sweep, args.compare, args.json, args.build / "load"))
     return 0
 

@@ -195,3 +195,69 @@ def test_compare_names_the_scheduler_it_replays_under(tmp_path):
     assert "(replayed under continuous)" in printed and "(replayed under chunked)" in printed
     code, printed, said = film("load", "--compare", str(dataset), "--scheduler", "continuous,chunked", "--json")
     assert set(json.loads(printed)) == {"continuous", "chunked"}
+
+
+def test_a_long_id_and_a_long_number_are_echoed_clipped(storyboard_copy):
+    """A 5,000-character cut beat id and a 400-digit parameter: each named with its place, the value cut short."""
+    from render.plan.storyboard import load_storyboard
+
+    text = storyboard_copy().read_text()
+    queue = text[text.index("    beats:", text.index("\ncuts:")):]
+    first_id = queue[queue.index("- id: ") + 6:queue.index("\n", queue.index("- id: "))]
+    long_id = storyboard_copy(f"- id: {first_id}\n", f"- id: {'q' * 5000}\n")
+    with pytest.raises(FilmError, match=r"storyboard.yaml:\d+: cut .extended. beat .qqq.*at most 60 characters") \
+            as refused:
+        load_storyboard(long_id)
+    assert len(str(refused.value)) < 600 and "5,000 characters" in str(refused.value), str(refused.value)[:800]
+    huge = storyboard_copy("  batch_size: 64 ", f"  batch_size: {'6' * 400} ")
+    with pytest.raises(FilmError, match=r"storyboard.yaml:35: parameters: batch_size must be from") as refused:
+        load_storyboard(huge)
+    assert len(str(refused.value)) < 400, str(refused.value)
+
+
+# 13. Every simulation bounded, its progress said past a few seconds, the setting that makes it long named.
+def test_the_cuts_load_is_refused_at_its_bound_naming_the_setting(monkeypatch):
+    """The extended cut's stream with answer_tokens at the top of its range: progress said, then stopped at the
+    bound with the setting named (the bound lowered here so that the test takes seconds, not the bound's minute)."""
+    from render.plan import load as plan_load
+    from render.plan.resolve import resolve_plan
+    from render.plan.types import LoadParameters
+    from render.serving import watch
+
+    said: list[str] = []
+    monkeypatch.setattr(watch, "MAX_WORK", 3_000_000)
+    monkeypatch.setattr(watch, "SAY_AFTER", 0.0)
+    monkeypatch.setattr(plan_load.log, "info", lambda message, *args: said.append(message % args if args else message))
+    choice = resolve_plan().choice
+    before = cpu_seconds()
+    with pytest.raises(FilmError, match=r"stopped at its bound .* answer_tokens 100,000 makes it long"):
+        plan_load.simulated(choice, 2000, 32000, LoadParameters(answer_tokens=100_000))
+    assert cpu_seconds() - before < 30
+    assert said and all("answer_tokens 100,000 makes this long" in line for line in said), said
+
+
+def test_a_chunk_the_decodes_fill_is_refused_before_the_sweeps():
+    """chunk_tokens 16 leaves no room for a prompt's piece: said after the stream's own runs, not after both sweeps
+    (once 32 s)."""
+    from render.plan import load as plan_load
+    from render.plan.resolve import resolve_plan
+    from render.plan.types import LoadParameters
+
+    choice = resolve_plan().choice
+    calls: list[int] = []
+    sweep = plan_load.sweep
+    plan_load.sweep = lambda *args, **kwargs: calls.append(1) or sweep(*args, **kwargs)
+    try:
+        with pytest.raises(FilmError, match=r"chunk_tokens 16: .* no room for a prompt's piece"):
+            plan_load.simulated(choice, 2000, 32000, LoadParameters(chunk_tokens=16))
+    finally:
+        plan_load.sweep = sweep
+    assert calls == []
+
+
+def test_film_load_names_the_flag_that_makes_it_long(monkeypatch):
+    from render.serving import watch
+
+    monkeypatch.setattr(watch, "MAX_WORK", 200_000)
+    code, _, said = film("load", "--requests", "20000")
+    assert code == 1 and "stopped at its bound" in said and "--requests 20,000 makes it long" in said, said

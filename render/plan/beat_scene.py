@@ -13,7 +13,8 @@ from pathlib import Path
 
 from render.files import PROJECT_ROOT
 
-BEAT_ID = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")  # lower-case words joined by hyphens: a module's name
+# Lower-case words joined by hyphens, at most 60 characters: a module's name (a longer one no file system takes).
+BEAT_ID = re.compile(r"(?=[a-z0-9-]{1,60}\Z)[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ simulator (render/serving/) through `film load`'s own runs (render/serving/load.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 
 import numpy as np
@@ -16,13 +17,17 @@ from render.serving.load import (LoadRequest, SchedulerSettings, even_rates, fil
                                  sweep)
 from render.serving.metrics import Slo, summarise
 from render.serving.schedulers import SCHEDULERS
+from render.serving.watch import Watch, heaviest
 from render.serving.workload import Lengths
+
+log = logging.getLogger("film")
 
 ARRIVALS_SHOWN = 24  # the first requests of the stream, as the queue's picture draws them
 KNEE_ROOM = 1.25     # the film's rates go this far past the highest capacity
 
 
-def load_request(choice: Choice, prompt_tokens: int, load: LoadParameters, rate: float | None = None) -> LoadRequest:
+def load_request(choice: Choice, prompt_tokens: int, load: LoadParameters, rate: float | None = None,
+                 watch: Watch | None = None) -> LoadRequest:
     """The film's stream as `film load` takes it: each scheduler with the cut's batch and chunk."""
     deployment = choice.deployment
     settings = SchedulerSettings(batch=load.static_batch, max_wait=load.static_wait_seconds,
@@ -30,7 +35,16 @@ def load_request(choice: Choice, prompt_tokens: int, load: LoadParameters, rate:
     return LoadRequest(deployment, tuple(scheduler_of(name, settings, deployment) for name in SCHEDULERS),
                        rate=rate, requests=load.requests, prompt=Lengths(prompt_tokens),
                        answer=Lengths(load.answer_tokens), seed=load.seed,
-                       slo=Slo(load.slo_ttft_seconds, load.slo_tpot_seconds), efficiency=choice.efficiency)
+                       slo=Slo(load.slo_ttft_seconds, load.slo_tpot_seconds), efficiency=choice.efficiency,
+                       watch=watch)
+
+
+def heaviest_setting(load: LoadParameters) -> str:
+    """The cut's load setting that asks for the most simulation (against its default), as the storyboard writes it."""
+    default = LoadParameters()
+    return heaviest({"requests": (f"{load.requests:,}", load.requests / default.requests),
+                     "answer_tokens": (f"{load.answer_tokens:,}", load.answer_tokens / default.answer_tokens),
+                     "chunk_tokens": (f"{load.chunk_tokens:,}", default.chunk_tokens / load.chunk_tokens)})
 
 
 def rates_past_the_knees(rates: tuple[float, ...], capacities: dict) -> tuple[float, ...]:
@@ -63,8 +77,16 @@ def load_numbers(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, lo
 
 def simulated(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, load: LoadParameters) -> LoadNumbers:
     rate = film_rate(load_request(choice, prompt_tokens, load))
-    request = load_request(choice, prompt_tokens, load, rate)
+    request = load_request(choice, prompt_tokens, load, rate, Watch(heaviest_setting(load), log.info))
     served = served_runs(request)
+    continuous, costs = served["continuous"], request.costs
+    # The sequences decoding at once, on average (Little's law: arrivals a second x seconds each spends decoding).
+    batch = max(1, round(rate * float(np.mean(continuous.finish - continuous.first_token))))
+    piece = load.chunk_tokens - batch
+    if piece < 1:  # (said before the sweeps: it needs only the stream's own run)
+        raise FilmError(f"chunk_tokens {load.chunk_tokens:,}: at {rate:g} requests a second about {batch:,} sequences "
+                        f"decode at once, a token each, which leaves a chunk of {load.chunk_tokens:,} no room for a "
+                        f"prompt's piece; give more than {batch:,}")
     runs = {(name, rate): run for name, run in served.items()}  # (a sweep's run at a rate is the same run)
     swept = sweep(request, film_rates(request, rate, runs), runs=runs)
     slo = request.slo
@@ -75,14 +97,6 @@ def simulated(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, load:
                                         report.ttft_seconds.p90, report.tpot_seconds.p90,
                                         report.goodput_requests_per_second or 0.0,
                                         tuple(found.ttft_seconds.p90 for found in swept.reports[name])))
-    continuous, costs = served["continuous"], request.costs
-    # The sequences decoding at once, on average (Little's law: arrivals a second x seconds each spends decoding).
-    batch = max(1, round(rate * float(np.mean(continuous.finish - continuous.first_token))))
-    piece = load.chunk_tokens - batch
-    if piece < 1:
-        raise FilmError(f"chunk_tokens {load.chunk_tokens:,}: at {rate:g} requests a second about {batch:,} sequences "
-                        f"decode at once, a token each, which leaves a chunk of {load.chunk_tokens:,} no room for a "
-                        f"prompt's piece; give more than {batch:,}")
     context = batch * (prompt_tokens + load.answer_tokens / 2)
     arrivals = request.workload()[:ARRIVALS_SHOWN]
     return LoadNumbers(

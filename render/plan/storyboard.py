@@ -165,7 +165,7 @@ def load_storyboard(path: Path = STORYBOARD_PATH) -> Storyboard:
 def story_cut(name: str, cut: YamlMap, film_beats: list[StoryBeat]) -> Cut:
     """cuts.<name>: where its beats go, their lengths (5 s to 2 min each, at most 10 min in all), their templates
     checked as the film's are, their ids unique in the film; its load's fields within their ranges."""
-    label = f"cut {name!r}"
+    label = f"cut {echo(name, 60)}"
     if name == DEFAULT_CUT or not BEAT_ID.fullmatch(str(name)):
         raise FilmError(f"{cut.where() if isinstance(cut, YamlMap) else 'cuts'}: {label}: a cut's name is lower-case "
                         f"words joined by hyphens (extended), and not {DEFAULT_CUT!r} (the film as timed)")
@@ -178,7 +178,7 @@ def story_cut(name: str, cut: YamlMap, film_beats: list[StoryBeat]) -> Cut:
         raise FilmError(f"{cut.where('beats')}: {label} has no beats")
     beats, start = [], 0.0
     for index, beat in enumerate(cut["beats"]):
-        beat_label = f"{label} beat {beat.get('id', index + 1)!r}" if isinstance(beat, dict) else \
+        beat_label = f"{label} beat {echo(beat.get('id', index + 1), 60)}" if isinstance(beat, dict) else \
             f"{label} beat {index + 1}"
         check_fields(beat, beat_label, CUT_BEAT_FIELDS, {"captions": dict})
         if beat["id"] in ids:
@@ -227,7 +227,7 @@ def check_parameters(parameters: YamlMap) -> None:
     for key, (low, high, _unit) in bounds_of(Parameters).items():
         if not low <= parameters[key] <= high:
             raise FilmError(f"{parameters.where(key)}: parameters: {key} must be from {low:,} to {high:,}, "
-                            f"not {parameters[key]:,}")
+                            f"not {echo(parameters[key])}")
 
 
 def story_beats(document: YamlMap, film_end: float) -> list[StoryBeat]:
@@ -239,7 +239,7 @@ def story_beats(document: YamlMap, film_end: float) -> list[StoryBeat]:
     raw = []
     seen: dict[str, str] = {}
     for index, beat in enumerate(beats_list):
-        label = f"beat {beat.get('id', index + 1)!r}" if isinstance(beat, dict) else f"beat {index + 1}"
+        label = f"beat {echo(beat.get('id', index + 1), 60)}" if isinstance(beat, dict) else f"beat {index + 1}"
         check_fields(beat, label, BEAT_FIELDS, BEAT_OPTIONAL)
         if beat["id"] in seen:
             raise FilmError(f"{beat.where('id')}: {label} is defined twice (first at {seen[beat['id']]})")
@@ -298,7 +298,7 @@ def check_scene(beat: YamlMap, label: str) -> None:
     """The beat's id names a module of scenes/ and a class in it (render/plan/beat_scene.py)."""
     if not BEAT_ID.fullmatch(beat["id"]):
         raise FilmError(f"{beat.where('id')}: {label}: an id is lower-case words joined by hyphens "
-                        f"('cache-rides-along'): it names the module that draws the beat")
+                        f"('cache-rides-along'), at most 60 characters: it names the module that draws the beat")
     problem = scene_problem(beat["id"])
     if problem:
         raise FilmError(f"{beat.where('id')}: {label} has no scene: {problem}")
@@ -309,6 +309,6 @@ def check_narration(narration: YamlMap) -> None:
     for key, (low, high, _unit) in bounds_of(NarrationSettings).items():
         if not low <= narration[key] <= high:
             raise FilmError(f"{narration.where(key)}: narration: {key} must be between {low} and {high}, "
-                            f"not {narration[key]}")
+                            f"not {echo(narration[key])}")
 
 

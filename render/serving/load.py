@@ -14,6 +14,7 @@ from render.serving.costs import BLOCK_TOKENS, Costs, kv_blocks
 from render.serving.metrics import CAPACITY_SHARE, Report, Slo, capacity, summarise
 from render.serving.schedulers import SCHEDULERS, Scheduler
 from render.serving.simulate import Served, simulate
+from render.serving.watch import Watch
 from render.serving.workload import Lengths, Request, at_rate, poisson, read_trace, trace_rate
 from render.specs.types import Deployment
 from render.text import echo
@@ -46,6 +47,7 @@ class LoadRequest:
     efficiency: Shares | None = None
     step_overhead: float = 0.0
     kv_tokens: int | None = None          # the KV cache's capacity as the real server holds it (None: from memory)
+    watch: Watch | None = field(default=None, compare=False)  # told of every step simulated (progress, a bound)
 
     @property
     def capacity_blocks(self) -> int | None:
@@ -72,7 +74,7 @@ class LoadRequest:
 def served_runs(request: LoadRequest) -> dict[str, Served]:
     """The workload once, under each scheduler: what happened to each request."""
     costs, requests = request.costs, request.workload()
-    return {scheduler.name: simulate(requests, costs, scheduler, request.capacity_blocks)
+    return {scheduler.name: simulate(requests, costs, scheduler, request.capacity_blocks, watch=request.watch)
             for scheduler in request.schedulers}
 
 
@@ -84,7 +86,8 @@ def run(request: LoadRequest) -> list[Report]:
         rate, start = trace_rate(requests), requests[0].arrival
     else:
         rate, start = request.rate, 0.0
-    return [summarise(simulate(requests, costs, scheduler, request.capacity_blocks), rate, request.slo, start,
+    return [summarise(simulate(requests, costs, scheduler, request.capacity_blocks, watch=request.watch), rate,
+                      request.slo, start,
                       request.trace is not None)
             for scheduler in request.schedulers]
 
@@ -178,7 +181,8 @@ def grid(request: LoadRequest, rates: tuple[float, ...] | None, slos: tuple[Slo,
         def run_at(rate: float, scheduler=scheduler):
             key = (scheduler.name, rate)
             if key not in runs:
-                runs[key] = simulate(at_rate(base, rate, request.seed), costs, scheduler, request.capacity_blocks)
+                runs[key] = simulate(at_rate(base, rate, request.seed), costs, scheduler, request.capacity_blocks,
+                                     watch=request.watch)
             return runs[key]
 
         by_slo = {slo: [] for slo in slos}

@@ -14,6 +14,7 @@ from render.errors import FilmError
 from render.serving.costs import BLOCK_TOKENS, Costs, kv_blocks
 from render.serving.engine import Instance, Sequence
 from render.serving.schedulers import Continuous, Disaggregated, Scheduler
+from render.serving.watch import Watch
 from render.serving.workload import Request
 
 
@@ -48,10 +49,10 @@ class Served:
         return (self.finish[many] - self.first_token[many]) / (self.answer_tokens[many] - 1)
 
 
-def simulate(requests: tuple[Request, ...], costs: Costs, scheduler: Scheduler,
-             capacity_blocks: int | None = None, block_tokens: int = BLOCK_TOKENS) -> Served:
+def simulate(requests: tuple[Request, ...], costs: Costs, scheduler: Scheduler, capacity_blocks: int | None = None,
+             block_tokens: int = BLOCK_TOKENS, watch: Watch | None = None) -> Served:
     """Serve `requests` (in arrival order) on one instance of the deployment, or, disaggregated, on its prefill and
-    decode instances."""
+    decode instances. `watch`: told of every step (progress past a few seconds, and a bound)."""
     if not requests:
         raise FilmError("a load needs at least one request")
     capacity = kv_blocks(costs.deployment, block_tokens) if capacity_blocks is None else capacity_blocks
@@ -63,12 +64,13 @@ def simulate(requests: tuple[Request, ...], costs: Costs, scheduler: Scheduler,
     sequences = [Sequence(index, request.arrival, request.prompt_tokens, request.answer_tokens)
                  for index, request in enumerate(requests)]
     if isinstance(scheduler, Disaggregated):
-        serve_disaggregated(sequences, costs, scheduler, capacity, block_tokens)
+        serve_disaggregated(sequences, costs, scheduler, capacity, block_tokens, watch)
     else:
         instance = Instance(costs, capacity, block_tokens, scheduler.max_seqs, scheduler.max_batched_tokens,
                             sequences)
         while scheduler.step(instance):
-            pass
+            if watch is not None:
+                watch.tick(len(instance.running))
     return Served(np.array([seq.arrival for seq in sequences]), np.array([seq.first_token for seq in sequences]),
                   np.array([seq.finish for seq in sequences]), np.array([seq.prompt for seq in sequences]),
                   np.array([seq.answer for seq in sequences]), np.array([seq.preemptions for seq in sequences]),
@@ -103,7 +105,7 @@ class DecodeOnly(Continuous):
 
 
 def serve_disaggregated(sequences: list[Sequence], costs: Costs, scheduler: Disaggregated, capacity: int,
-                        block_tokens: int) -> None:
+                        block_tokens: int, watch: Watch | None = None) -> None:
     """Prefill instances take the requests in turn (round robin, by arrival); each prefilled request's cache is sent
     to a decode instance (in turn), which it joins when the transfer is done."""
     size = costs.deployment.gpus
@@ -118,7 +120,8 @@ def serve_disaggregated(sequences: list[Sequence], costs: Costs, scheduler: Disa
         mine = [replace(seq, answer=1) for seq in sequences[number::prefill_instances]]
         instance = Instance(costs, capacity, block_tokens, scheduler.max_seqs, scheduler.max_batched_tokens, mine)
         while policy.step(instance):
-            pass
+            if watch is not None:
+                watch.tick(len(instance.running))
         handed += mine
     for prefilled in handed:
         original = sequences[prefilled.index]
@@ -133,7 +136,8 @@ def serve_disaggregated(sequences: list[Sequence], costs: Costs, scheduler: Disa
         mine = decoding[number::decode_instances]
         instance = Instance(costs, capacity, block_tokens, scheduler.max_seqs, scheduler.max_batched_tokens, mine)
         while policy.step(instance):
-            pass
+            if watch is not None:
+                watch.tick(len(instance.running))
         for seq in mine:
             sequences[seq.index].finish = seq.finish
             sequences[seq.index].generated = seq.generated

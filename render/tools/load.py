@@ -17,6 +17,8 @@ from render.serving.load import (DEFAULT_SLO, SWEEP_RATES, LoadRequest, Schedule
                                   film_rate, run, saturation_rate, scheduler_of, schedulers_named, sweep)
 from render.serving.metrics import CAPACITY_SHARE, Report
 from render.serving.simulate import simulate
+from render.serving.watch import Watch, heaviest
+from render.serving.workload import Lengths
 from render.text import echo
 
 
@@ -49,6 +51,15 @@ def report_table(reports: list[Report]) -> str:
         rows.append((label, *[pick(report) for report in reports]))
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
+
+
+def watch_for(requests: int, answer: Lengths, chunk_tokens: int, trace: Path | None, say) -> Watch:
+    """film load's simulations seen to: progress past a few seconds, and a bound, naming the flag that asks most."""
+    if trace is not None:
+        return Watch(f"--trace {trace}", say)
+    return Watch(heaviest({"--requests": (f"{requests:,}", requests / 1000),
+                           "--answer-tokens": (str(answer), answer.mean / 200),
+                           "--chunk-tokens": (f"{chunk_tokens:,}", 512 / chunk_tokens)}), say)
 
 
 def seconds(value: float) -> str:
@@ -174,7 +185,7 @@ def compare(dataset, request: LoadRequest, scheduler) -> list[tuple[str, float |
     """A load dataset's arrivals and lengths through the simulator under `scheduler`: (figure, predicted, measured,
     relative error). A figure of nothing on either side (TPOT where every answer is one token) is None, and so is
     an error against a measured 0."""
-    served = simulate(dataset.trace(), request.costs, scheduler, request.capacity_blocks)
+    served = simulate(dataset.trace(), request.costs, scheduler, request.capacity_blocks, watch=request.watch)
     ttft = np.array([timed.ttft_seconds for timed in dataset.requests])
     e2e = np.array([timed.e2e_seconds for timed in dataset.requests])
     tpot = np.array([timed.tpot_seconds for timed in dataset.requests if timed.tpot_seconds is not None])
