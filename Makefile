@@ -10,6 +10,7 @@
 #   make review  a page to check the film in a browser: build/…/review/index.html
 #   make page    the film's publishable page, its maths a reader can move: build/…/page/index.html (make film writes it too)
 #   make test    set up whatever is missing, then run the test suite
+#   make mutants planted bugs (tests/mutants.yaml) the suite must catch, each in a copy: which were caught
 #   make check-choices  every GPU × model × data type × GPU count narrated: build/check-choices.tsv
 #   make calibrate MEASURED=id [GPU=… GPUS=…]  what share of its ceilings a measured endpoint reaches (a fit)
 #   make load    the deployment under a stream of requests, simulated: [RATE=10] [SCHEDULER=chunked] [SLO=ttft=0.5,tpot=0.05]
@@ -46,7 +47,7 @@ VOICE_CHOICES := $(PLAN_CHOICES) $(call arg,VOICE,voice) $(call arg,RECORDINGS,r
 FILM_CHOICES := $(VOICE_CHOICES) $(call arg,JOBS,jobs)
 FILMS_CHOICES := $(FILM_CHOICES) $(call arg,VARIANTS,variants) $(call arg,MATRIX,matrix) $(call arg,SCHEDULER,scheduler)
 
-.PHONY: setup setup-film test plan roofline calibrate load narration scene still sheet film films preview studio review page bench goldens \
+.PHONY: mutants setup setup-film test plan roofline calibrate load narration scene still sheet film films preview studio review page bench goldens \
   check-choices clean
 
 setup:
@@ -62,6 +63,10 @@ test:
 	@"$$PYTHON" render/tools/bootstrap.py test
 	@$(VENV)/bin/ruff check render scenes tests
 	@$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+
+# Planted bugs (tests/mutants.yaml), each in a copy of the project, each against the tests that should catch it.
+mutants: setup
+	@$(VENV)/bin/python -m render.tools.mutants
 
 plan: setup
 	@$(FILM) plan --json $(PLAN_CHOICES)

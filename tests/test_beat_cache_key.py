@@ -142,6 +142,9 @@ def test_the_libraries_releases_are_in_the_key(monkeypatch):
     plan = dataclasses.replace(plan, beats=tuple(dataclasses.replace(beat, timing=BeatTiming(
         beat.start, beat.end, beat.end, 1.0, "fixed", {}, (), ())) for beat in plan.beats))
     before = cache.base_key(plan, "prefill", quality("tiny"))
+    # Each quality its own entry (a tiny beat is never served for a 1080p film), and the same one each time.
+    keys = {name: cache.base_key(plan, "prefill", quality(name)) for name in ("tiny", "low", "medium", "high")}
+    assert len(set(keys.values())) == 4 and keys["tiny"] == before
     monkeypatch.setattr(cache, "library_versions", lambda: library_versions().replace(versions["manim"], "0.99.0"))
     assert cache.base_key(plan, "prefill", quality("tiny")) != before
 

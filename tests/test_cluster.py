@@ -407,7 +407,7 @@ def test_a_scheduler_that_answers_the_probe_and_then_goes_silent_is_named(lone_s
         seconds = time.monotonic() - started
     assert str(refused.value).startswith(f"SCHEDULER={proxy.address}: the Dask scheduler there answered Dask's "
                                          f"handshake, then said nothing for 2 s while the client connected")
-    assert seconds < 30
+    assert seconds < 60  # the 2 s, not a hang (a margin no busy machine takes up)
 
 
 def test_a_scheduler_that_answers_the_probe_and_then_closes_is_named(lone_scheduler):

@@ -228,7 +228,9 @@ def test_the_timeout_bounds_a_trickle_from_connect_to_last_byte(name, script, tr
         started = time.monotonic()
         with pytest.raises(FilmError, match=r"(took longer than|no answer within) 2 s \(--timeout\)"):
             measure(Endpoint(server.url, "m", timeout=2), [30, 60], max_tokens=8, runs=1, say=lambda line: None)
-        assert time.monotonic() - started < 6, name  # two seconds for the one request, and a margin
+        # Two seconds for the one request; unbounded, the trickle takes 25 s (the answer) or 40 s (the headers): the
+        # bound sits between, so a busy machine's slowness does not flip it.
+        assert time.monotonic() - started < 15, name
 
 
 def test_a_gzip_answer_and_a_broken_url_get_one_message():
@@ -349,7 +351,7 @@ def test_a_scheduler_that_hangs_or_speaks_garbage_ends_in_one_message_naming_it(
         seconds = time.monotonic() - started
     assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
     assert f"SCHEDULER={address}: {says}" in result.stderr and "out of memory" not in result.stderr
-    assert seconds < 25  # the connect timeout (10 s) and the time to start, not a hang
+    assert seconds < 50  # the connect timeout (10 s) and the time to start, not a hang (the run's own timeout: 60)
 
 
 # -- 7. names and free text: clean where they enter, escaped where they leave -------------------------

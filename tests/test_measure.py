@@ -185,11 +185,11 @@ def test_absurd_usage_figures_are_refused_not_written():
 
 def test_the_timeout_bounds_the_whole_request_not_each_read():
     import time
-    with FakeEndpoint(first_delay=0.05, token_delay=0.1, tokens=40) as server:  # a 4 s stream
+    with FakeEndpoint(first_delay=0.05, token_delay=0.5, tokens=40) as server:  # a 20 s stream
         started = time.perf_counter()
         with pytest.raises(FilmError, match=r"the answer took longer than 1 s \(--timeout\)"):
             measure(Endpoint(server.url, "m", timeout=1), [30, 60], max_tokens=64, runs=1, say=quiet)
-        assert time.perf_counter() - started < 3
+        assert time.perf_counter() - started < 10  # 1 s, not the stream's 20 (a margin no busy machine takes up)
 
 
 def test_a_giant_stream_line_is_refused_without_reading_it_whole():

@@ -154,12 +154,17 @@ def test_the_same_seed_gives_the_same_result(h100, scheduler):
 def test_goodput_counts_the_requests_that_meet_both_objectives(h100):
     served = simulate(poisson(20, 1000, Lengths(2000), Lengths(200), seed=1), Costs.of(h100), Continuous())
     report = summarise(served, 20, Slo(0.5, 0.05))
-    met = (served.ttft <= 0.5) & (np.where(served.answer_tokens > 1, 0, 0) == 0)
     tpot = (served.finish - served.first_token) / (served.answer_tokens - 1)
     met = (served.ttft <= 0.5) & (tpot <= 0.05)
     span = np.max(served.finish)
     assert report.goodput_requests_per_second == pytest.approx(np.sum(met) / span)
     assert report.met_share == pytest.approx(np.mean(met)) and 0 < report.met_share < 1
+    # Each objective on its own, set where it splits the requests: the share is the requests within it.
+    for slo, figure in ((Slo(float(np.median(served.ttft)), None), served.ttft),
+                        (Slo(None, float(np.median(tpot))), tpot)):
+        limit = slo.ttft_seconds if slo.ttft_seconds is not None else slo.tpot_seconds
+        assert summarise(served, 20, slo).met_share == pytest.approx(np.mean(figure <= limit))
+        assert 0.4 < np.mean(figure <= limit) <= 0.6
 
 
 def test_lengths_are_log_normal_with_the_mean_and_spread_given():
