@@ -27,6 +27,8 @@ class FakeEndpoint:
         self.seen: list[tuple[str, bool]] = []  # every request's prompt, in order, and whether it streamed
         self.authorizations: list[str | None] = []
         self.requests = 0
+        self.in_flight = self.most_at_once = 0  # streamed answers being sent, and the most at one time
+        self.counting = threading.Lock()
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -99,6 +101,16 @@ class FakeEndpoint:
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 count = min(endpoint.tokens, request["max_tokens"])
+                with endpoint.counting:
+                    endpoint.in_flight += 1
+                    endpoint.most_at_once = max(endpoint.most_at_once, endpoint.in_flight)
+                try:
+                    self.stream_answer(request, count, prompt_tokens, authorization)
+                finally:
+                    with endpoint.counting:
+                        endpoint.in_flight -= 1
+
+            def stream_answer(self, request, count, prompt_tokens, authorization):
                 time.sleep(endpoint.first_delay)
                 if endpoint.chunks is not None:
                     for chunk in endpoint.chunks:

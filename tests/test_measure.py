@@ -242,15 +242,18 @@ def test_a_warm_prefix_sends_each_lengths_one_prompt_first_then_times_it_again()
 
 
 def test_a_concurrency_sweep_runs_the_streams_at_once_and_records_each_level():
-    with FakeEndpoint(first_delay=0.1, token_delay=0.01, tokens=20) as server:  # a server that never slows down
+    # A server that never slows down, its answers paced by sleeps (not by the CPU, so a busy machine keeps the pace).
+    with FakeEndpoint(first_delay=0.1, token_delay=0.05, tokens=20) as server:
         measured = measure(Endpoint(server.url, "m"), [30, 60], max_tokens=32, runs=2, say=quiet,
                            concurrency=(1, 4))
+        assert server.most_at_once == 4  # the streams at once, as the server saw them
     for entry in measured.prompts:
         one, four = entry.concurrency
         assert (one.streams, one.rounds, four.streams, four.rounds) == (1, 2, 4, 2)
-        # four streams at once in about the time of one: about four times the tokens a second
-        assert four.aggregate_tokens_per_second == pytest.approx(4 * one.aggregate_tokens_per_second, rel=0.3)
-        assert four.decode_tokens_per_second == pytest.approx(one.decode_tokens_per_second, rel=0.3)
+        # four streams at once in about the time of one: about four times the tokens a second (one after another:
+        # the same)
+        assert four.aggregate_tokens_per_second == pytest.approx(4 * one.aggregate_tokens_per_second, rel=0.4)
+        assert four.decode_tokens_per_second == pytest.approx(one.decode_tokens_per_second, rel=0.4)
         assert entry.ttft_seconds == one.ttft_seconds and entry.runs == 2
 
 
