@@ -121,6 +121,15 @@ def seed_speech(default_tiny_film):
     return seed
 
 
+@pytest.fixture(scope="session")
+def lint_cache(request, tmp_path_factory, seed_speech) -> Path:
+    """One speech cache and layout-lint memo for every test that narrates and lints the lint set (tests/test_layout.py's
+    choices, and the extended cut's for the same choices): each sentence voiced once and each beat linted once for
+    the suite, whichever test comes first. Its entries are named by what made them, verified before use and written
+    atomically, so what one test adds changes how long another takes, never what it finds."""
+    return made_once(request, tmp_path_factory, "lint-cache", seed_speech)
+
+
 OTHER_CHOICE = {"gpu": "a100-sxm-80gb", "model": "llama-3.1-70b", "dtype": "int8"}
 
 

@@ -182,7 +182,7 @@ def cut_choice_check(choice: tuple, cache: Path, lint: bool) -> tuple:
     return checked, problems
 
 
-def test_the_extended_cut_narrates_and_lays_out_for_every_choice_that_stresses_it(tmp_path, seed_speech):
+def test_the_extended_cut_narrates_and_lays_out_for_every_choice_that_stresses_it(lint_cache):
     """For the layout lint's choices (the slowest GPU and the fastest, a mixture of experts on two and on eight, 256
     experts, two L40S that miss the objectives, films of expected numbers), each linted (no text over text or an
     edge, nothing in the margin, every caption readable), and check-choices' sample's widest deployment (eight
@@ -194,7 +194,7 @@ def test_the_extended_cut_narrates_and_lays_out_for_every_choice_that_stresses_i
     from render.tools import check_choices as cc
     from test_layout import LINT_CHOICES
 
-    cache = seed_speech(tmp_path)
+    cache = lint_cache  # (the suite's one speech cache and lint memo for these choices: tests/test_layout.py's too)
     ends = cc.axis_ends(cc.load_catalog(cc.DATA_DIR), FilmRequest("h100-sxm", "llama-3.1-8b", "bf16", 1))
     widest = max(ends, key=lambda end: end.gpus)
     choices = list(dict.fromkeys([*LINT_CHOICES, (widest.gpu, widest.gpus, widest.model, widest.dtype)]))

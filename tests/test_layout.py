@@ -74,16 +74,17 @@ def test_the_lint_finds_text_running_over_a_cards_edge():
     assert texts_over_frame_edges([(outside, bounding_box(outside))], [card, outside]) == set()
 
 
-def test_layout_lint_for_choices_that_stress_it(tmp_path):
+def test_layout_lint_for_choices_that_stress_it(lint_cache):
     """After every animation of every beat: no text over text, no text under 28 px, nothing in the margin; and
     every caption readable (at most 17 characters a second, a second at least, within its beat).
     Computed from Manim's bounding boxes, without drawing a frame. Two choices at a time: the rest of the
-    suite leaves the second core idle. One cache: the sentences and the text they share are made once."""
+    suite leaves the second core idle. One cache for the suite (lint_cache): the sentences and the text they share are
+    made once, and a beat the extended cut's test linted for the same choice is not linted again."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        found = dict(zip(LINT_CHOICES, pool.map(lint_choice, LINT_CHOICES, [tmp_path] * len(LINT_CHOICES))))
+        found = dict(zip(LINT_CHOICES, pool.map(lint_choice, LINT_CHOICES, [lint_cache] * len(LINT_CHOICES))))
     assert {choice: problems for choice, problems in found.items() if problems} == {}
     assert len(found) == len(LINT_CHOICES)
 
