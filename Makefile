@@ -57,7 +57,7 @@ setup-film:
 	@"$$PYTHON" render/tools/bootstrap.py film
 
 # The linter (ruff, configured in pyproject.toml), then two test processes (pytest-xdist), a test file each at a
-# time, so a file's shared renders are made once.
+# time, so a file's shared renders are made once. TEST_ORDER_SEED=N runs the files in an order drawn from N.
 TEST_WORKERS ?= 2
 test:
 	@"$$PYTHON" render/tools/bootstrap.py test
