@@ -12,6 +12,8 @@ split of scene and renderer). The film's beats (scenes/, stage 5) stand on it; r
     copying.py      copies that share what never changes
     families.py     a mobject's family listed in one pass
     internals.py    every place the renderer reaches into Manim, PyAV or svgelements, and the tested versions
+    encoder.py      Manim's segment encoder as the renderer uses it (its private members read here alone)
+    svg.py          Manim's cache of parsed SVGs and its key, as the kept shapes use them
 
 A beat module imports scene.py (and cuts through the film's style), never drawing.py.
 """

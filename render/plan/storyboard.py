@@ -225,9 +225,11 @@ def check_parameters(parameters: YamlMap) -> None:
         raise FilmError(f"{parameters.where('roofline_pills')}: parameters: roofline_pills should be a list of "
                         f"GPU ids, e.g. [a100-sxm-80gb, rtx-4090]")
     for key, (low, high, _unit) in bounds_of(Parameters).items():
-        if not low <= parameters[key] <= high:
+        value = parameters[key]
+        if not low <= value <= high:
+            written = f"{value:,}" if abs(value) < 1e18 else echo(value)  # (a 400-digit number, clipped)
             raise FilmError(f"{parameters.where(key)}: parameters: {key} must be from {low:,} to {high:,}, "
-                            f"not {echo(parameters[key])}")
+                            f"not {written}")
 
 
 def story_beats(document: YamlMap, film_end: float) -> list[StoryBeat]:

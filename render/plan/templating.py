@@ -12,8 +12,11 @@ import math
 import operator
 import dataclasses
 import functools
+import json
+import marshal
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
 import jinja2
 from jinja2 import meta, nodes
@@ -23,6 +26,7 @@ from jinja2.visitor import NodeTransformer
 
 from render import formatting
 from render.errors import FilmError, close_matches
+from render.memo import key_of, remembered
 from render.plan.phrases import PHRASES
 from render.plan.types import BUILT_IN_CUES
 from render.plan.tracking import untracked
@@ -362,15 +366,27 @@ def compile_template(source: str, where: str, what: str) -> jinja2.Template:
         raise FilmError(f"{where}: {what}: template error on its line {error.lineno}: {error.message}") from None
 
 
+@functools.cache
+def template_key(source: str) -> str:
+    """What a template's compiled code depends on: its text, Jinja's release and this module (the sandbox, its
+    filters and settings)."""
+    return key_of("template", jinja2.__version__, Path(__file__).read_bytes(), source)
+
+
 @functools.lru_cache(maxsize=256)
 def compiled(source: str) -> jinja2.Template:
-    """Compiling is the slow part of a resolve; the same text always compiles the same."""
-    return ENVIRONMENT.from_string(source)
+    """Compiling is the slow part of a resolve; the same text always compiles the same, so its code is kept between
+    processes too (render/memo.py), and a syntax error is found where it is compiled."""
+    code = marshal.loads(remembered("templates", template_key(source),
+                                    lambda: marshal.dumps(ENVIRONMENT.compile(source))))
+    return ENVIRONMENT.template_class.from_code(ENVIRONMENT, code, ENVIRONMENT.make_globals(None), None)
 
 
 @functools.lru_cache(maxsize=256)
 def names_used(source: str) -> frozenset[str]:
-    return frozenset(meta.find_undeclared_variables(ENVIRONMENT.parse(source)))
+    found = remembered("template-names", template_key(source), lambda: json.dumps(
+        sorted(meta.find_undeclared_variables(ENVIRONMENT.parse(source)))).encode())
+    return frozenset(json.loads(found))
 
 
 def fill(source: str, context: Mapping[str, object], where: str, what: str) -> str:

@@ -8,4 +8,5 @@
     simulate.py    a workload through a scheduler: each request's arrival, first and last token
     metrics.py     percentiles, throughput, goodput at objectives, and a scheduler's capacity
     load.py        a load (deployment, schedulers, stream): run once under each scheduler, or swept over rates
+    watch.py       a long simulation seen to: progress past a few seconds, a bound, the setting that makes it long
 """

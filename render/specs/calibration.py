@@ -43,8 +43,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-# Chi-square's quantile (scipy.special: loaded with the voice's scipy.fft anyway).
-from scipy.special import chdtri
 
 from render.specs import roofline as rl
 from render.specs.catalog import Catalog, MeasuredDataset
@@ -179,6 +177,8 @@ def misfit(points: list[Point], unknowns: int) -> Point | None:
         return None
     chi_square = sum((point.residual / point.precision) ** 2 for point in points)
     worst = max(points, key=lambda point: abs(point.residual / point.precision))
+    from scipy.special import chdtri  # (chi-square's quantile; imported here: 0.6 s a command that fits nothing)
+
     if chi_square > float(chdtri(freedom, MISFIT_P)) and abs(worst.relative_residual) > MISFIT_SHARE:
         return worst
     return None

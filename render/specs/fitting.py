@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import numpy as np
-from scipy.special import stdtrit
 
 RELATIVE_FLOOR = 0.01  # no figure is trusted to better than 1%: runs differ by that much
 ONE_SIGMA = 0.841345  # the normal distribution's CDF at one sigma
@@ -83,6 +82,8 @@ def weighted_fit(design: np.ndarray, measured: np.ndarray, sigma: np.ndarray) ->
         # Scaled by the residuals, and widened by Student's t: from a few points the scatter is itself uncertain,
         # and one sigma should still hold the truth about two times in three.
         chi_square = float(np.sum((target - weighted @ solution) ** 2)) / freedom
+        from scipy.special import stdtrit  # (imported here: 0.6 s a command that fits nothing)
+
         covariance = covariance * max(1.0, chi_square) * float(stdtrit(freedom, ONE_SIGMA)) ** 2
     return LinearFit(solution, covariance, freedom == 0)
 

@@ -9,4 +9,5 @@
     load.py           film load: a simulated load's figures, a sweep's capacities, side by side
     measuring.py      film measure's whole run (a MeasureRequest): timed, written as a dataset, fitted, reported
     llama_server.py   llama.cpp's real server, for film measure's tests and make bench's check of a fit
+    mutants.py        make mutants: planted bugs (tests/mutants.yaml), each in a copy, against the tests that catch it
 """

@@ -15,11 +15,12 @@ from pathlib import Path
 
 from render.errors import FilmError
 from render.files import PROJECT_ROOT, read_capped
+from render.memo import key_of, remembered
 from render.specs.yamlio import display_path
 
 MAX_SOURCE_BYTES = 1 << 20  # the longest scene module is about 20 kB
 
-_PARSED: dict[Path, tuple[bytes, ast.Module, list[str]]] = {}  # path -> (digest of its bytes, tree, project imports)
+_PARSED: dict[Path, tuple[bytes, ast.Module]] = {}  # path -> (digest of its bytes, its tree)
 PROJECT_PACKAGES = ("render", "scenes")
 
 
@@ -42,9 +43,18 @@ def source_tree(path: Path) -> ast.Module:
 def scene_imports(path: Path) -> list[str]:
     """The project modules a file imports, in any form and at any depth (`import render.formulas`, `from scenes
     import copying`, `from .style import …`, an import inside a function), each with the packages above it (whose
-    `__init__.py` runs first); found again only when its bytes change: a film looks up 27 beat keys, each reading
-    its scene's imports."""
-    return list(parsed(Path(path))[2])
+    `__init__.py` runs first). The names its imports give are worked out again only when its bytes change, in this
+    process or any other (render/memo.py: a command walks some 500 files); which of them are project modules is
+    looked up each time."""
+    path = Path(path)
+    data = source_bytes(path)
+    try:
+        name = module_name(path)
+    except ValueError:  # (a file outside the project)
+        name = str(path)
+    payload = remembered("imports", key_of("imports", name, data),
+                         lambda: json.dumps(import_names(parsed(path)[1], path)).encode())
+    return project_modules(json.loads(payload))
 
 
 def module_path(name: str) -> Path | None:
@@ -62,7 +72,8 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imported_modules(tree: ast.Module, path: Path) -> list[str]:
+def import_names(tree: ast.Module, path: Path) -> list[str]:
+    """Every dotted name a module's imports give (relative ones made absolute), in the order they stand."""
     try:
         name = module_name(path)
     except ValueError:  # (a file outside the project: its relative imports are not ours to follow)
@@ -80,6 +91,11 @@ def imported_modules(tree: ast.Module, path: Path) -> list[str]:
                 base = ".".join([*parts, base] if base else parts)
             named.append(base)
             named += [f"{base}.{alias.name}" for alias in node.names if alias.name != "*"]  # a submodule, if one
+    return named
+
+
+def project_modules(named: list[str]) -> list[str]:
+    """Of dotted names, the project's modules (and each package above one), in order, each once."""
     found: list[str] = []
     for full in named:
         parts = full.split(".")
@@ -92,7 +108,7 @@ def imported_modules(tree: ast.Module, path: Path) -> list[str]:
     return found
 
 
-def parsed(path: Path) -> tuple[bytes, ast.Module, list[str]]:
+def parsed(path: Path) -> tuple[bytes, ast.Module]:
     data = source_bytes(path)
     digest = hashlib.sha256(data).digest()
     known = _PARSED.get(path)
@@ -109,7 +125,7 @@ def parsed(path: Path) -> tuple[bytes, ast.Module, list[str]]:
     except (ValueError, RecursionError, MemoryError) as error:  # a NUL byte; nesting beyond the parser's limits
         raise FilmError(f"{display_path(path)}: cannot be parsed as Python ({type(error).__name__}: {error})") \
             from None
-    _PARSED[path] = known = (digest, tree, imported_modules(tree, path))
+    _PARSED[path] = known = (digest, tree)
     return known
 
 

@@ -1,0 +1,64 @@
+"""What commands keep between processes (render/memo.py): each entry named by what made it, checked before use, made
+again when damaged; a template's kept code renders as Jinja's own compile does, and a syntax error is still found."""
+
+from __future__ import annotations
+
+import pytest
+
+from render import memo
+
+
+def test_an_entry_is_made_once_kept_checked_and_made_again_when_damaged(tmp_path, monkeypatch):
+    made: list[bytes] = []
+
+    def make(payload: bytes):
+        return lambda: made.append(payload) or payload
+
+    key = memo.key_of("kind", b"source bytes")
+    assert memo.remembered("kind", key, make(b"one"), tmp_path) == b"one" and made == [b"one"]
+    monkeypatch.setattr(memo, "_SEEN", {})  # (another process: only the file is left)
+    assert memo.remembered("kind", key, make(b"two"), tmp_path) == b"one" and made == [b"one"]  # kept
+    entry = tmp_path / "kind" / f"{key}.bin"
+    for damage in (entry.read_bytes()[:-1] + b"X", entry.read_bytes()[:20], b""):
+        entry.write_bytes(damage)
+        monkeypatch.setattr(memo, "_SEEN", {})
+        assert memo.remembered("kind", key, make(b"three"), tmp_path) == b"three"  # checked, made again
+    assert memo.key_of("kind", b"source bytes") == key and memo.key_of("kind", b"source bytez") != key
+    assert memo.key_of("a", "bc") != memo.key_of("ab", "c")  # (each part's length is in the digest)
+
+
+def test_a_read_only_memo_is_used_not_kept(tmp_path, monkeypatch):
+    folder = tmp_path / "memo"
+    folder.write_text("a file where the folder would be")
+    monkeypatch.setattr(memo, "_SEEN", {})
+    assert memo.remembered("kind", memo.key_of("x"), lambda: b"made", folder) == b"made"
+
+
+def test_a_kept_template_renders_as_jinjas_own_and_a_syntax_error_is_still_found(monkeypatch, tmp_path):
+    from render.errors import FilmError
+    from render.plan import templating
+
+    monkeypatch.setattr(memo, "MEMO_DIR", tmp_path)
+    source = "{{ a }} and {% if b %}yes{% else %}no{% endif %} {{ c | upper }}"
+    for _ in range(2):  # made, then read back
+        monkeypatch.setattr(memo, "_SEEN", {})
+        templating.compiled.cache_clear()
+        templating.names_used.cache_clear()
+        assert templating.fill(source, {"a": "2.3", "b": True, "c": "x"}, "here", "a template") == "2.3 and yes X"
+        assert templating.names_used(source) == {"a", "b", "c"}
+    assert list((tmp_path / "templates").iterdir())
+    with pytest.raises(FilmError, match="template error on its line 1"):
+        templating.compile_template("{{ a ", "here", "a template")
+
+
+def test_a_files_imports_are_kept_and_a_new_module_beside_it_is_seen(tmp_path, monkeypatch):
+    """The names a file imports are kept by its bytes; which are project modules is looked up each time."""
+    from render.video import sources
+
+    monkeypatch.setattr(memo, "MEMO_DIR", tmp_path)
+    path = sources.PROJECT_ROOT / "scenes" / "prefill.py"
+    first = sources.scene_imports(path)
+    assert "scenes" in first and any(name.startswith("render.") for name in first)
+    monkeypatch.setattr(memo, "_SEEN", {})
+    monkeypatch.setattr(sources, "parsed", lambda path: pytest.fail("parsed again"))
+    assert sources.scene_imports(path) == first
