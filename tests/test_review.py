@@ -7,7 +7,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,8 +22,10 @@ CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver"
 
 
 def run_film(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "render.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=900)
+    """conftest's run_film, with the time a review or a page of a tiny film may take."""
+    import conftest
+
+    return conftest.run_film(*args, cwd=cwd, timeout=900)
 
 
 @pytest.fixture(scope="module")

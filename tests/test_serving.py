@@ -211,13 +211,9 @@ def test_a_trace_is_read_with_its_lines_checked(tmp_path):
 
 
 def film_load(*args: str, cwd=None):
-    import subprocess
-    import sys
+    from conftest import ROOT, run_film
 
-    from conftest import ROOT
-
-    return subprocess.run([sys.executable, "-m", "render.cli", "load", *args], cwd=cwd or ROOT, capture_output=True,
-                          text=True, timeout=600)
+    return run_film("load", *args, cwd=cwd or ROOT, timeout=600)
 
 
 def test_film_load_prints_its_figures_and_json_holds_every_named_key():
