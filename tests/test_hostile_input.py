@@ -475,9 +475,10 @@ def test_ctrl_c_stops_within_two_seconds_and_the_rerun_reuses_every_finished_bea
     assert code == 130 and "Traceback" not in output, output
     print(f"Ctrl-C: {exited:.2f} s from the signal to the exit, {seconds:.2f} s to the last child's")
     # Parts that could not finish are stopped at once and only nearly finished ones get the grace (0.8 s): about
-    # 0.4 s here with five CPU-bound processes beside it. The bound is the README's promise, with room for a
-    # machine far busier than that.
-    assert seconds < 2.5, f"Ctrl-C took {seconds:.1f} s to the last child's exit"
+    # 0.4 s on a quiet machine. The README's promise (2.5 s) is timed by make bench (render/tools/bench.py's ctrl_c);
+    # here the bound sits between it and the failure it guards (the run waiting for its beats to finish drawing,
+    # tens of seconds), so a busy machine does not flip the verdict.
+    assert seconds < 10, f"Ctrl-C took {seconds:.1f} s to the last child's exit"
     kept = re.search(r"interrupted: \d+ beats? rendered in this run (is|are) kept in the cache \(([^)]*)\)", output)
     assert kept and set(finished) <= set(kept.group(2).split(", ")), output
     assert not group_alive(run.pid), "a process of the interrupted run is still alive"
