@@ -34,8 +34,10 @@ def config_file(folder: Path, source: str = "qwen3-8b", **changes) -> Path:
     return path
 
 
-def plan_refusal(*args: str, timeout: float = 30) -> tuple[str, float]:
-    """`film plan` run as a user runs it, killed if it outlives `timeout`: its message and its seconds."""
+def plan_refusal(*args: str, timeout: float = 60) -> tuple[str, float]:
+    """`film plan` run as a user runs it, killed if it outlives `timeout` (the failure a FIFO or a device would
+    cause: a read that never ends; the bound is the timeout, not a time a busy machine could stretch): its message
+    and its seconds."""
     started = time.monotonic()
     result = subprocess.run([sys.executable, "-m", "render.cli", "plan", *args], cwd=ROOT, capture_output=True,
                             text=True, timeout=timeout)
@@ -88,14 +90,13 @@ def test_the_command_line_says_which_id_a_claiming_config_gets(tmp_path):
 def test_a_config_that_is_a_fifo_or_a_device_is_refused_at_once(tmp_path):
     fifo = tmp_path / "config.json"
     os.mkfifo(fifo)
-    message, seconds = plan_refusal("--model", str(fifo))
+    message, _ = plan_refusal("--model", str(fifo))
     assert "is a FIFO (named pipe), not a file; give the path of a Hugging Face config.json" in message
-    assert seconds < 15
     zero = tmp_path / "zero" / "config.json"
     zero.parent.mkdir()
     zero.symlink_to("/dev/zero")
-    message, seconds = plan_refusal("--model", str(zero))
-    assert "is a device, not a file" in message and seconds < 15
+    message, _ = plan_refusal("--model", str(zero))
+    assert "is a device, not a file" in message
 
 
 def test_a_huge_or_deeply_nested_config_is_refused_without_reading_it_all(tmp_path):
