@@ -4,6 +4,7 @@ Chromium the review tests drive, against `film roofline --json` and the plan."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import html
 import io
 import json
@@ -1142,26 +1143,32 @@ def test_under_load_shows_at_every_stop_what_the_simulator_finds(browser, pages,
     from render.plan.load import film_rates, load_request
     from render.plan.types import LoadParameters
     from render.publish.under_load import SLO_TPOT, SLO_TTFT
-    from render.serving.load import film_rate, grid
-    from render.serving.metrics import Slo
+    from render.serving.load import film_rate, grid, served_runs
+    from render.serving.metrics import Slo, summarise
 
     page, plan = pages[name]
     request = load_request(plan.choice, plan.parameters.prompt_tokens, LoadParameters())
     rates = film_rates(request, film_rate(request))
     slos = tuple(Slo(ttft, tpot) for ttft in SLO_TTFT for tpot in SLO_TPOT)
-    found = grid(request, rates, slos)
+    found = grid(request, rates, slos)  # (the capacities; each stop's figures are simulated apart below)
+    names = list(found.reports)
+    # Each stop's run simulated on its own, as `film load --rate R --scheduler S` runs it (its own Poisson draw at
+    # that rate, not the grid's scaled gaps nor its kept runs), then read against each objective.
+    schedulers = {scheduler.name: scheduler for scheduler in request.schedulers}
+    apart = {(name, index): next(iter(served_runs(dataclasses.replace(request, rate=rate, schedulers=(
+                 schedulers[name],))).values()))
+             for name in names for index, rate in enumerate(rates)}
     browser.get(page.as_uri())
     charts = browser.execute_script("return window.underLoad.data.charts;")
     for view, most in (("wide", 6), ("narrow", 4)):  # (ticks a reader can tell apart, each a round rate)
         ticks = [float(tick["label"]) for tick in charts[view]["x_ticks"]]
         assert 3 <= len(ticks) <= most + 1 and ticks[0] == 0 and ticks[-1] <= rates[-1] * 1.001, (view, ticks)
     stops = browser.execute_script(EVERY_STOP)
-    names = list(found.reports)
     assert len(stops) == len(names) * len(rates) * len(SLO_TTFT) * len(SLO_TPOT) >= 4 * 20 * 12
     assert stops[0][4]["rate"] == f"{rates[0]:g} requests/s" and film_rate(request) in rates  # (the film's own)
     for s, r, t, p, shown in stops:
         slo = Slo(SLO_TTFT[t], SLO_TPOT[p])
-        report, capacity = found.reports[names[s]][slo][r], found.capacities[names[s]][slo]
+        report, capacity = summarise(apart[(names[s], r)], rates[r], slo), found.capacities[names[s]][slo]
         assert shown["rate"] == f"{rates[r]:g} requests/s"
         assert (shown["ttft"], shown["tpot"]) == (fmt.precise_seconds(slo.ttft_seconds),
                                                   fmt.precise_seconds(slo.tpot_seconds))
