@@ -102,7 +102,11 @@ def tiny_film_once(request, tmp_path_factory, name: str, **choice) -> MadeFilm:
         if not (shared / "made.pickle").is_file():
             made = made_in(shared / "build")
             (shared / "made.pickle").write_bytes(pickle.dumps(made))
-    made = pickle.loads((shared / "made.pickle").read_bytes())
+    return copied(pickle.loads((shared / "made.pickle").read_bytes()), tmp_path_factory)
+
+
+def copied(made: MadeFilm, tmp_path_factory) -> MadeFilm:
+    """A made film in a build folder of its own (its result's paths in the copy)."""
     own = tmp_path_factory.mktemp("build")
     shutil.copytree(made.build, own, dirs_exist_ok=True, symlinks=True)
 

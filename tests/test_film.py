@@ -19,17 +19,24 @@ from render.plan.types import Plan
 from render.video import finish as film_module
 from render.video.scheduler import make_film
 
-from conftest import OTHER_CHOICE, run_film
+from conftest import OTHER_CHOICE, copied, run_film
 
 
 @pytest.fixture(scope="module")
-def build(default_tiny_film):
-    return default_tiny_film.build
+def own_film(default_tiny_film, tmp_path_factory):
+    """The suite's tiny film in this module's own build folder: the tests here make other films beside it, which no
+    other module sees."""
+    return copied(default_tiny_film, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
-def first(default_tiny_film):
-    return default_tiny_film.result, default_tiny_film.lines
+def build(own_film):
+    return own_film.build
+
+
+@pytest.fixture(scope="module")
+def first(own_film):
+    return own_film.result, own_film.lines
 
 
 def test_the_film_has_its_streams_length_and_chapters(first, build):
