@@ -62,3 +62,20 @@ def test_a_files_imports_are_kept_and_a_new_module_beside_it_is_seen(tmp_path, m
     monkeypatch.setattr(memo, "_SEEN", {})
     monkeypatch.setattr(sources, "parsed", lambda path: pytest.fail("parsed again"))
     assert sources.scene_imports(path) == first
+
+
+def test_a_fonts_cut_is_kept_and_the_same_as_made(tmp_path, monkeypatch):
+    """A page's faces cut to its characters: made once, then read back the same (fontTools' cut is deterministic),
+    another set of characters another entry."""
+    from render.publish import mathfont
+
+    monkeypatch.setattr(memo, "MEMO_DIR", tmp_path)
+    monkeypatch.setattr(memo, "_SEEN", {})
+    made = mathfont.font_face("Maths", mathfont.FONT_FILE, "0123456789×≈")
+    monkeypatch.setattr(memo, "_SEEN", {})
+    cut = mathfont.font_subset
+    monkeypatch.setattr(mathfont, "font_subset", lambda *args: pytest.fail("cut again"))
+    assert mathfont.font_face("Maths", mathfont.FONT_FILE, "≈×9876543210") == made  # (the same characters)
+    monkeypatch.setattr(mathfont, "font_subset", cut)
+    assert mathfont.font_face("Maths", mathfont.FONT_FILE, "0123456789×≈∑") != made
+    assert len(list((tmp_path / "fonts").iterdir())) == 2

@@ -17,6 +17,8 @@ import re
 import string
 from pathlib import Path
 
+from render.memo import key_of, remembered
+
 
 MATH_FONT = "Noto Sans Math"
 # Noto Sans Math 3.000 (Google, SIL Open Font License 1.1: fonts/OFL.txt), as @fontsource/noto-sans-math 5.3.0 ships
@@ -52,7 +54,23 @@ def page_characters(page: str) -> str:
 def font_face(family: str, file: Path, characters: str, weight: int = 400, style: str = "normal",
               features: tuple[str, ...] = ("*",)) -> str:
     """An @font-face rule for `file` cut to `characters` (and the ASCII ones) and its OpenType `features`,
-    embedded as WOFF2."""
+    embedded as WOFF2. The cut is kept between processes (render/memo.py), named by the font's bytes, the characters,
+    the features and fontTools' release: cutting is most of what a page costs to build (3 s a face)."""
+    import fontTools
+
+    text = "".join(sorted(set(characters + ALWAYS)))
+    key = key_of("font", fontTools.version, Path(file).read_bytes(), text, "\0".join(features), FONT_OPTIONS)
+    data = remembered("fonts", key, lambda: font_subset(file, text, features))
+    encoded = base64.b64encode(data).decode("ascii")
+    return (f'@font-face {{ font-family: "{family}"; src: url(data:font/woff2;base64,{encoded}) format("woff2"); '
+            f"font-weight: {weight}; font-style: {style}; font-display: block; }}")
+
+
+FONT_OPTIONS = "woff2; name_IDs=*"  # (what font_subset sets beside the features: in the memo's key)
+
+
+def font_subset(file: Path, text: str, features: tuple[str, ...]) -> bytes:
+    """`file` cut to the characters of `text` and its OpenType `features`, as WOFF2 (FONT_OPTIONS)."""
     from fontTools import subset
 
     options = subset.Options()
@@ -61,13 +79,11 @@ def font_face(family: str, file: Path, characters: str, weight: int = 400, style
     options.name_IDs = ["*"]
     font = subset.load_font(str(file), options)
     subsetter = subset.Subsetter(options)
-    subsetter.populate(text="".join(sorted(set(characters + ALWAYS))))
+    subsetter.populate(text=text)
     subsetter.subset(font)
     data = io.BytesIO()
     subset.save_font(font, data, options)
-    encoded = base64.b64encode(data.getvalue()).decode("ascii")
-    return (f'@font-face {{ font-family: "{family}"; src: url(data:font/woff2;base64,{encoded}) format("woff2"); '
-            f"font-weight: {weight}; font-style: {style}; font-display: block; }}")
+    return data.getvalue()
 
 
 @functools.lru_cache(maxsize=8)
