@@ -108,10 +108,12 @@ def test_a_usage_compare_would_refuse_is_refused_when_measured(tmp_path, usage, 
 
 
 def test_what_measure_load_writes_compare_accepts(tmp_path):
+    out = tmp_path / "build" / "load" / "mine.yaml"  # (a folder not made yet, as on a fresh checkout)
     with FakeEndpoint(first_delay=0.0, token_delay=0.0, tokens=8) as server:
-        code, printed, said = measure_load(server.url, tmp_path / "load.yaml")
-    assert code == 0, said
-    code, printed, said = film("load", "--compare", str(tmp_path / "load.yaml"), "--json")
+        code, printed, said = measure_load(server.url, out)
+    assert code == 0 and out.is_file(), said
+    assert [path.name for path in out.parent.iterdir()] == ["mine.yaml"]  # (the read-back's copy gone)
+    code, printed, said = film("load", "--compare", str(out), "--json")
     assert code == 0, said
     compared = json.loads(printed)
     assert compared["TTFT p50 (s)"]["measured"] > 0 and compared["TTFT p50 (s)"]["predicted"] > 0

@@ -59,9 +59,16 @@ def test_a_files_imports_are_kept_and_a_new_module_beside_it_is_seen(tmp_path, m
     path = sources.PROJECT_ROOT / "scenes" / "prefill.py"
     first = sources.scene_imports(path)
     assert "scenes" in first and any(name.startswith("render.") for name in first)
+    names = sources.import_names(sources.parsed(path)[1], path)
+    newcomer = next(name for name in names if name not in first and name.split(".")[0] in ("scenes", "render"))
     monkeypatch.setattr(memo, "_SEEN", {})
     monkeypatch.setattr(sources, "parsed", lambda path: pytest.fail("parsed again"))
-    assert sources.scene_imports(path) == first
+    assert sources.scene_imports(path) == first  # read back, not parsed
+    # A module made since under a name the file imports (`from scenes.figures import chip` where chip.py is new):
+    # seen, though the file's bytes, and so its kept names, are the same.
+    found = sources.module_path
+    monkeypatch.setattr(sources, "module_path", lambda name: path if name == newcomer else found(name))
+    assert newcomer in sources.scene_imports(path) and newcomer not in first
 
 
 def test_a_fonts_cut_is_kept_and_the_same_as_made(tmp_path, monkeypatch):
@@ -79,3 +86,18 @@ def test_a_fonts_cut_is_kept_and_the_same_as_made(tmp_path, monkeypatch):
     monkeypatch.setattr(mathfont, "font_subset", cut)
     assert mathfont.font_face("Maths", mathfont.FONT_FILE, "0123456789×≈∑") != made
     assert len(list((tmp_path / "fonts").iterdir())) == 2
+
+
+def test_a_kept_templates_code_holds_no_filters_output(tmp_path, monkeypatch):
+    """Compiled outside any budget, whoever asks: Jinja folds no filter call on a literal into the kept code, so a
+    change to the formatter is seen by a template kept before it."""
+    from render.plan import templating
+
+    monkeypatch.setattr(memo, "MEMO_DIR", tmp_path)
+    monkeypatch.setattr(memo, "_SEEN", {})
+    templating.compiled.cache_clear()
+    source = "{{ 1234567 | count }} tokens"
+    with templating.one_budget():
+        assert templating.fill(source, {}, "here", "a template") == "1,234,567 tokens"
+    (entry,) = (tmp_path / "templates").iterdir()
+    assert b"1,234,567" not in entry.read_bytes()

@@ -100,8 +100,11 @@ def measure_load(endpoint: Endpoint, rate: float, count: int, prompt: Lengths, a
                 failures.append(str(endpoint.failed(f"{type(error).__name__}: {error}")))
             return
         tokens = run.prompt_tokens if run.prompt_tokens is not None else request.prompt_tokens
+        # (a server that counts its cache but not the prompt: the planned length stands for the prompt, and what it
+        # says it cached is at most that)
+        cached = None if run.cached_tokens is None else min(run.cached_tokens, tokens)
         results[index] = Timed(round(sent - start, 6), tokens, run.output_tokens, round(run.ttft, 6),
-                               round(run.total, 6), run.cached_tokens)
+                               round(run.total, 6), cached)
 
     sent = 0
     with ThreadPoolExecutor(min(count, MAX_IN_FLIGHT)) as pool:
@@ -148,6 +151,7 @@ def write_load(path: Path, record: LoadDataset) -> None:
     """Written atomically, and only once the very text has been read back as `film load --compare` reads it (what
     it would refuse is refused here, with its reason, and nothing is written)."""
     text = load_text(record)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)  # (as write_atomic would: build/load/ on a fresh checkout)
     with tempfile.TemporaryDirectory(prefix=".load-check-", dir=Path(path).parent) as folder:
         check = Path(folder) / Path(path).name
         check.write_text(text, encoding="utf-8")

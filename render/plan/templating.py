@@ -377,8 +377,16 @@ def template_key(source: str) -> str:
 def compiled(source: str) -> jinja2.Template:
     """Compiling is the slow part of a resolve; the same text always compiles the same, so its code is kept between
     processes too (render/memo.py), and a syntax error is found where it is compiled."""
-    code = marshal.loads(remembered("templates", template_key(source),
-                                    lambda: marshal.dumps(ENVIRONMENT.compile(source))))
+    def make() -> bytes:
+        # Compiled outside any budget, so that Jinja folds no filter call on a literal into the code (the project's
+        # filters refuse to run without one): the code holds no output of render/formatting.py, whatever the caller.
+        token = BUDGET.set(None)
+        try:
+            return marshal.dumps(ENVIRONMENT.compile(source))
+        finally:
+            BUDGET.reset(token)
+
+    code = marshal.loads(remembered("templates", template_key(source), make))
     return ENVIRONMENT.template_class.from_code(ENVIRONMENT, code, ENVIRONMENT.make_globals(None), None)
 
 

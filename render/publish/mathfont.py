@@ -56,21 +56,21 @@ def font_face(family: str, file: Path, characters: str, weight: int = 400, style
     """An @font-face rule for `file` cut to `characters` (and the ASCII ones) and its OpenType `features`,
     embedded as WOFF2. The cut is kept between processes (render/memo.py), named by the font's bytes, the characters,
     the features and fontTools' release: cutting is most of what a page costs to build (3 s a face)."""
+    import importlib.metadata
+
     import fontTools
 
     text = "".join(sorted(set(characters + ALWAYS)))
-    key = key_of("font", fontTools.version, Path(file).read_bytes(), text, "\0".join(features), FONT_OPTIONS)
+    key = key_of("font", fontTools.version, importlib.metadata.version("brotli"), Path(__file__).read_bytes(),
+                 Path(file).read_bytes(), text, "\0".join(features))
     data = remembered("fonts", key, lambda: font_subset(file, text, features))
     encoded = base64.b64encode(data).decode("ascii")
     return (f'@font-face {{ font-family: "{family}"; src: url(data:font/woff2;base64,{encoded}) format("woff2"); '
             f"font-weight: {weight}; font-style: {style}; font-display: block; }}")
 
 
-FONT_OPTIONS = "woff2; name_IDs=*"  # (what font_subset sets beside the features: in the memo's key)
-
-
 def font_subset(file: Path, text: str, features: tuple[str, ...]) -> bytes:
-    """`file` cut to the characters of `text` and its OpenType `features`, as WOFF2 (FONT_OPTIONS)."""
+    """`file` cut to the characters of `text` and its OpenType `features`, as WOFF2."""
     from fontTools import subset
 
     options = subset.Options()

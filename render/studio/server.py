@@ -222,21 +222,21 @@ class Handler(BaseHTTPRequestHandler):
 
     def events(self) -> None:
         listener = self.server.broadcast.listen()
-        state = self.server.studio.state()  # what the page shows so far, then every change from here on
-        self.send_response(HTTPStatus.OK)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        for view in state["beats"]:
-            listener.put(("beat", view))
-        listener.put(("problem", state["problem"]))
-        if state["choice"]:
-            listener.put(("choice", state["choice"]))
-        if state["timeline"]:
-            listener.put(("timeline", state["timeline"]))
-        if state["update"]:
-            listener.put(("update", {"busy": False, **state["update"]}))
-        try:
+        try:  # (the listener leaves whatever ends the stream, a page gone during the headers included)
+            state = self.server.studio.state()  # what the page shows so far, then every change from here on
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            for view in state["beats"]:
+                listener.put(("beat", view))
+            listener.put(("problem", state["problem"]))
+            if state["choice"]:
+                listener.put(("choice", state["choice"]))
+            if state["timeline"]:
+                listener.put(("timeline", state["timeline"]))
+            if state["update"]:
+                listener.put(("update", {"busy": False, **state["update"]}))
             while not self.server.closing.is_set():
                 try:
                     kind, data = listener.get(timeout=HEARTBEAT_SECONDS)

@@ -52,7 +52,7 @@ def scene_imports(path: Path) -> list[str]:
         name = module_name(path)
     except ValueError:  # (a file outside the project)
         name = str(path)
-    payload = remembered("imports", key_of("imports", name, data),
+    payload = remembered("imports", key_of("imports", name, path.name, Path(__file__).read_bytes(), data),
                          lambda: json.dumps(import_names(parsed(path)[1], path)).encode())
     return project_modules(json.loads(payload))
 
