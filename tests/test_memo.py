@@ -14,6 +14,7 @@ def test_an_entry_is_made_once_kept_checked_and_made_again_when_damaged(tmp_path
     def make(payload: bytes):
         return lambda: made.append(payload) or payload
 
+    monkeypatch.setattr(memo, "_SEEN", {})
     key = memo.key_of("kind", b"source bytes")
     assert memo.remembered("kind", key, make(b"one"), tmp_path) == b"one" and made == [b"one"]
     monkeypatch.setattr(memo, "_SEEN", {})  # (another process: only the file is left)
@@ -56,6 +57,7 @@ def test_a_files_imports_are_kept_and_a_new_module_beside_it_is_seen(tmp_path, m
     from render.video import sources
 
     monkeypatch.setattr(memo, "MEMO_DIR", tmp_path)
+    monkeypatch.setattr(memo, "_SEEN", {})  # (this process's memory of an earlier test's lookups, set aside)
     path = sources.PROJECT_ROOT / "scenes" / "prefill.py"
     first = sources.scene_imports(path)
     assert "scenes" in first and any(name.startswith("render.") for name in first)
