@@ -71,9 +71,9 @@ class LoadRequest:
         return self.deployment.gpus
 
 
-def served_runs(request: LoadRequest) -> dict[str, Served]:
-    """The workload once, under each scheduler: what happened to each request."""
-    costs, requests = request.costs, request.workload()
+def served_runs(request: LoadRequest, requests: tuple[Request, ...] | None = None) -> dict[str, Served]:
+    """The workload (or `requests`, read from it already) once, under each scheduler: what happened to each one."""
+    costs, requests = request.costs, requests or request.workload()
     return {scheduler.name: simulate(requests, costs, scheduler, request.capacity_blocks, watch=request.watch)
             for scheduler in request.schedulers}
 
@@ -81,15 +81,13 @@ def served_runs(request: LoadRequest) -> dict[str, Served]:
 def run(request: LoadRequest) -> list[Report]:
     """The workload once, under each scheduler, summarised (a trace's at its own mean rate, its throughput from its
     first arrival)."""
-    requests, costs = request.workload(), request.costs
+    requests = request.workload()
     if request.trace is not None:
         rate, start = trace_rate(requests), requests[0].arrival
     else:
         rate, start = request.rate, 0.0
-    return [summarise(simulate(requests, costs, scheduler, request.capacity_blocks, watch=request.watch), rate,
-                      request.slo, start,
-                      request.trace is not None)
-            for scheduler in request.schedulers]
+    return [summarise(served, rate, request.slo, start, request.trace is not None)
+            for served in served_runs(request, requests).values()]
 
 
 def film_rate(request: LoadRequest) -> float:

@@ -57,9 +57,11 @@ def watch_for(requests: int, answer: Lengths, chunk_tokens: int, trace: Path | N
     """film load's simulations seen to: progress past a few seconds, and a bound, naming the flag that asks most."""
     if trace is not None:
         return Watch(f"--trace {trace}", say)
-    return Watch(heaviest({"--requests": (f"{requests:,}", requests / 1000),
-                           "--answer-tokens": (str(answer), answer.mean / 200),
-                           "--chunk-tokens": (f"{chunk_tokens:,}", 512 / chunk_tokens)}), say)
+    # (each against film load's default: the class attributes hold the dataclasses' defaults)
+    return Watch(heaviest({"--requests": (f"{requests:,}", requests / LoadRequest.requests),
+                           "--answer-tokens": (str(answer), answer.mean / LoadRequest.answer.mean),
+                           "--chunk-tokens": (f"{chunk_tokens:,}", SchedulerSettings.chunk_tokens / chunk_tokens)}),
+                 say)
 
 
 def seconds(value: float) -> str:
