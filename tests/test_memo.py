@@ -103,3 +103,55 @@ def test_a_kept_templates_code_holds_no_filters_output(tmp_path, monkeypatch):
         assert templating.fill(source, {}, "here", "a template") == "1,234,567 tokens"
     (entry,) = (tmp_path / "templates").iterdir()
     assert b"1,234,567" not in entry.read_bytes()
+
+
+def test_a_computed_result_is_named_by_its_code_and_inputs_and_an_error_is_not_kept(tmp_path, monkeypatch):
+    """render/memo.py's computed: the extended cut's simulations and the page's Under load grid, kept between
+    processes by the bytes of the code that computes them (the module and every project module it imports) and
+    their inputs."""
+    from render.errors import FilmError
+    from render.plan import load
+    from render.video import sources
+
+    monkeypatch.setattr(memo, "MEMO_DIR", tmp_path)
+    walked = {path.relative_to(sources.PROJECT_ROOT).as_posix() for path in sources.walk_sources("render.plan.load",
+                                                                                                  drawn=False)}
+    assert {"render/serving/simulate.py", "render/serving/costs.py", "render/specs/roofline.py"} <= walked
+    assert not any(path.startswith("scenes/") for path in walked)  # (nothing the film draws with)
+
+    made: list[tuple] = []
+
+    def simulated(*inputs):
+        made.append(inputs)
+        return {"inputs": inputs}
+
+    monkeypatch.setattr(load, "simulated", simulated)
+    for _ in range(2):  # made, then read back (another process: only the file is left)
+        monkeypatch.setattr(memo, "_SEEN", {})
+        load.load_numbers.cache_clear()
+        assert load.load_numbers("choice", 2000, 8000, "load") == {"inputs": ("choice", 2000, 8000, "load")}
+    assert len(made) == 1
+    load.load_numbers.cache_clear()
+    load.load_numbers("choice", 2001, 8000, "load")  # another input: another entry
+    assert len(made) == 2 and len(list((tmp_path / "load-numbers").iterdir())) == 2
+
+    # An edit to a module the simulation imports (not load.py itself) names another entry.
+    costs = sources.PROJECT_ROOT / "render" / "serving" / "costs.py"
+    read = sources.source_bytes
+    monkeypatch.setattr(sources, "source_bytes", lambda path: read(path) + (b"\n# edited" if path == costs else b""))
+    monkeypatch.setattr(sources, "_WALKED", {})
+    monkeypatch.setattr(memo, "_SEEN", {})
+    load.load_numbers.cache_clear()
+    load.load_numbers("choice", 2000, 8000, "load")
+    assert len(made) == 3
+
+    def refused(*inputs):
+        raise FilmError("no room")
+
+    monkeypatch.setattr(load, "simulated", refused)
+    for _ in range(2):
+        load.load_numbers.cache_clear()
+        with pytest.raises(FilmError, match="the extended cut's stream: no room"):
+            load.load_numbers("choice", 1, 1, "load")
+    assert len(list((tmp_path / "load-numbers").iterdir())) == 3
+    load.load_numbers.cache_clear()

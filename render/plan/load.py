@@ -69,8 +69,11 @@ def load_numbers(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, lo
     """The stream at half the deployment's saturation (film load's rate when none is given) under every scheduler,
     every scheduler over the film's rates (film_rates), and one long prompt's step, whole and chunked. `where` names
     the cut's load for a message."""
+    from render.memo import computed
+
     try:
-        return simulated(choice, prompt_tokens, long_prompt_tokens, load)
+        return computed("load-numbers", __name__, (choice, prompt_tokens, long_prompt_tokens, load),
+                        lambda: simulated(choice, prompt_tokens, long_prompt_tokens, load))
     except FilmError as error:
         raise error.with_prefix(f"{where}: the extended cut's stream: ") from None
 

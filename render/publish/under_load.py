@@ -69,8 +69,11 @@ def load_view(plan: Plan, parameters: LoadParameters | None = None) -> dict:
     readouts (text) and the chart's marks (SVG coordinates). `parameters`: another stream than the film's (tests
     that read only the section's words). A deployment that cannot take the stream (a request larger than its KV
     cache) gets the reason instead ({"refused": …})."""
+    from render.memo import computed
+
+    inputs = (plan.choice, plan.parameters.prompt_tokens, plan.load, parameters)  # everything simulated_view reads
     try:
-        return simulated_view(plan, parameters)
+        return computed("under-load", __name__, inputs, lambda: simulated_view(plan, parameters))
     except FilmError as error:
         return {"refused": str(error)}
 

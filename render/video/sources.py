@@ -129,7 +129,8 @@ def parsed(path: Path) -> tuple[bytes, ast.Module]:
     return known
 
 
-_WALKED: dict[str, tuple[tuple, list[Path], str]] = {}  # module -> (its files' states, its files, their digest)
+_WALKED: dict[tuple[str, bool], tuple[tuple, list[Path], str]] = {}  # (module, drawn) -> (its files' states, its
+# files, their digest)
 
 
 def file_states(paths: list[Path]) -> tuple:
@@ -145,20 +146,20 @@ def file_states(paths: list[Path]) -> tuple:
     return tuple(states)
 
 
-def walked(module: str) -> tuple[tuple, list[Path], str]:
+def walked(module: str, drawn: bool = True) -> tuple[tuple, list[Path], str]:
     """scene_sources's files and a digest of their names and bytes, walked and read again only when one of those
     files, or a folder holding one, has changed since (the studio looks up each beat's key several times an
     update)."""
-    known = _WALKED.get(module)
+    known = _WALKED.get((module, drawn))
     if known is not None and known[0] and file_states(known[1]) == known[0]:
         return known
-    files = walk_sources(module)
+    files = walk_sources(module, drawn)
     states = file_states(files)  # (before the reads: a file saved meanwhile is walked again next time)
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode())
         digest.update(source_bytes(path))
-    _WALKED[module] = known = (states, files, digest.hexdigest())
+    _WALKED[module, drawn] = known = (states, files, digest.hexdigest())
     return known
 
 
@@ -175,12 +176,22 @@ def sources_digest(module: str) -> str:
     return walked(module)[2]
 
 
-def walk_sources(module: str) -> list[Path]:
-    from render.engine.internals import PATCHED
+def code_digest(module: str) -> str:
+    """A digest of the names and bytes of a project module and every project module it imports, at any depth: what a
+    result computed by that module's code alone depends on among the project's files (render/plan/load.py's kept
+    simulations)."""
+    return walked(module, drawn=False)[2]
 
+
+def walk_sources(module: str, drawn: bool = True) -> list[Path]:
+    """The files of `module` and every project module it imports; `drawn`: with the engine that draws a beat."""
     seen: set[str] = set()
-    pending = [module, "render.engine.scene", "render.video.beats", "render.engine.internals",
-               *(module_name(PROJECT_ROOT / patch.where) for patch in PATCHED)]
+    pending = [module]
+    if drawn:
+        from render.engine.internals import PATCHED
+
+        pending += ["render.engine.scene", "render.video.beats", "render.engine.internals",
+                    *(module_name(PROJECT_ROOT / patch.where) for patch in PATCHED)]
     while pending:
         name = pending.pop()
         if name in seen:
