@@ -182,11 +182,18 @@ def cut_choice_check(choice: tuple, cache: Path, lint: bool) -> tuple:
     return checked, problems
 
 
+# The lint set's choices that stress the cut's own pictures: the slowest GPU (the longest numbers), 256 experts on eight
+# GPUs, two L40S that miss the objectives, and a film of expected numbers; each costs some 25 s of simulation, so the
+# lint set's other choices are the cut's in `film check-choices --sample --layout --cut extended` (docs/tests.md).
+CUT_LINT_CHOICES = [("rtx-4090", 1, "llama-3.2-1b", "int4"), ("h200-sxm", 8, "deepseek-v3", "fp8"),
+                    ("l40s", 2, "llama-3.1-70b", "fp8"),
+                    ("rtx-4090", 2, "qwen3-30b-a3b", "fp8", "compute=0.5,memory=0.9,overhead=0.3")]
+
+
 def test_the_extended_cut_narrates_and_lays_out_for_every_choice_that_stresses_it(lint_cache):
-    """For the layout lint's choices (the slowest GPU and the fastest, a mixture of experts on two and on eight, 256
-    experts, two L40S that miss the objectives, films of expected numbers), each linted (no text over text or an
-    edge, nothing in the margin, every caption readable), and check-choices' sample's widest deployment (eight
-    GPUs): the cut's speech fits every slot."""
+    """For the lint set's choices that stress the cut (CUT_LINT_CHOICES), each linted (no text over text or an edge,
+    nothing in the margin, every caption readable), and check-choices' sample's widest deployment (eight GPUs): the
+    cut's speech fits every slot."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -194,11 +201,12 @@ def test_the_extended_cut_narrates_and_lays_out_for_every_choice_that_stresses_i
     from render.tools import check_choices as cc
     from test_layout import LINT_CHOICES
 
+    assert set(CUT_LINT_CHOICES) <= set(LINT_CHOICES)
     cache = lint_cache  # (the suite's one speech cache and lint memo for these choices: tests/test_layout.py's too)
     ends = cc.axis_ends(cc.load_catalog(cc.DATA_DIR), FilmRequest("h100-sxm", "llama-3.1-8b", "bf16", 1))
     widest = max(ends, key=lambda end: end.gpus)
-    choices = list(dict.fromkeys([*LINT_CHOICES, (widest.gpu, widest.gpus, widest.model, widest.dtype)]))
-    lint = [choice in LINT_CHOICES for choice in choices]
+    choices = list(dict.fromkeys([*CUT_LINT_CHOICES, (widest.gpu, widest.gpus, widest.model, widest.dtype)]))
+    lint = [choice in CUT_LINT_CHOICES for choice in choices]
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
         found = dict(zip(choices, pool.map(cut_choice_check, choices, [cache] * len(choices), lint)))
     assert all(checked.outcome != "refused" for checked, _ in found.values())
