@@ -50,14 +50,27 @@ print(json.dumps(found))
 """
 
 LOADED = """
-import importlib, json, sys
+import importlib, json, os, sys
 from pathlib import Path
 root = Path.cwd().resolve()
-importlib.import_module(sys.argv[1])
-importlib.import_module("render.video.beats")
-names = [name for name, module in list(sys.modules.items())
-         if getattr(module, "__file__", None) and Path(module.__file__).resolve().is_relative_to(root)]
-print(json.dumps(sorted(str(Path(sys.modules[name].__file__).resolve().relative_to(root)) for name in names)))
+importlib.import_module("render.video.beats")  # the engine every beat loads, imported once; each scene in a fork
+found = {}
+for module in sys.argv[1:]:
+    reading, writing = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(reading)
+        importlib.import_module(module)
+        names = [name for name, loaded in list(sys.modules.items())
+                 if getattr(loaded, "__file__", None) and Path(loaded.__file__).resolve().is_relative_to(root)]
+        os.write(writing, json.dumps(sorted(str(Path(sys.modules[name].__file__).resolve().relative_to(root))
+                                            for name in names)).encode())
+        os._exit(0)
+    os.close(writing)
+    with os.fdopen(reading, "rb") as pipe:
+        found[module] = json.loads(pipe.read())
+    assert os.waitpid(child, 0)[1] == 0, module
+print(json.dumps(found))
 """
 
 
@@ -87,7 +100,9 @@ def project(tmp_path_factory) -> Path:
 def test_every_module_a_beat_loads_is_in_its_key_and_an_unrelated_one_is_not(project):
     from render.plan.beat_scene import scene_of
 
-    loaded = {beat: set(run_in(project, LOADED, scene_of(beat).module)) for beat in BEAT_IDS}
+    modules = {beat: scene_of(beat).module for beat in BEAT_IDS}
+    by_module = run_in(project, LOADED, *modules.values())
+    loaded = {beat: set(by_module[module]) for beat, module in modules.items()}
     everything = set().union(*loaded.values())
     assert "render/formulas.py" in everything and "render/engine/internals.py" in everything
     assert "render/engine/copying.py" in everything and "render/engine/families.py" in everything
@@ -155,17 +170,21 @@ def rendered(lines: str) -> list[str]:
 
 def test_an_edit_renders_again_the_beats_that_use_it_and_only_those(tmp_path, default_tiny_film):
     """Real runs of `film film` (make film's and make preview's command, at the tests' size), whose every printed
-    line is also read against the project's message forms (test_output.py)."""
+    line is also read against the project's message forms (test_output.py). Where an edit reaches several beats, the
+    run is stopped at the line that says which beats it renders (printed before any is drawn: a render that was
+    started would only draw them again); one edit's beat is rendered, stored and reused to the end."""
+    import signal
+
     from test_output import strays
 
     project = copy_project(tmp_path / "project", cache=default_tiny_film.build / "cache")
     (project / "none").mkdir()
+    command = [sys.executable, "-m", "render.cli", "film", "--quality", "tiny", "--build", str(project / "build"),
+               "--recordings", str(project / "none"), "--jobs", "2"]
+    environment = {**os.environ, "PYTHONPATH": str(project)}
 
     def film() -> list[str]:
-        result = subprocess.run([sys.executable, "-m", "render.cli", "film", "--quality", "tiny", "--build",
-                                 str(project / "build"), "--recordings", str(project / "none"), "--jobs", "2"],
-                                cwd=project, capture_output=True, text=True, timeout=900,
-                                env={**os.environ, "PYTHONPATH": str(project)})
+        result = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=900, env=environment)
         assert result.returncode == 0, result.stderr[-3000:]
         lines = (result.stderr + result.stdout).splitlines()
         assert any(line.startswith("publishing: ") and "page/index.html" in line for line in lines)  # (font cut)
@@ -174,17 +193,40 @@ def test_an_edit_renders_again_the_beats_that_use_it_and_only_those(tmp_path, de
             (project / "build" / "preview" / "film.mp4").resolve()  # the film's path, last
         return rendered(result.stdout + result.stderr)
 
+    def to_render() -> list[str]:
+        """The beats a run says it renders (its `beats:` line), the run then stopped."""
+        run = subprocess.Popen(command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=environment, start_new_session=True)
+        line, output = "", []
+        try:
+            for output_line in run.stdout:  # (ends where the run ends without the line)
+                output.append(output_line)
+                if output_line.startswith("beats: "):
+                    line = output_line.strip()
+                    break
+        finally:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        found = re.match(r"beats: \d+ cached.*?(?:; rendering \d+ at tiny \([^)]*\) on [^:]*: (.*)|"
+                         r"; nothing to render)$", line)
+        assert found, "".join(output)[-3000:]
+        return sorted(found.group(1).split(", ")) if found.group(1) else []
+
     assert film() == []  # the cache copied from the suite's tiny film: every beat reused (a page edit, too: above)
     formulas = project / "render" / "formulas.py"
-    formulas.write_text(formulas.read_text() + "\n# an edit to the film's formulas\n")
-    again = film()
+    original = formulas.read_bytes()
+    formulas.write_bytes(original + b"\n# an edit to the film's formulas\n")
+    again = to_render()
     users = run_in(project, USERS)
-    assert users and sorted(again) == sorted(users), (again, users)
-    # No beat imports another (issue 56, step 3): an edit to the opening's animation renders that beat alone; an edit
-    # to the picture it hands over (which prefill starts from), that beat and the next, and no other.
+    assert users and again == sorted(users), (again, users)
+    formulas.write_bytes(original)
+    # No beat imports another (issue 56, step 3): an edit to the opening's animation renders that beat alone (and the
+    # run stopped above left nothing that keeps this one from finishing); an edit to the picture it hands over (which
+    # prefill starts from), that beat and the next, and no other.
     beat = project / "scenes" / "two_waits.py"
     beat.write_text(beat.read_text() + "\n# an edit to the opening's animation\n")
     assert film() == ["two-waits"]
+    assert to_render() == []  # (stored: the next run reuses it)
     handed_over = project / "scenes" / "pictures" / "two_waits.py"
     handed_over.write_text(handed_over.read_text() + "\n# an edit to the picture the opening hands over\n")
-    assert sorted(film()) == ["prefill", "two-waits"]
+    assert to_render() == ["prefill", "two-waits"]
