@@ -195,6 +195,18 @@ def cli_tiny_film(cli_tiny_film_made, tmp_path_factory) -> Path:
     return build
 
 
+def seeded_cache(cache: Path, *films: MadeFilm, rendering: tuple[str, ...] = ()) -> Path:
+    """A build's cache folder made from the suite's tiny films' caches (their speech, typesetting and beats, each entry
+    verified before use), less every cached render of the beats in `rendering`: a test renders only what it is
+    about. Returns the folder."""
+    for film in films:
+        shutil.copytree(film.build / "cache", cache, dirs_exist_ok=True, symlinks=True)
+    for beat_id in rendering:
+        for entry in (cache / "beats").glob(f"{beat_id}-*"):
+            entry.unlink()
+    return cache
+
+
 def retitled_storyboard(folder: Path) -> Path:
     """The storyboard with the batching and measured beats retitled: those beats and the two after them (which
     name the beat before) render again, the other five come from the cache."""

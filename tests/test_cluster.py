@@ -35,10 +35,9 @@ from render.video.cache import BeatCache, base_key, beat_slice
 from render.video.runner import Part
 from render.voice.narration import make_narration
 
-from conftest import FIXTURES, ROOT, LoopbackServer, run_film
+from conftest import FIXTURES, OTHER_CHOICE, ROOT, LoopbackServer, MadeFilm, run_film, seeded_cache
 
 DASK = Path(sys.executable).parent / "dask"
-OTHER_GPU = "a100-sxm-80gb"
 
 
 def free_port() -> int:
@@ -87,9 +86,12 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster(tmp_path_factory, default_tiny_film, other_tiny_film):
+    """Two workers, and a build whose cache holds the suite's two tiny films (default_tiny_film, other_tiny_film):
+    each test takes out the beats it is about (seeded_cache's `rendering`)."""
     folder = tmp_path_factory.mktemp("dask")
     found = Cluster(f"tcp://127.0.0.1:{free_port()}", folder, folder / "build", folder / "attempts.txt")
+    seeded_cache(found.build / "cache", default_tiny_film, other_tiny_film)
     port = found.address.rsplit(":", 1)[1]
     log = open(folder / "scheduler.log", "w")
     found.processes["scheduler"] = subprocess.Popen(
@@ -118,35 +120,48 @@ def default_and(build: Path, *choices: dict) -> list[Plan]:
     return [resolve_plan(recordings=build / "none", **choice) for choice in ({}, *choices)]
 
 
-def test_a_matrix_renders_each_shared_beat_once_and_its_film_is_make_films(cluster, default_tiny_film):
-    plans = default_and(cluster.build, {"gpu": OTHER_GPU})
+def cached_alike(first: MadeFilm, second: MadeFilm) -> set[str]:
+    """The beats the two films share: one cached render serves both."""
+    q = quality("tiny")
+    return {beat.id for beat in first.result.plan.beats
+            if BeatCache(first.build / "cache").lookup(first.result.plan, beat.id, q).name
+            == BeatCache(second.build / "cache").lookup(second.result.plan, beat.id, q).name}
+
+
+def test_a_matrix_renders_each_shared_beat_once_and_its_film_is_make_films(cluster, default_tiny_film,
+                                                                           other_tiny_film):
+    """The suite's two tiny films on the cluster, each beat but two from the cache: the opening, which shows no GPU's
+    numbers (one render serves both films), and the wasted money, which does (a render each)."""
+    alike = cached_alike(default_tiny_film, other_tiny_film)
+    assert "two-waits" in alike and "wasted-money" not in alike and "prefill" not in alike
+    seeded_cache(cluster.build / "cache", rendering=("two-waits", "wasted-money"))
+    plans = default_and(cluster.build, OTHER_CHOICE)
     lines: list[str] = []
     result = make_films(plans, "tiny", cluster.build, scheduler=cluster.address, say=lines.append)
 
     assert not result.failed, result.table()
     default, other = result.films
     assert default.film == cluster.build / "preview" / "film.mp4"
-    assert other.film == cluster.build / f"{OTHER_GPU}-llama-3.1-8b-bf16" / "preview" / "film.mp4"
+    assert other.film == cluster.build / "a100-sxm-80gb-llama-3.1-70b-int8" / "preview" / "film.mp4"
     for made in result.films:
         film_is_whole(made.film, made.plan)
-    # The same film, byte for byte, as `make film` renders on this machine's process pool.
+    # The same films, byte for byte, as `make film` renders on this machine's process pool.
     assert default.film.read_bytes() == default_tiny_film.film_bytes
     assert default.srt.read_bytes() == default_tiny_film.srt_bytes
+    assert other.film.read_bytes() == other_tiny_film.film_bytes
 
-    # Beats that do not show the GPU's numbers were rendered once, for the first film, and the
-    # second film took them: every render is one video in the cache, and each task ran once.
-    assert sorted(default.rendered) == sorted(beat.id for beat in default.plan.beats)
-    shared = set(other.reused)
-    # (measured opens on the long prompt's bar of the film's GPU, which the wasted-money beat hands it)
-    assert {"two-waits", "cache-rides-along"} <= shared and not shared & set(other.rendered)
-    assert "prefill" in other.rendered and "roofline" in other.rendered  # they show the GPU
-    videos = list((cluster.build / "cache" / "beats").glob("*.mp4"))
-    assert result.rendered == len(videos) == 18 - len(shared)
+    # The opening was rendered once, for the first film, and the second film took it; the wasted money once for
+    # each: every render is one video in the cache, and each task ran once.
+    assert sorted(default.rendered) == ["two-waits", "wasted-money"] and other.rendered == ["wasted-money"]
+    assert "two-waits" in other.reused
+    videos = [path for beat in ("two-waits", "wasted-money")
+              for path in (cluster.build / "cache" / "beats").glob(f"{beat}-*.mp4")]
+    assert result.rendered == len(videos) == 3
     # Each beat in its parts, each part a task that ran once.
     assert len({task.key for task in result.tasks}) == len(result.tasks) == PARTS * result.rendered
-    # (the cache was empty: a beat found there was rendered in this run, before its second film asked)
-    assert result.shared + result.from_cache == len(shared) and result.requested == 18
-    assert result.reuse_ratio == pytest.approx(18 / result.rendered)
+    # (the opening was not in the cache: found there by the second film, it was rendered in this run before it asked)
+    assert result.shared + result.from_cache == 18 - 3 and result.requested == 18
+    assert result.reuse_ratio == pytest.approx(18 / 3)
 
     # The workers rendered them (not this process), and the client kept their results.
     with cluster.client() as client:
@@ -156,13 +171,16 @@ def test_a_matrix_renders_each_shared_beat_once_and_its_film_is_make_films(clust
     # (whether the second film was waiting on it yet depends on how long its narration took)
     assert any(line.startswith("  rendered two-waits for h100-sxm-llama-3.1-8b-bf16") for line in lines), lines
     table = result.table()
-    assert f"{OTHER_GPU}-llama-3.1-8b-bf16" in table and "films made: 2 of 2" in table
+    assert "a100-sxm-80gb-llama-3.1-70b-int8" in table and "films made: 2 of 2" in table
 
 
 def test_a_worker_killed_mid_run_loses_only_its_beats(cluster):
+    """Four beats to render (the opening and the cache's, shared; the wasted money, one a film) in eight parts, for
+    three workers, one of them killed while it renders one."""
+    seeded_cache(cluster.build / "cache", rendering=("two-waits", "cache-rides-along", "wasted-money"))
     cluster.start_worker("doomed")
     outcome: dict = {}
-    plans = default_and(cluster.build, {"gpu": "l40s", "model": "llama-3.2-3b"})
+    plans = default_and(cluster.build, OTHER_CHOICE)
     with cluster.client() as client:
         client.wait_for_workers(3, timeout=90)
         doomed = cluster.worker_address(client, "doomed")
@@ -179,6 +197,7 @@ def test_a_worker_killed_mid_run_loses_only_its_beats(cluster):
     assert not run.is_alive()
     result = outcome["result"]
     assert not result.failed, result.table()
+    assert result.rendered == 4
     for made in result.films:
         film_is_whole(made.film, made.plan)
     # What it was rendering was rendered again elsewhere; nothing it returned was kept.
