@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from render.plan.types import Plan
 from render.video import finish as film_module
 from render.video.scheduler import make_film
 
-from conftest import OTHER_CHOICE, copied, run_film
+from conftest import OTHER_CHOICE, copied, run_film, seeded_cache
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +133,7 @@ def test_two_runs_on_one_output_are_kept_apart_and_a_dead_holder_is_taken_over(f
 def other(build, other_tiny_film):
     """Another choice's film made in the default film's build, from the beats the session's other film rendered
     (their cache entries copied beside the default film's: each is verified before use)."""
-    shutil.copytree(other_tiny_film.build / "cache" / "beats", build / "cache" / "beats", dirs_exist_ok=True)
+    seeded_cache(build / "cache", other_tiny_film)  # (its speech too: the other film is joined, not voiced again)
     plan = resolve_plan(**OTHER_CHOICE, recordings=build / "none")
     return make_film(plan, "tiny", build, jobs=2, say=lambda line: None)
 
@@ -184,7 +183,7 @@ def test_every_cut_carries_what_its_beats_share(request, which):
         assert np.abs(last - first_frame).mean() < 3.0, f"{before.id} -> {after.id}: the picture jumps at the cut"
 
 
-def test_every_cut_carries_for_a_mixture_of_experts_on_two_gpus(tmp_path, seed_speech):
+def test_every_cut_carries_for_a_mixture_of_experts_on_two_gpus(tmp_path, default_tiny_film):
     """A third deployment (its long prompt's bar split three ways, its wall in experts and shares): each beat's last
     frame, drawn alone, is the next beat's first."""
     from PIL import Image
@@ -192,16 +191,18 @@ def test_every_cut_carries_for_a_mixture_of_experts_on_two_gpus(tmp_path, seed_s
     from render.video.beats import QUALITIES, render_frames
     from render.voice.narration import Narrator
 
+    cache = seeded_cache(tmp_path / "cache", default_tiny_film)  # (its speech and typesetting, much of it shared)
     plan = Narrator(resolve_plan(gpu="h100-sxm", gpus=2, model="mixtral-8x7b", recordings=tmp_path / "none"),
-                    seed_speech(tmp_path / "cache")).narrate().plan
+                    cache).narrate().plan
     fps = QUALITIES["tiny"].fps
-
-    def drawn(beat, at: float) -> np.ndarray:
-        still = render_frames(plan, beat.id, [at], "tiny", tmp_path / f"{beat.id}@{at:g}", cache=tmp_path / "cache")
-        return np.asarray(Image.open(still[0]).convert("L"), dtype=float)
+    ends = {}  # each beat's first and last frames, drawn alone, from one play of the beat
+    for beat in plan.beats:
+        last = (round(beat.duration * fps) - 1) / fps
+        stills = render_frames(plan, beat.id, [0.0, last], "tiny", tmp_path / beat.id, cache=cache)
+        ends[beat.id] = [np.asarray(Image.open(still).convert("L"), dtype=float) for still in stills]
 
     for before, after in zip(plan.beats, plan.beats[1:]):
-        last, first_frame = drawn(before, (round(before.duration * fps) - 1) / fps), drawn(after, 0.0)
+        last, first_frame = ends[before.id][1], ends[after.id][0]
         assert int((np.abs(first_frame - np.median(first_frame)) > 24).sum()) > 500, f"{after.id} starts empty"
         assert np.abs(last - first_frame).mean() < 2.0, f"{before.id} -> {after.id}: the picture jumps at the cut"
 

@@ -22,7 +22,7 @@ from render.video.cache import BeatCache
 from render.video.finish import check_film
 from render.video.scheduler import make_film
 
-from conftest import ROOT, retitled_storyboard, run_film
+from conftest import ROOT, retitled_storyboard, run_film, seeded_cache
 
 
 def film_processes(marker: str) -> list[int]:
@@ -42,8 +42,7 @@ def film_processes(marker: str) -> list[int]:
 def test_a_run_killed_mid_render_leaves_nothing_that_blocks_the_next(tmp_path, default_tiny_film):
     build = tmp_path / "killed-build"
     (tmp_path / "none").mkdir()
-    for cache in ("speech", "beats"):  # the suite's tiny film's: four beats are left to render (retitled_storyboard)
-        shutil.copytree(default_tiny_film.build / "cache" / cache, build / "cache" / cache)
+    seeded_cache(build / "cache", default_tiny_film)  # four beats are left to render (retitled_storyboard)
     choice = ["--quality", "tiny", "--build", str(build), "--recordings", str(tmp_path / "none"), "--jobs", "2",
               "--storyboard", str(retitled_storyboard(tmp_path))]
     main = subprocess.Popen([sys.executable, "-m", "render.cli", "film", *choice], cwd=ROOT, stdout=subprocess.PIPE,
