@@ -15,8 +15,9 @@
 beside what every stage shares: errors.py (one message, never a traceback), files.py (where files live, written
 whole), formatting.py (every number as the film writes it), formulas.py (the film's formulas, for scenes and page),
 media.py (ffmpeg and ffprobe), text.py (free text made safe to show), logs.py (only the project's own messages
-reach the terminal), memo.py (what every command works out again from the same files, kept between processes); and
-cli.py, the `film` command (its options in arguments.py).
+reach the terminal), memo.py (what every command works out again from the same files, kept between processes),
+code.py (the project's Python sources read, parsed and followed through their imports; a result its code computes,
+kept by those files' bytes); and cli.py, the `film` command (its options in arguments.py).
 """
 
 __version__ = "0.1.0"

@@ -8,6 +8,7 @@ good earlier output intact and a reader never sees half a file.
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import logging
 import os
@@ -223,3 +224,19 @@ def copy_project(folder: Path, cache: Path | None = None) -> Path:
     if cache is not None:
         shutil.copytree(cache, folder / "build" / "cache", symlinks=True)
     return folder
+
+
+def display_path(path: Path) -> str:
+    """The path relative to the working directory where possible (what a user typed)."""
+    return _display_path(str(path), os.getcwd())
+
+
+@functools.lru_cache(maxsize=4096)
+def _display_path(path: str, cwd: str) -> str:
+    # Every value's place is worded as it is read: resolving the same few paths again was most of reading a file.
+    for absolute in (os.path.abspath, resolved):  # a link's own name first: data/measured/x.yaml, not /dev/zero
+        try:
+            return str(Path(absolute(path)).relative_to(absolute(cwd)))
+        except ValueError:
+            continue
+    return path

@@ -1,27 +1,24 @@
 """What every command works out again from the same files, kept between processes: a source file's imports (the cue
 check and the beat keys walk 500 of them), a template's compiled code, and a result computed by the project's code
-from its inputs alone (computed: the extended cut's simulations, the page's Under load grid). An entry is named by a
-digest of everything it was made from (the file's or the template's bytes, the tool's and Python's versions), holds a
-digest of its own bytes, and is checked against it before use: a damaged or half-written entry is made again, and a
-change to anything it was made from names another entry. Kept in the project's build/cache/memo/; where that cannot
-be written the result is simply not kept.
+from its inputs alone (render/code.py's computed: the extended cut's simulations, the page's Under load grid). An
+entry is named by a digest of everything it was made from (the file's or the template's bytes, the tool's and
+Python's versions), holds a digest of its own bytes, and is checked against it before use: a damaged or half-written
+entry is made again, and a change to anything it was made from names another entry. Kept in the project's
+build/cache/memo/; where that cannot be written the result is simply not kept.
 """
 
 from __future__ import annotations
 
 import hashlib
-import pickle
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from render.files import BUILD_DIR, write_atomic
 
 MEMO_DIR = BUILD_DIR / "cache" / "memo"
 FORMAT = 1
 _SEEN: dict[tuple[str, str], bytes] = {}  # (kind, key) -> payload, for this process
-T = TypeVar("T")
 
 
 def key_of(*parts: bytes | str) -> str:
@@ -54,14 +51,3 @@ def remembered(kind: str, key: str, make: Callable[[], bytes], folder: Path | No
     _SEEN[(kind, key)] = payload
     return payload
 
-
-def computed(kind: str, module: str, inputs: object, make: Callable[[], T]) -> T:
-    """What `make()` returns, kept between processes: named by the bytes of `module` and of every project module it
-    imports at any depth, numpy's release and `inputs`' repr (frozen dataclasses and numbers: everything the result
-    is computed from), so an edit to any of that code or any input names another entry. An exception is not kept."""
-    import numpy
-
-    from render.video.sources import code_digest
-
-    key = key_of(kind, code_digest(module), numpy.__version__, repr(inputs))
-    return pickle.loads(remembered(kind, key, lambda: pickle.dumps(make(), protocol=pickle.HIGHEST_PROTOCOL)))

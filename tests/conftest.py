@@ -207,6 +207,18 @@ def seeded_cache(cache: Path, *films: MadeFilm, rendering: tuple[str, ...] = ())
     return cache
 
 
+def studio_project(folder: Path, film: MadeFilm) -> Path:
+    """A copy of the project for `film studio`, its build's cache the tiny film's and its studio's narration track the
+    film's, levelled (its key names the same speeches at the same places, so the studio's first look levels nothing
+    again; a studio of another choice or with other words levels its own)."""
+    project = copy_project(folder, film.build / "cache")
+    studio = project / "build" / "studio"
+    studio.mkdir(parents=True, exist_ok=True)
+    for name in ("narration.wav", ".narration.wav.key"):
+        shutil.copy2(film.build / name, studio / name)  # (the copy's key is checked: a stale one levels again)
+    return project
+
+
 def retitled_storyboard(folder: Path) -> Path:
     """The storyboard with the batching and measured beats retitled: those beats and the two after them (which
     name the beat before) render again, the other five come from the cache."""

@@ -54,7 +54,7 @@ def test_a_kept_template_renders_as_jinjas_own_and_a_syntax_error_is_still_found
 
 def test_a_files_imports_are_kept_and_a_new_module_beside_it_is_seen(tmp_path, monkeypatch):
     """The names a file imports are kept by its bytes; which are project modules is looked up each time."""
-    from render.video import sources
+    from render import code as sources
 
     monkeypatch.setattr(memo, "MEMO_DIR", tmp_path)
     monkeypatch.setattr(memo, "_SEEN", {})  # (this process's memory of an earlier test's lookups, set aside)
@@ -106,16 +106,15 @@ def test_a_kept_templates_code_holds_no_filters_output(tmp_path, monkeypatch):
 
 
 def test_a_computed_result_is_named_by_its_code_and_inputs_and_an_error_is_not_kept(tmp_path, monkeypatch):
-    """render/memo.py's computed: the extended cut's simulations and the page's Under load grid, kept between
+    """render/code.py's computed: the extended cut's simulations and the page's Under load grid, kept between
     processes by the bytes of the code that computes them (the module and every project module it imports) and
     their inputs."""
     from render.errors import FilmError
     from render.plan import load
-    from render.video import sources
+    from render import code as sources
 
     monkeypatch.setattr(memo, "MEMO_DIR", tmp_path)
-    walked = {path.relative_to(sources.PROJECT_ROOT).as_posix() for path in sources.walk_sources("render.plan.load",
-                                                                                                  drawn=False)}
+    walked = {path.relative_to(sources.PROJECT_ROOT).as_posix() for path in sources.walk(("render.plan.load",))}
     assert {"render/serving/simulate.py", "render/serving/costs.py", "render/specs/roofline.py"} <= walked
     assert not any(path.startswith("scenes/") for path in walked)  # (nothing the film draws with)
 
@@ -136,9 +135,9 @@ def test_a_computed_result_is_named_by_its_code_and_inputs_and_an_error_is_not_k
     assert len(made) == 2 and len(list((tmp_path / "load-numbers").iterdir())) == 2
 
     # An edit to a module the simulation imports (not load.py itself) names another entry.
-    costs = sources.PROJECT_ROOT / "render" / "serving" / "costs.py"
+    deep = sources.PROJECT_ROOT / "render" / "serving" / "engine.py"  # (imported by what load.py imports)
     read = sources.source_bytes
-    monkeypatch.setattr(sources, "source_bytes", lambda path: read(path) + (b"\n# edited" if path == costs else b""))
+    monkeypatch.setattr(sources, "source_bytes", lambda path: read(path) + (b"\n# edited" if path == deep else b""))
     monkeypatch.setattr(sources, "_WALKED", {})
     monkeypatch.setattr(memo, "_SEEN", {})
     load.load_numbers.cache_clear()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BEAT_IDS, ROOT, copy_project, start_studio
+from conftest import BEAT_IDS, ROOT, copy_project, start_studio, studio_project
 from test_review import chromium
 
 # Bounds set from measurement on two cores (the suite's other process busy beside it): a narration edit's
@@ -26,7 +26,7 @@ STILL_BOUND, CLIP_BOUND = 30.0, 60.0
 def project(tmp_path_factory, default_tiny_film) -> Path:
     """A copy of the project, its build cache the session's tiny film's (speech, typesetting, beats: the
     studio's first look draws stills only)."""
-    return copy_project(tmp_path_factory.mktemp("project"), default_tiny_film.build / "cache")
+    return studio_project(tmp_path_factory.mktemp("project"), default_tiny_film)
 
 
 def studio_children(pid: int) -> set[int]:
@@ -411,7 +411,7 @@ def prefill_studio(tmp_path_factory, default_tiny_film):
     the tests below, which read it in the order they stand: the timeline, the accessibility audit, the player (which
     edits the narration, breaks the storyboard and mends it), then a deployment chosen on the page. Ctrl-C stops it
     at the end, as from a terminal."""
-    project = copy_project(tmp_path_factory.mktemp("prefill-project"), default_tiny_film.build / "cache")
+    project = studio_project(tmp_path_factory.mktemp("prefill-project"), default_tiny_film)
     process, address, lines = start_studio(project, "--beat", "prefill")
     try:
         yield project, process, address, lines

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_project, start_studio
+from conftest import start_studio, studio_project
 
 UPDATE_BOUND = 60.0  # seconds for a save to reach the page: a resolve and a voice check, or a problem (~0.3 s here)
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory, default_tiny_film) -> Path:
-    return copy_project(tmp_path_factory.mktemp("project"), default_tiny_film.build / "cache")
+    return studio_project(tmp_path_factory.mktemp("project"), default_tiny_film)
 
 
 @pytest.fixture(scope="module")

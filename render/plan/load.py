@@ -69,7 +69,7 @@ def load_numbers(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, lo
     """The stream at half the deployment's saturation (film load's rate when none is given) under every scheduler,
     every scheduler over the film's rates (film_rates), and one long prompt's step, whole and chunked. `where` names
     the cut's load for a message."""
-    from render.memo import computed
+    from render.code import computed
 
     try:
         return computed("load-numbers", __name__, (choice, prompt_tokens, long_prompt_tokens, load),

@@ -69,7 +69,7 @@ def load_view(plan: Plan, parameters: LoadParameters | None = None) -> dict:
     readouts (text) and the chart's marks (SVG coordinates). `parameters`: another stream than the film's (tests
     that read only the section's words). A deployment that cannot take the stream (a request larger than its KV
     cache) gets the reason instead ({"refused": …})."""
-    from render.memo import computed
+    from render.code import computed
 
     inputs = (plan.choice, plan.parameters.prompt_tokens, plan.load, parameters)  # everything simulated_view reads
     try:

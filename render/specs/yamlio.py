@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import re
 import sys
 from collections.abc import Callable
@@ -17,7 +16,7 @@ from typing import Any
 import yaml
 
 from render.errors import FilmError, close_matches
-from render.files import read_capped, read_text_capped, resolved
+from render.files import display_path, read_capped, read_text_capped, resolved  # noqa: F401 - display_path: read here by many
 from render.text import echo
 
 
@@ -51,22 +50,6 @@ class YamlList(list):
     def where(self, index: int | None = None) -> str:
         line = self.item_lines[index] if index is not None else self.source.line
         return f"{display_path(self.source.path)}:{line}"
-
-
-def display_path(path: Path) -> str:
-    """The path relative to the working directory where possible (what a user typed)."""
-    return _display_path(str(path), os.getcwd())
-
-
-@functools.lru_cache(maxsize=4096)
-def _display_path(path: str, cwd: str) -> str:
-    # Every value's place is worded as it is read: resolving the same few paths again was most of reading a file.
-    for absolute in (os.path.abspath, resolved):  # a link's own name first: data/measured/x.yaml, not /dev/zero
-        try:
-            return str(Path(absolute(path)).relative_to(absolute(cwd)))
-        except ValueError:
-            continue
-    return path
 
 
 def kept_while_unchanged(files: Callable[..., list[Path]], keep: int = 8):

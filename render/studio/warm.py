@@ -87,7 +87,7 @@ def forget_scenes_if_saved(loaded: dict[str, str]) -> bool:
 
 def imports(path: str) -> set[str]:
     """The project modules a file imports as it is now (one that cannot be read or parsed: every scene module)."""
-    from render.video.sources import scene_imports
+    from render.code import scene_imports
 
     try:
         return set(scene_imports(Path(path)))

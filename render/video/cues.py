@@ -17,7 +17,8 @@ from render.files import PROJECT_ROOT, STORYBOARD_PATH
 from render.plan.resolve import resolve_plan
 from render.plan.beat_scene import BeatScene, scene_of
 from render.plan.types import BUILT_IN_CUES, FilmRequest, Plan
-from render.video.sources import scene_sources, source_tree
+from render.code import source_tree
+from render.video.sources import scene_sources
 
 CUE_METHODS = {"at", "hold_until", "cue", "seconds_until", "repeat_until"}
 
