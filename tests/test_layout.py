@@ -130,10 +130,12 @@ def thumbnail_of(choice: tuple, speech: Path) -> tuple[Path, Path]:
     return poster, make_thumbnail(plan, poster, folder / "thumbnail.jpg")
 
 
-def test_the_thumbnail_shows_the_whole_picture_under_its_band(tmp_path):
+def test_the_thumbnail_shows_the_whole_picture_under_its_band(tmp_path, lint_cache):
     """For the default film and every choice of the lint set: under the title band the poster's picture is whole
-    (its shape as in the frame, so nothing is cut by an edge or hidden under the band) with clear space around it."""
+    (its shape as in the frame, so nothing is cut by an edge or hidden under the band) with clear space around it.
+    From a copy of the suite's lint cache (the lint set's speech and typesetting, where the lint has made them)."""
     import multiprocessing
+    import shutil
     from concurrent.futures import ProcessPoolExecutor
 
     import numpy as np
@@ -142,8 +144,10 @@ def test_the_thumbnail_shows_the_whole_picture_under_its_band(tmp_path):
     from render.publish.kit import BAND_HEIGHT, INK_LEVEL, THUMBNAIL_MARGIN, picture_box, without_title
 
     choices = [("h100-sxm", 1, "llama-3.1-8b", "bf16"), *LINT_CHOICES]
+    cache = tmp_path / "cache"
+    shutil.copytree(lint_cache, cache, symlinks=True)
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        made = list(pool.map(thumbnail_of, choices, [tmp_path] * len(choices)))
+        made = list(pool.map(thumbnail_of, choices, [cache] * len(choices)))
     for choice, (poster, thumbnail) in zip(choices, made):
         frame = without_title(Image.open(poster).convert("RGB"))
         left, top, right, bottom = picture_box(frame)

@@ -164,17 +164,17 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
     assert {beat: view[1:3] for beat, view in pictures(page).items()} == {beat: view[1:3] for beat,
                                                                           view in after.items()}
 
-    # A picture's colour: the beats whose drawing uses that code are drawn again, and only they (the measured beat,
-    # the cache beat, which starts from its picture, and two budgets, which opens on the cache beat's bars).
+    # A picture's colour: the beats whose drawing uses that code are drawn again, and only they (the cache beat, and
+    # two budgets, which opens on the cache beat's bars; not the measured beat, whose picture the cache beat imports).
     from render.plan.beat_scene import scene_of
     from render.video.sources import scene_sources
 
-    picture = ROOT / "scenes" / "pictures" / "measured.py"  # (the measured beat's picture, which the next starts from)
+    picture = ROOT / "scenes" / "pictures" / "cache_rides_along.py"
     using = sorted(beat for beat in BEAT_IDS if picture in scene_sources(scene_of(beat).module))
-    assert {"measured", "cache-rides-along"} <= set(using) and "two-waits" not in using
+    assert using == ["cache-rides-along", "two-budgets"], using
     saved = time.monotonic()
-    edit(project / "scenes" / "pictures" / "measured.py", 'length * ideal / longest, COMPUTE,',
-         'length * ideal / longest, TEXT,')  # (a colour measured.py imports)
+    edit(project / "scenes" / "pictures" / "cache_rides_along.py", "scale * short_rate, MEMORY, value_inside=True)",
+         "scale * short_rate, HIGHLIGHT, value_inside=True)")  # (a colour cache_rides_along.py imports)
     for beat in using:
         wait_for(page, f"var a = document.getElementById('beat-{beat}'); return a.dataset.status == 'ready' && "
                        "a.querySelector('video.clip').getAttribute('src') != arguments[0];", CLIP_BOUND,
@@ -182,7 +182,7 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
     print(f"scene edit: {len(using)} clips {time.monotonic() - saved:.1f} s")
     scene_edited = pictures(page)
     assert sorted(beat for beat in after if scene_edited[beat][1:3] != after[beat][1:3]) == using
-    assert "the scene's code changed" in page.find_element("css selector", "#beat-measured .why").text
+    assert "the scene's code changed" in page.find_element("css selector", "#beat-cache-rides-along .why").text
 
     # A datasheet's number: the beats that show it (or speak it) are drawn again, for what it changed.
     saved = time.monotonic()
