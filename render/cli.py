@@ -26,12 +26,11 @@ from pathlib import Path
 from render import logs
 from render.arguments import build_parser, request_of
 from render.errors import FilmError
-from render.files import DATA_DIR, STORYBOARD_PATH, cache_dir, output_dir, write_atomic
+from render.files import DATA_DIR, STORYBOARD_PATH, cache_dir, display_path, output_dir, write_atomic
 from render.formatting import timestamp as format_timestamp
 from render.plan.types import FilmRequest
 from render.plan.storyboard import load_storyboard
 from render.specs.catalog import load_catalog
-from render.specs.yamlio import display_path
 from render.text import clean_text, terminal_text
 
 log = logging.getLogger("film")

@@ -50,4 +50,3 @@ def remembered(kind: str, key: str, make: Callable[[], bytes], folder: Path | No
             pass  # (a read-only or full build folder: the result is used, not kept)
     _SEEN[(kind, key)] = payload
     return payload
-

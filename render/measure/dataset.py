@@ -14,12 +14,11 @@ import yaml
 
 from render import __version__
 from render.errors import FilmError
-from render.files import DATA_DIR, write_atomic
+from render.files import DATA_DIR, display_path, write_atomic
 from render.measure.client import Endpoint
 from render.measure.timings import COUNTED_BY, Measurement
 from render.specs.catalog import MeasuredDataset, load_measured
 from render.specs.fields import bounds_of, out_of_range, to_yaml
-from render.specs.yamlio import display_path
 from render.text import clean_text
 
 DEFINITIONS = (

@@ -25,12 +25,12 @@ import yaml
 
 from render import __version__
 from render.errors import FilmError
-from render.files import write_atomic
+from render.files import display_path, write_atomic
 from render.measure.client import Endpoint, RunFailed
 from render.measure.prompts import Prompts, calibrate
 from render.serving.workload import MAX_RATE, MAX_REQUESTS, MIN_RATE, Lengths, Request, poisson
 from render.specs.fields import as_float
-from render.specs.yamlio import YamlList, YamlMap, display_path, load_yaml
+from render.specs.yamlio import YamlList, YamlMap, load_yaml
 from render.text import clean_text, echo
 
 KIND = "load"

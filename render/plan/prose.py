@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from render.errors import FilmError
-from render.files import PAGE_SCRIPT_PATH
+from render.files import PAGE_SCRIPT_PATH, display_path
 from render.plan.templating import compile_template, fill
 from render.plan.types import Link, Paper, Prose
-from render.specs.yamlio import YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml
+from render.specs.yamlio import YamlMap, check_fields, kept_while_unchanged, load_yaml
 from render.text import echo
 
 TOP_FIELDS = {"article": list, "why_it_matters": str, "connected": list, "papers": list}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from render import formatting as fmt
 from render.errors import DoesNotFit, FilmError
-from render.files import DATA_DIR, PAGE_SCRIPT_PATH, PROJECT_ROOT, STORYBOARD_PATH
+from render.files import DATA_DIR, PAGE_SCRIPT_PATH, PROJECT_ROOT, STORYBOARD_PATH, display_path
 from render.formatting import with_article
 from render.plan.prose import fill_prose, load_prose
 from render.plan.load import load_numbers
@@ -27,7 +27,6 @@ from render.specs.catalog import Catalog, load_catalog
 from render.specs.hf_config import model_from_file, own_identity
 from render.specs.pronunciations import load_pronunciations
 from render.specs.types import DataType, Deployment, Gpu, Model, kv_cache_in
-from render.specs.yamlio import display_path
 from render.specs import roofline as rl
 from render.text import echo
 

@@ -9,13 +9,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from render.errors import FilmError
-from render.files import STORYBOARD_PATH
+from render.files import STORYBOARD_PATH, display_path
 from render.formatting import timestamp as format_timestamp
 from render.plan.beat_scene import BEAT_ID, scene_of, scene_problem
 from render.plan.templating import compile_template
 from render.plan.types import DEFAULT_CUT, LoadParameters, NarrationSettings, Parameters, parse_voice
 from render.specs.fields import as_float, bounds_of, choices_of, yaml_keys
-from render.specs.yamlio import YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml
+from render.specs.yamlio import YamlMap, check_fields, kept_while_unchanged, load_yaml
 from render.text import echo
 
 TOP_FIELDS = {"film": dict, "defaults": dict, "parameters": dict, "narration": dict, "beats": list}

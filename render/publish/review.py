@@ -23,14 +23,13 @@ import ffmpeg
 
 from render import formatting as fmt, media
 from render.errors import FilmError
-from render.files import BUILD_DIR, cache_dir, link_or_copy, replace_folder, write_atomic
+from render.files import BUILD_DIR, cache_dir, display_path, link_or_copy, replace_folder, write_atomic
 from render.plan.tracking import value_at
 from render.plan.types import FilmRequest, Plan
 from render.publish import web
 from render.publish.explain import NumberRow, fit_view, number_row, sources_of
 from render.publish.web import beat_views, captions_url
 from render.video.settling import settled_of, settled_time
-from render.specs.yamlio import display_path
 
 TEMPLATE = "review.html"
 STILL_WIDTH = 480

@@ -19,9 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from render.errors import FilmError
-from render.files import read_text_capped
+from render.files import display_path, read_text_capped
 from render.specs.fields import as_float
-from render.specs.yamlio import display_path
 from render.text import echo
 
 MAX_REQUESTS = 1_000_000        # a workload's requests, drawn or read

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from render.errors import FilmError, unknown_name_error
-from render.files import DATA_DIR
+from render.files import DATA_DIR, display_path
 from render.specs.architecture import count_parameters
 from render.specs.fields import date_text, datum, yaml_keys
 from render.specs.schema import from_yaml
 from render.specs.types import DataType, Gpu, Model
 from render.text import NAME_LENGTH, control_characters, echo
-from render.specs.yamlio import YamlList, YamlMap, check_fields, display_path, kept_while_unchanged, load_yaml
+from render.specs.yamlio import YamlList, YamlMap, check_fields, kept_while_unchanged, load_yaml
 
 DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # A config whose counted parameters are further than this from its published total has a typo.

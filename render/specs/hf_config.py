@@ -24,8 +24,8 @@ from render.specs.catalog import PARAMETER_TOLERANCE, load_entries
 from render.specs.fields import bounds_of, out_of_range, to_yaml
 from render.specs.roofline import active_parameters
 from render.specs.types import Model
-from render.files import read_text_capped, write_atomic
-from render.specs.yamlio import MAX_INT_DIGITS, display_path
+from render.files import display_path, read_text_capped, write_atomic
+from render.specs.yamlio import MAX_INT_DIGITS
 from render.text import NAME_LENGTH, control_characters, echo
 
 SUPPORTED = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe", "deepseek_v3")

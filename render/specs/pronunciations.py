@@ -7,7 +7,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from render.errors import FilmError
-from render.specs.yamlio import YamlMap, check_fields, display_path, load_yaml
+from render.files import display_path
+from render.specs.yamlio import YamlMap, check_fields, load_yaml
 
 Pronunciations = Sequence[tuple[str, str]]
 

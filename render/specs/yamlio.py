@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from render.errors import FilmError, close_matches
-from render.files import display_path, read_capped, read_text_capped, resolved  # noqa: F401 - display_path: read here by many
+from render.files import display_path, read_capped, read_text_capped
 from render.text import echo
 
 

@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from render.errors import FilmError
-from render.files import DATA_DIR
+from render.files import DATA_DIR, display_path
 from render.plan.resolve import resolve_choice
 from render.plan.storyboard import load_storyboard
 from render.plan.types import FilmRequest
 from render.serving.workload import Lengths, check_rate
 from render.specs.catalog import DATASET_NAME, load_catalog
-from render.specs.yamlio import display_path
 from render.text import echo, table, whole_number_in
 
 MAX_MEASURED_PROMPT = 2_000_000
