@@ -38,6 +38,12 @@ def require(program: str = "ffmpeg") -> str:
     return path
 
 
+def ffmpeg_command() -> Path | None:
+    """Where the ffmpeg command is (None: not installed)."""
+    found = shutil.which("ffmpeg")
+    return Path(found) if found else None
+
+
 @functools.cache
 def ffmpeg_version() -> str:
     """The ffmpeg command's first line of -version ('ffmpeg version 5.1.9-0+deb12u1 …'), or 'absent'."""

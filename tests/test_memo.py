@@ -3,6 +3,8 @@ again when damaged; a template's kept code renders as Jinja's own compile does, 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from render import memo
@@ -58,12 +60,14 @@ def test_a_files_imports_are_kept_and_a_new_module_beside_it_is_seen(tmp_path, m
 
     monkeypatch.setattr(memo, "MEMO_DIR", tmp_path)
     monkeypatch.setattr(memo, "_SEEN", {})  # (this process's memory of an earlier test's lookups, set aside)
+    monkeypatch.setattr(sources, "_IMPORTS", {})
     path = sources.PROJECT_ROOT / "scenes" / "prefill.py"
     first = sources.scene_imports(path)
     assert "scenes" in first and any(name.startswith("render.") for name in first)
     names = sources.import_names(sources.parsed(path)[1], path)
     newcomer = next(name for name in names if name not in first and name.split(".")[0] in ("scenes", "render"))
     monkeypatch.setattr(memo, "_SEEN", {})
+    monkeypatch.setattr(sources, "_IMPORTS", {})
     monkeypatch.setattr(sources, "parsed", lambda path: pytest.fail("parsed again"))
     assert sources.scene_imports(path) == first  # read back, not parsed
     # A module made since under a name the file imports (`from scenes.figures import chip` where chip.py is new):
@@ -71,6 +75,72 @@ def test_a_files_imports_are_kept_and_a_new_module_beside_it_is_seen(tmp_path, m
     found = sources.module_path
     monkeypatch.setattr(sources, "module_path", lambda name: path if name == newcomer else found(name))
     assert newcomer in sources.scene_imports(path) and newcomer not in first
+
+
+def test_a_walk_is_kept_by_its_files_states_and_walked_again_when_one_changes(tmp_path, monkeypatch):
+    """A command's walk of the sources (the cue check, a beat's key) is kept with the state of every file and folder
+    it found; another process uses it only while each is as it was, and a file changed in the last two seconds is
+    not kept at all."""
+    import json
+    import time
+
+    from render import code as sources
+
+    monkeypatch.setattr(memo, "MEMO_DIR", tmp_path)
+    roots = ("scenes.prefill",)
+    for table in ("_WALKED", "_DIGESTS", "_IMPORTS"):
+        monkeypatch.setattr(sources, table, {})
+    states, files, digest = sources.walked(roots)
+    assert sources.PROJECT_ROOT / "scenes" / "prefill.py" in files and len(states) > len(files)  # (and folders)
+    record = sources.walk_record(roots)
+    assert json.loads(record.read_text())["digest"] == digest
+
+    walks = []
+    real = sources.walk
+    monkeypatch.setattr(sources, "walk", lambda roots: walks.append(roots) or real(roots))
+    for table in ("_WALKED", "_DIGESTS"):  # (another process: only the record is left)
+        monkeypatch.setattr(sources, table, {})
+    assert sources.walked(roots) == (states, files, digest) and walks == []
+
+    kept = json.loads(record.read_text())
+    kept["states"][0][2] += 1  # (as if the first file had been written since: its modification time moved)
+    record.write_text(json.dumps(kept))
+    for table in ("_WALKED", "_DIGESTS"):
+        monkeypatch.setattr(sources, table, {})
+    assert sources.walked(roots) == (states, files, digest) and walks == [roots]
+
+    record.unlink()
+    just_now = ((1, 2, time.time_ns(), time.time_ns()),)  # (a file saved this moment may be saved again unseen)
+    sources.keep_walk(roots, just_now, files[:1], None)
+    assert not record.exists()
+
+
+def test_the_libraries_versions_are_kept_by_the_files_they_were_read_from(tmp_path, monkeypatch):
+    """A beat's key names the releases of Manim, Cairo, Pango, PyAV and ffmpeg; asking them imports PyAV and runs
+    ffmpeg, so they are kept with the state of each library the process loaded, the folders packages are installed
+    in and the ffmpeg command, and asked again when one of those changes."""
+    import json
+
+    from render.video import sources
+
+    monkeypatch.setattr(memo, "MEMO_DIR", tmp_path)
+    sources.library_versions.cache_clear()
+    first = sources.library_versions()
+    assert {"manim", "cairo library", "ffmpeg command"} <= set(json.loads(first))
+    (record,) = (tmp_path / "libraries").iterdir()
+    kept = json.loads(record.read_text())
+    assert any("site-packages" == Path(name).name for name in kept["files"])  # (an install changes it)
+    assert any(Path(name).name.startswith("libcairo") for name in kept["files"])
+
+    asked = []
+    monkeypatch.setattr(sources, "asked_versions", lambda: asked.append(1) or '{"asked": "again"}')
+    sources.library_versions.cache_clear()
+    assert sources.library_versions() == first and asked == []
+    kept["states"][-1][1] += 1  # (as if a library had been replaced: its size changed)
+    record.write_text(json.dumps(kept))
+    sources.library_versions.cache_clear()
+    assert sources.library_versions() == '{"asked": "again"}' and asked == [1]
+    sources.library_versions.cache_clear()
 
 
 def test_a_fonts_cut_is_kept_and_the_same_as_made(tmp_path, monkeypatch):
@@ -139,6 +209,8 @@ def test_a_computed_result_is_named_by_its_code_and_inputs_and_an_error_is_not_k
     read = sources.source_bytes
     monkeypatch.setattr(sources, "source_bytes", lambda path: read(path) + (b"\n# edited" if path == deep else b""))
     monkeypatch.setattr(sources, "_WALKED", {})
+    monkeypatch.setattr(sources, "_DIGESTS", {})
+    monkeypatch.setattr(sources, "kept_walk", lambda roots: None)  # (the edit is pretended: no file's state changed)
     monkeypatch.setattr(memo, "_SEEN", {})
     load.load_numbers.cache_clear()
     load.load_numbers("choice", 2000, 8000, "load")

@@ -295,12 +295,12 @@ def test_an_updater_that_moves_an_object_it_does_not_own_is_named(narrated, tmp_
 def test_typeset_text_and_formulas_are_kept_for_the_next_render_and_checked(narrated, tmp_path):
     """What a render typeset (LaTeX, Pango) is kept in the build's cache; a damaged entry is made again."""
     cache = tmp_path / "cache"
-    first = beats.render_still(narrated.plan, "prefill", 6.0, "tiny", tmp_path / "a", cache=cache)
+    first = beats.render_frames(narrated.plan, "prefill", [6.0], "tiny", tmp_path / "a", cache=cache)[0]
     kept = {kind: sorted((cache / "typeset" / kind).glob("*.svg")) for kind in ("tex", "texts")}
     assert kept["tex"] and kept["texts"], kept  # the prefill beat typesets a formula and writes text
     damaged = kept["texts"][0]
     damaged.write_bytes(damaged.read_bytes()[:40])  # cut short, as a killed copy would leave it
-    again = beats.render_still(narrated.plan, "prefill", 6.0, "tiny", tmp_path / "b", cache=cache)
+    again = beats.render_frames(narrated.plan, "prefill", [6.0], "tiny", tmp_path / "b", cache=cache)[0]
     assert damaged.read_bytes().rstrip().endswith(b"</svg>")  # whole again
     assert np.array_equal(np.asarray(Image.open(first)), np.asarray(Image.open(again)))
 
@@ -355,7 +355,7 @@ def test_parsed_shapes_are_kept_for_the_next_render_and_checked(narrated, tmp_pa
 
     cache = tmp_path / "cache"
     scene.MADE_ONCE.clear()  # (words this worker made for an earlier test: as a new process, it makes them here)
-    first = beats.render_still(narrated.plan, "prefill", 6.0, "tiny", tmp_path / "a", cache=cache)
+    first = beats.render_frames(narrated.plan, "prefill", [6.0], "tiny", tmp_path / "a", cache=cache)[0]
     kept = sorted((cache / "typeset" / "shapes").glob("*.shape"))
     assert len(kept) > 10  # its title, labels and formula at least (parsed here, or by an earlier render)
 
@@ -365,8 +365,8 @@ def test_parsed_shapes_are_kept_for_the_next_render_and_checked(narrated, tmp_pa
         scene.MADE_ONCE.clear()
         shapes.written.clear()
         parsed.clear()
-        return np.asarray(Image.open(beats.render_still(narrated.plan, "prefill", 6.0, "tiny", tmp_path / folder,
-                                                        cache=cache)))
+        return np.asarray(Image.open(beats.render_frames(narrated.plan, "prefill", [6.0], "tiny", tmp_path / folder,
+                                                         cache=cache)[0]))
 
     assert np.array_equal(still_again("b"), np.asarray(Image.open(first))) and not parsed
     kept[0].write_bytes(kept[0].read_bytes()[:-100])  # cut short
@@ -567,7 +567,23 @@ def test_make_scene_and_still_from_the_command_line(tmp_path, seed_speech):
     # A still times its own beat only (the plan's slice for it): the same picture as from the whole timed plan.
     timed = Narrator(resolve_plan(), tmp_path / "cache").narrate().plan
     whole = beats.render_still(timed, "decode", 5.5, "tiny", tmp_path / "from-the-whole-plan")
-    assert np.array_equal(np.asarray(Image.open(whole)), np.asarray(Image.open(tmp_path / "stills" / "decode@5.5.png")))
+    still = tmp_path / "stills" / "decode@5.5.png"
+    drawn = still.read_bytes()
+    assert np.array_equal(np.asarray(Image.open(whole)), np.asarray(Image.open(still)))
+    # Asked again with nothing changed: the kept frame (build/cache/stills/), checked against its record, else drawn.
+    (kept,) = (tmp_path / "cache" / "stills").glob("decode-*@*.png")
+    assert kept.read_bytes() == drawn
+    marked = Image.open(whole).copy()
+    marked.putpixel((0, 0), (255, 0, 255))
+    marked.save(kept)  # (another picture, vouched for by its record: served as kept, which shows a hit is used)
+    record = kept.with_suffix(".png.json")
+    data = kept.read_bytes()
+    record.write_text(json.dumps({"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}))
+    assert run_film("still", "--beat", "decode", "--at", "5.5", "--quality", "tiny", "--build", str(tmp_path)) \
+        .returncode == 0 and still.read_bytes() == kept.read_bytes() != drawn
+    kept.write_bytes(data[:100] + bytes(len(data) - 100))  # (damaged, its size kept: its checksum no longer matches)
+    assert run_film("still", "--beat", "decode", "--at", "5.5", "--quality", "tiny", "--build", str(tmp_path)) \
+        .returncode == 0 and still.read_bytes() == drawn == kept.read_bytes()
     bad = run_film("scene", "--beat", "prefil", "--quality", "tiny", "--build", str(tmp_path))
     assert bad.returncode == 1 and "unknown beat 'prefil'" in bad.stderr and "Traceback" not in bad.stderr
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.metadata
 import inspect
 from dataclasses import dataclass
 
@@ -102,6 +101,8 @@ PATCHED = (
 @functools.cache
 def check_versions() -> None:
     """Refuse a library whose internals the patches were not tested on: one message naming what to do."""
+    import importlib.metadata  # (here: 0.08 s of every command that only names the patched modules)
+
     for library, prefixes in TESTED.items():
         try:
             version = importlib.metadata.version(library)

@@ -6,11 +6,11 @@ anything renders, and scenes/__init__.py imports the class at render time.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from render.code import top_classes
 from render.files import PROJECT_ROOT
 
 # Lower-case words joined by hyphens, at most 60 characters: a module's name (a longer one no file system takes).
@@ -43,10 +43,9 @@ def scene_problem(beat_id: str, root: Path = PROJECT_ROOT) -> str:
     path = root / scene.path
     if not path.is_file():
         return f"there is no {scene.path}: write class {scene.name}(BeatScene) there"
-    try:
-        tree = ast.parse(path.read_bytes(), filename=scene.path)
-    except (OSError, SyntaxError, ValueError):
+    classes = top_classes(path)
+    if classes is None:
         return ""
-    if not any(isinstance(node, ast.ClassDef) and node.name == scene.name for node in tree.body):
+    if scene.name not in classes:
         return f"{scene.path} has no class {scene.name}: a beat's class is the CamelCase of its id"
     return ""

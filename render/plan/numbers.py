@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from render.errors import FilmError
+from render.code import computed
 from render.plan.types import (BatchNumbers, ComparisonFraming, ComparisonNumbers, DecodeNumbers, FitPoint, Fitted,
                                LongPromptNumbers, MeasuredFit, MeasuredNumbers, MeasuredPromptNumbers, MeasuredSweep,
                                Numbers, Parameters,
@@ -164,7 +165,15 @@ def measured_roles(dataset: MeasuredDataset) -> tuple[MeasuredPrompt, MeasuredPr
 
 def measured_numbers(dataset: MeasuredDataset, gpu: Gpu, model: Model, dtype: DataType,
                      embedding_rows: bool = False) -> MeasuredNumbers:
-    """The dataset's own figures beside its model's roofline on the GPU it is compared with."""
+    """The dataset's own figures beside its model's roofline on the GPU it is compared with. Kept between processes
+    (render/code.py's computed: the fit imports scipy, 0.4 s of every command that resolves a plan), named by this
+    code and its inputs."""
+    inputs = (dataset, gpu, model, dtype, embedding_rows)
+    return computed("measured-numbers", __name__, inputs, lambda: measured_numbers_of(*inputs))
+
+
+def measured_numbers_of(dataset: MeasuredDataset, gpu: Gpu, model: Model, dtype: DataType,
+                        embedding_rows: bool = False) -> MeasuredNumbers:
     short, medium, long = measured_roles(dataset)
     for role, prompt in (("shortest", short), ("longest", long)):
         missing = [name for name in ("ttft_seconds", "decode_tokens_per_second") if getattr(prompt, name) is None]

@@ -23,10 +23,10 @@ import ffmpeg
 
 from render import media
 from render.errors import FilmError
-from render.files import atomic_path, move
+from render.files import atomic_path, move, write_atomic
 from render.formatting import timestamp
 from render.plan.types import Plan
-from render.video.cache import LintMemo
+from render.video.cache import LintMemo, StillCache
 from render.video.frames import kept_frame_buffers
 from render.video.quality import ENCODER, HELD_CRF, QUALITIES, Quality, quality  # noqa: F401  (the renderer's)
 from render.video.shapes import kept_shapes
@@ -286,6 +286,7 @@ class FramesTaken:
     paths: list[Path]
     counters: list[list[tuple[str, str, str, str]]]
     settled: dict[str, float]
+    values_read: tuple[str, ...] = ()  # the plan values the scene read, for the still cache
 
 
 def render_frames(plan: Plan, beat_id: str, times: list[float], quality_name: str, out_dir: Path,
@@ -336,13 +337,28 @@ def take_frames(plan: Plan, beat_id: str, times: list[float], quality_name: str,
             Image.fromarray(scene.stills[frame]).convert("RGB").save(temporary, format="PNG")
         paths.append(path)
     return FramesTaken(paths, [scene.counter_states.get(frame, []) for frame in wanted],
-                       dict(settled_moments(scene.moments, q.fps)))
+                       dict(settled_moments(scene.moments, q.fps)), tuple(sorted(scene.reads)))
 
 
 def render_still(plan: Plan, beat_id: str, at: float, quality_name: str, out_dir: Path,
                  cache: Path | None = None) -> Path:
-    """`make still`: the frame at `at` seconds into the beat, as <out_dir>/<beat-id>@<at>.png."""
-    return render_frames(plan, beat_id, [at], quality_name, out_dir, cache=cache)[0]
+    """`make still`: the frame at `at` seconds into the beat, as <out_dir>/<beat-id>@<at>.png: the one kept in the
+    cache's stills/ (StillCache) when the beat's key and the values its scene read are unchanged, else drawn."""
+    q = quality(quality_name)
+    duration = plan.beat(beat_id).duration
+    if cache is None or not 0 <= at < duration:  # (an AT outside the beat: take_frames names the range)
+        return render_frames(plan, beat_id, [at], quality_name, out_dir, cache=cache)[0]
+    frame = min(round(at * q.fps), round(duration * q.fps) - 1)
+    stills = StillCache(cache)
+    kept = stills.lookup(plan, beat_id, q, frame)
+    path = Path(out_dir) / f"{beat_id}@{at:g}.png"
+    if kept is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, kept)
+        return path
+    taken = take_frames(plan, beat_id, [at], quality_name, out_dir, cache=cache)
+    stills.store(plan, beat_id, q, frame, taken.paths[0].read_bytes(), list(taken.values_read))
+    return taken.paths[0]
 
 
 def make_sheet(plan: Plan, quality_name: str, out_path: Path, cache: Path | None = None) -> Path:

@@ -214,3 +214,43 @@ class LintMemo(KeyedByReads):
         """The findings, then the reads that name them (each written whole)."""
         write_atomic(self.findings_path(plan, beat_id, q, values_read), json.dumps({"problems": list(problems)}))
         self.keep_reads(plan, beat_id, q, values_read)
+
+
+class StillCache(KeyedByReads):
+    """build/cache/stills/: `make still`'s frames under the beat cache's keys and the frame's number: <beat>-<base>@
+    <frame>.json lists the values the scene read up to that frame (a still's render stops there), <beat>-<base>-
+    <values>@<frame>.png is the frame, and its .json holds the PNG's size and checksum. A look at a beat whose code,
+    words, times and the values its scene read are unchanged is the picture drawn before (checked against its record,
+    else drawn again), without starting Manim."""
+
+    SUBFOLDER = "stills"
+
+    def frame_reads_path(self, plan: Plan, beat_id: str, q: Quality, frame: int) -> Path:
+        return self.folder / f"{beat_id}-{base_key(plan, beat_id, q)}@{frame}.json"
+
+    def entry(self, plan: Plan, beat_id: str, q: Quality, values_read: list[str], frame: int) -> CacheEntry:
+        stem = f"{self.stem(plan, beat_id, q, values_read)}@{frame}"
+        return CacheEntry(self.folder / f"{stem}.png", self.folder / f"{stem}.png.json")
+
+    def lookup(self, plan: Plan, beat_id: str, q: Quality, frame: int) -> bytes | None:
+        """The kept frame's PNG bytes, if it is kept and whole."""
+        try:
+            values_read = json.loads(self.frame_reads_path(plan, beat_id, q, frame).read_text())["values_read"]
+            if not (isinstance(values_read, list) and all(isinstance(path, str) for path in values_read)):
+                return None
+            entry = self.entry(plan, beat_id, q, values_read, frame)
+            recorded = json.loads(entry.meta.read_text())
+            data = entry.video.read_bytes()
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if not isinstance(recorded, dict) or len(data) != recorded.get("size") \
+                or hashlib.sha256(data).hexdigest() != recorded.get("sha256"):
+            return None
+        return data
+
+    def store(self, plan: Plan, beat_id: str, q: Quality, frame: int, data: bytes, values_read: list[str]) -> None:
+        """The frame, then what vouches for it, then the reads that name it (each written whole)."""
+        entry = self.entry(plan, beat_id, q, values_read, frame)
+        write_atomic(entry.video, data)
+        write_atomic(entry.meta, json.dumps({"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}))
+        write_atomic(self.frame_reads_path(plan, beat_id, q, frame), json.dumps({"values_read": list(values_read)}))

@@ -9,7 +9,7 @@ uses). Reading the classes' source lets `make plan` check this before anything r
 from __future__ import annotations
 
 import ast
-
+import json
 from pathlib import Path
 
 from render.errors import FilmError
@@ -17,10 +17,12 @@ from render.files import PROJECT_ROOT, STORYBOARD_PATH
 from render.plan.resolve import resolve_plan
 from render.plan.beat_scene import BeatScene, scene_of
 from render.plan.types import BUILT_IN_CUES, FilmRequest, Plan
-from render.code import source_tree
-from render.video.sources import scene_sources
+from render.code import source_bytes, source_tree
+from render.memo import key_of, remembered
+from render.video.sources import every_scenes_sources
 
 CUE_METHODS = {"at", "hold_until", "cue", "seconds_until", "repeat_until"}
+CUE_CODE = Path(__file__).read_bytes()  # (the cue lines' memo key: this file's way of reading them)
 
 
 def cues_waited_for(entry: BeatScene) -> frozenset[str]:
@@ -31,14 +33,26 @@ def cues_waited_for(entry: BeatScene) -> frozenset[str]:
 
 
 def cue_lines(entry: BeatScene) -> dict[str, int]:
-    """Each cue name the beat's class names (cues_waited_for), with the first line of its file that names it."""
-    tree = source_tree(PROJECT_ROOT / entry.path)
-    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
-    if entry.name not in classes:
+    """Each cue name the beat's class names (cues_waited_for), with the first line of its file that names it: worked
+    out again only when the file's bytes change (render/memo.py; the same file parsed or unreadable says so)."""
+    path = PROJECT_ROOT / entry.path
+    data = source_bytes(path)
+    found = json.loads(remembered("cue-lines", key_of("cue-lines", CUE_CODE, entry.name, data),
+                                  lambda: json.dumps(class_cue_lines(path, entry.name)).encode()))
+    if found is None:
         raise FilmError(f"{entry.path} has no class {entry.name}, which draws beat {entry.beat!r} (a beat's class "
                         f"is the CamelCase of its id)")
+    return found
+
+
+def class_cue_lines(path: Path, name: str) -> dict[str, int] | None:
+    """cue_lines, read from the parsed file (None: it has no class `name`)."""
+    tree = source_tree(path)
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    if name not in classes:
+        return None
     lines: dict[str, int] = {}
-    for node in ast.walk(classes[entry.name]):
+    for node in ast.walk(classes[name]):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
         named = []
@@ -47,15 +61,16 @@ def cue_lines(entry: BeatScene) -> dict[str, int]:
             named.append(node.args[0].value)
         named += [keyword.value.value for keyword in node.keywords
                   if keyword.arg == "until" and isinstance(keyword.value, ast.Constant)]
-        for name in named:
-            lines[name] = min(lines.get(name, node.lineno), node.lineno)
+        for cue in named:
+            lines[cue] = min(lines.get(cue, node.lineno), node.lineno)
     return lines
 
 
 def cue_problems(plan: Plan) -> list[str]:
     problems = []
-    for entry in (scene_of(beat.id) for beat in plan.beats):
-        scene_sources(entry.module)  # every scene module it imports parses (else: the file and line that does not)
+    entries = [scene_of(beat.id) for beat in plan.beats]
+    every_scenes_sources(entry.module for entry in entries)  # each module they import parses (else: where not)
+    for entry in entries:
         beat = plan.beat(entry.beat)
         used, marked = cue_lines(entry), set(beat.cue_offsets)
         for name in sorted(set(used) - marked - set(BUILT_IN_CUES)):  # (named where the scene waits for it)

@@ -62,6 +62,33 @@ class SpeechEngine(ABC):
         return f"{self.name}:{self.voice}"
 
 
+def hibari_facts() -> dict:
+    """hibari's voices, its default one and its sample rate, as the installed package says them: read by importing
+    it once, then kept (render/memo.py) under the bytes of the files that define them and the package's version, so a
+    command whose clips are all cached does not import it."""
+    import importlib.util
+
+    from render.memo import key_of, remembered
+
+    spec = importlib.util.find_spec("hibari")
+    if spec is None or spec.origin is None:
+        raise FilmError("the hibari voice needs the hibari-tts package: pip install hibari-tts "
+                        "(make setup installs it into .venv/)")
+    folder = Path(spec.origin).parent
+
+    def imported() -> bytes:
+        from hibari import Hibari
+        from hibari.voices import DEFAULT, VOICES
+
+        return json.dumps({"default": DEFAULT, "voices": list(VOICES), "sample_rate": Hibari.sample_rate}).encode()
+
+    try:
+        sources = [(folder / name).read_bytes() for name in ("__init__.py", "tts.py", "voices.py")]
+    except OSError:  # (a package laid out otherwise: asked of the package itself)
+        return json.loads(imported())
+    return json.loads(remembered("voice-engine", key_of("hibari", package_version("hibari-tts"), *sources), imported))
+
+
 class HibariEngine(SpeechEngine):
     """hibari-tts: a small Kokoro-distilled neural voice; 'heart' ships inside the wheel."""
 
@@ -69,29 +96,26 @@ class HibariEngine(SpeechEngine):
     SEED = 0  # hibari adds a noise component; a fixed seed makes the same text the same audio
 
     def __init__(self, voice: str | None = None):
-        try:
-            from hibari import Hibari
-            from hibari.voices import DEFAULT, VOICES
-        except ImportError:
-            raise FilmError("the hibari voice needs the hibari-tts package: pip install hibari-tts "
-                            "(make setup installs it into .venv/)") from None
-        self.voice = voice or DEFAULT
-        if self.voice not in VOICES:
-            raise FilmError(f"hibari has no voice {self.voice!r}; its voices: {', '.join(VOICES)}")
-        if self.voice != DEFAULT:
+        facts = hibari_facts()
+        self.voice = voice or facts["default"]
+        if self.voice not in facts["voices"]:
+            raise FilmError(f"hibari has no voice {self.voice!r}; its voices: {', '.join(facts['voices'])}")
+        if self.voice != facts["default"]:
             raise FilmError(
                 f"hibari's voice {self.voice!r} is not inside the package (hibari would download it, "
-                f"and this pipeline never downloads at run time); use voice {DEFAULT!r}, or VOICE=piper"
+                f"and this pipeline never downloads at run time); use voice {facts['default']!r}, or VOICE=piper"
             )
-        self._factory = Hibari
         self._loaded = None
-        self.sample_rate = Hibari.sample_rate
+        self.sample_rate = facts["sample_rate"]
 
     @property
     def _tts(self):
-        """The model loads on first use: a rerun whose clips are all cached never needs it."""
+        """The package is imported and its model loaded on first use: a rerun whose clips are all cached never
+        needs them (importing hibari, which imports scipy's FFT, is 0.5 s of a still)."""
         if self._loaded is None:
-            self._loaded = self._factory(voice=self.voice, threads=1)
+            from hibari import Hibari
+
+            self._loaded = Hibari(voice=self.voice, threads=1)
         return self._loaded
 
     def synthesize(self, spoken: str, speed: float) -> np.ndarray:
