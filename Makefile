@@ -12,6 +12,7 @@
 #   make test    set up whatever is missing, then run the test suite
 #   make mutants planted bugs (tests/mutants.yaml) the suite must catch, each in a copy: which were caught
 #   make check-choices  every GPU × model × data type × GPU count narrated: build/check-choices.tsv
+#                STRESS=1: only the choices that stress the layout, each beat of each linted (make test lints four)
 #   make calibrate MEASURED=id [GPU=… GPUS=…]  what share of its ceilings a measured endpoint reaches (a fit)
 #   make load    the deployment under a stream of requests, simulated: [RATE=10] [SCHEDULER=chunked] [SLO=ttft=0.5,tpot=0.05]
 #                [PROMPT_TOKENS=2000~500 ANSWER_TOKENS=200 REQUESTS=1000 SEED=0 TRACE=file] [SWEEP=auto|1:40:20]
@@ -28,7 +29,7 @@
 # A $ in a value is make syntax: make would expand it before any program saw the value, so a
 # choice holding one is refused here rather than silently changed.
 CHOICE_VARIABLES := GPU GPUS MODEL DTYPE KV_DTYPE CUT COMPARE_GPU MEASURED EFFICIENCY VOICE RECORDINGS BEAT AT QUALITY JOBS PYTHON \
-  VARIANTS MATRIX SCHEDULER PORT RATE PROMPT_TOKENS ANSWER_TOKENS REQUESTS SEED TRACE SLO SWEEP
+  VARIANTS MATRIX SCHEDULER PORT RATE PROMPT_TOKENS ANSWER_TOKENS REQUESTS SEED TRACE SLO SWEEP STRESS
 $(foreach variable,$(CHOICE_VARIABLES),$(if $(findstring $$,$(value $(variable))),\
   $(error $(variable)= contains '$$', which make would expand; give ids, numbers and paths without it)))
 
@@ -127,7 +128,8 @@ goldens: setup-film
 # Every GPU x model x data type x GPU count (GPUS=1,2,4,8) narrated: which fit, and each one's tightest slot
 # (CUT=extended: its film of that cut).
 check-choices: setup
-	@$(FILM) check-choices $(call arg,GPUS,gpus) $(call arg,EFFICIENCY,efficiency) $(call arg,CUT,cut)
+	@$(FILM) check-choices $(call arg,GPUS,gpus) $(call arg,EFFICIENCY,efficiency) $(call arg,CUT,cut) \
+	  $${STRESS:+--stress --layout}
 
 clean:
 	rm -rf build

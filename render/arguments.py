@@ -196,6 +196,8 @@ def add_check_commands(commands) -> None:
     checks.add_argument("--cache", type=Path, default=None, help="the clip cache (default: build/cache)")
     checks.add_argument("--sample", action="store_true",
                         help="only the sample make test narrates: the tightest ten by estimate and each axis's ends")
+    checks.add_argument("--stress", action="store_true",
+                        help="only the choices that stress the layout (with --layout: each beat of each linted)")
     checks.add_argument("--layout", action="store_true",
                         help="also lint every beat's layout (about 40 s a choice: with --sample, or for hours)")
     checks.add_argument("--efficiency", help="the films of expected numbers: EFFICIENCY=, a measured dataset's id or "

@@ -312,7 +312,7 @@ def run_check_choices(args: argparse.Namespace) -> int:
     from render.tools import check_choices as checks
 
     results = checks.check_choices(args.gpus or checks.GPU_COUNTS, args.cache, args.jobs, sample=args.sample,
-                                   layout=args.layout, efficiency=args.efficiency, cut=args.cut)
+                                   layout=args.layout, efficiency=args.efficiency, cut=args.cut, stress=args.stress)
     write_atomic(args.out, checks.table(results))
     text, failed = checks.summary(results)
     print(text)

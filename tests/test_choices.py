@@ -143,3 +143,19 @@ def test_the_expected_films_of_the_sample_narrate_within_their_slots(expected_sa
         estimate = {load.beat: load for load in cc.speech_loads(plan)}[result.beat]
         assert estimate.seconds == pytest.approx(result.natural, rel=0.15), result.label
         assert loads[choice].load == pytest.approx(max(load.load for load in cc.speech_loads(plan)))
+
+
+def test_check_choices_stress_lints_the_layouts_stress_set_with_each_captions_check(tmp_path, monkeypatch, capsys):
+    """`make check-choices STRESS=1` (film check-choices --stress --layout): exactly the choices that stress the
+    layout, of which the suite lints four; each beat's layout and captions checked."""
+    from render.cli import main
+
+    asked = []
+    monkeypatch.setattr(cc, "check_choice", lambda choice, cache, layout: asked.append((choice, layout)) or
+                        cc.ChoiceCheck(choice, "fails", note="a caption stands 0.4 s"))
+    assert main(["check-choices", "--stress", "--layout", "--jobs", "1", "--cache", str(tmp_path),
+                 "--out", str(tmp_path / "out.tsv")]) == 1
+    assert asked == [(choice, True) for choice in cc.STRESS_CHOICES] and len(asked) == 11
+    assert set(cc.SUITE_STRESS) < set(cc.STRESS_CHOICES) and len(set(cc.SUITE_STRESS)) == 4
+    assert "a caption stands 0.4 s" in (tmp_path / "out.tsv").read_text()
+    capsys.readouterr()

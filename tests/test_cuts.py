@@ -14,6 +14,7 @@ from render.errors import FilmError
 from render.files import STORYBOARD_PATH
 from render.plan.resolve import resolve_plan
 from conftest import ROOT, run_film
+from test_layout import SUITE_LINT_CHOICES
 
 NEW_BEATS = ("queue", "long-prompt", "capacity")
 
@@ -182,12 +183,11 @@ def cut_choice_check(choice: tuple, cache: Path, lint: bool) -> tuple:
     return checked, problems
 
 
-# The lint set's choices that stress the cut's own pictures: the slowest GPU (the longest numbers), 256 experts on eight
-# GPUs, two L40S that miss the objectives, and a film of expected numbers; each costs some 25 s of simulation, so the
-# lint set's other choices are the cut's in `film check-choices --sample --layout --cut extended` (docs/tests.md).
-CUT_LINT_CHOICES = [("rtx-4090", 1, "llama-3.2-1b", "int4"), ("h200-sxm", 8, "deepseek-v3", "fp8"),
-                    ("l40s", 2, "llama-3.1-70b", "fp8"),
-                    ("rtx-4090", 2, "qwen3-30b-a3b", "fp8", "compute=0.5,memory=0.9,overhead=0.3")]
+# The choices that stress the cut's own pictures are the suite's four of the layout's stress set (test_layout.py's
+# SUITE_LINT_CHOICES): the slowest GPU (the longest numbers), 256 experts on eight GPUs, two L40S that miss the
+# objectives, and a film of expected numbers; each costs some 25 s of simulation, so the stress set's other choices
+# are the cut's in `film check-choices --stress --layout --cut extended` (docs/tests.md).
+CUT_LINT_CHOICES = SUITE_LINT_CHOICES
 
 
 def test_the_extended_cut_narrates_and_lays_out_for_every_choice_that_stresses_it(lint_cache):
@@ -201,7 +201,7 @@ def test_the_extended_cut_narrates_and_lays_out_for_every_choice_that_stresses_i
     from render.tools import check_choices as cc
     from test_layout import LINT_CHOICES
 
-    assert set(CUT_LINT_CHOICES) <= set(LINT_CHOICES)
+    assert set(CUT_LINT_CHOICES) < set(LINT_CHOICES)
     cache = lint_cache  # (the suite's one speech cache and lint memo for these choices: tests/test_layout.py's too)
     ends = cc.axis_ends(cc.load_catalog(cc.DATA_DIR), FilmRequest("h100-sxm", "llama-3.1-8b", "bf16", 1))
     widest = max(ends, key=lambda end: end.gpus)

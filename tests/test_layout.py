@@ -8,24 +8,20 @@ from pathlib import Path
 import pytest
 
 from render.plan.resolve import resolve_plan
+from render.tools.check_choices import STRESS_CHOICES, SUITE_STRESS
 from render.video import beats
 from render.voice.narration import Narrator
 
 
-# Choices that stress the layout: the slowest GPU with numbers that grow a digit, the fastest with
-# FP8 arithmetic, a long model name, a GPU with a three-digit ridge of its own and little bandwidth;
-# and deployments: four chips and a split wall, a mixture of experts on two, 256 experts on eight;
-# and what a wider lint run found: a ridge at the chart's end (FP8 on one H100), all-reduces taking
-# much of a long prompt's bar (two L40S over PCIe).
-LINT_CHOICES = [("rtx-4090", 1, "llama-3.2-1b", "int4"), ("b200", 1, "llama-3.1-70b", "fp8"),
-                ("mi300x", 1, "mistral-7b-v0.3", "bf16"), ("l40s", 1, "qwen2.5-7b", "int8"),
-                ("h100-sxm", 4, "llama-3.1-70b", "bf16"), ("h100-sxm", 2, "mixtral-8x7b", "bf16"),
-                ("h200-sxm", 8, "deepseek-v3", "fp8"), ("h100-sxm", 1, "mixtral-8x7b", "fp8"),
-                ("l40s", 2, "llama-3.1-70b", "fp8"),
-                # Films of expected numbers (EFFICIENCY=): two-line counter captions, the reached roof and its legend,
-                # the levers' ceilings; the seed's fit on the default, and shares given by hand on a tight choice.
-                ("h100-sxm", 1, "llama-3.1-8b", "bf16", "openrouter-coreweave-llama-3.1-8b-bf16"),
-                ("rtx-4090", 2, "qwen3-30b-a3b", "fp8", "compute=0.5,memory=0.9,overhead=0.3")]
+# The choices that stress the layout (render/tools/check_choices.py's STRESS_CHOICES, in this file's form: gpu, gpus,
+# model, dtype[, efficiency]), and the four of them the suite lints (SUITE_STRESS; the others are `film
+# check-choices --stress --layout`'s).
+def as_tuple(choice) -> tuple:
+    return (choice.gpu, choice.gpus, choice.model, choice.dtype, *([choice.efficiency] if choice.efficiency else []))
+
+
+LINT_CHOICES = [as_tuple(choice) for choice in STRESS_CHOICES]
+SUITE_LINT_CHOICES = [as_tuple(choice) for choice in SUITE_STRESS]
 
 
 def plan_of(choice: tuple):
@@ -39,17 +35,6 @@ def timed_plan(choice: tuple, speech: Path):
     gpu, gpus, model, dtype, *efficiency = choice
     return Narrator(resolve_plan(gpu=gpu, gpus=gpus, model=model, dtype=dtype, recordings=speech / "none",
                                  efficiency=efficiency[0] if efficiency else None), speech).narrate().plan
-
-
-def lint_choice(choice: tuple, speech: Path) -> dict[str, tuple[str, ...]]:
-    """One choice's layout problems by beat, from its timed plan alone."""
-    from render.voice.subtitles import caption_problems
-
-    plan = timed_plan(choice, speech)
-    problems = {beat.id: (*beats.lint_beat(plan, beat.id, speech), *(
-                    f"caption {problem}" for problem in caption_problems(list(beat.timing.subtitles), beat.end)))
-                for beat in plan.beats}
-    return {beat: found for beat, found in problems.items() if found}
 
 
 def test_the_lint_finds_text_running_over_a_cards_edge():
@@ -77,16 +62,21 @@ def test_the_lint_finds_text_running_over_a_cards_edge():
 def test_layout_lint_for_choices_that_stress_it(lint_cache):
     """After every animation of every beat: no text over text, no text under 28 px, nothing in the margin; and
     every caption readable (at most 17 characters a second, a second at least, within its beat).
-    Computed from Manim's bounding boxes, without drawing a frame. Two choices at a time: the rest of the
-    suite leaves the second core idle. One cache for the suite (lint_cache): the sentences and the text they share are
-    made once, and a beat the extended cut's test linted for the same choice is not linted again."""
+    Computed from Manim's bounding boxes, without drawing a frame, for the suite's four of the choices that stress
+    the layout (the rest: `film check-choices --stress --layout`, the same checks). Two choices at a time: the rest
+    of the suite leaves the second core idle. One cache for the suite (lint_cache): the sentences and the text they
+    share are made once, and a beat the extended cut's test linted for the same choice is not linted again."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    from render.tools.check_choices import check_choice
+
+    assert set(SUITE_LINT_CHOICES) < set(LINT_CHOICES) and len(SUITE_LINT_CHOICES) == 4
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        found = dict(zip(LINT_CHOICES, pool.map(lint_choice, LINT_CHOICES, [lint_cache] * len(LINT_CHOICES))))
-    assert {choice: problems for choice, problems in found.items() if problems} == {}
-    assert len(found) == len(LINT_CHOICES)
+        found = dict(zip(SUITE_STRESS, pool.map(check_choice, SUITE_STRESS, [lint_cache] * len(SUITE_STRESS),
+                                                [True] * len(SUITE_STRESS))))
+    assert {str(choice): checked.note for choice, checked in found.items() if checked.outcome != "fits"} == {}
+    assert len(found) == len(SUITE_LINT_CHOICES)
 
 
 def test_a_linted_beat_is_remembered_and_a_damaged_memory_is_linted_again(tmp_path, seed_speech, monkeypatch):
@@ -131,7 +121,7 @@ def thumbnail_of(choice: tuple, speech: Path) -> tuple[Path, Path]:
 
 
 def test_the_thumbnail_shows_the_whole_picture_under_its_band(tmp_path, lint_cache):
-    """For the default film and every choice of the lint set: under the title band the poster's picture is whole
+    """For the default film and the four choices the suite lints: under the title band the poster's picture is whole
     (its shape as in the frame, so nothing is cut by an edge or hidden under the band) with clear space around it.
     From a copy of the suite's lint cache (the lint set's speech and typesetting, where the lint has made them)."""
     import multiprocessing
@@ -143,7 +133,7 @@ def test_the_thumbnail_shows_the_whole_picture_under_its_band(tmp_path, lint_cac
 
     from render.publish.kit import BAND_HEIGHT, INK_LEVEL, THUMBNAIL_MARGIN, picture_box, without_title
 
-    choices = [("h100-sxm", 1, "llama-3.1-8b", "bf16"), *LINT_CHOICES]
+    choices = [("h100-sxm", 1, "llama-3.1-8b", "bf16"), *SUITE_LINT_CHOICES]
     cache = tmp_path / "cache"
     shutil.copytree(lint_cache, cache, symlinks=True)
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:

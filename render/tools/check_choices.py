@@ -15,7 +15,7 @@ spoken text, numbers counted as the words they are read as, at the voice's pace,
 Synthesis is the cost (a few seconds a choice, far less with a warm clip cache, which every
 choice shares: build/cache/speech), spread over --jobs processes.
 
-    film check-choices [--gpus 1,2,4,8] [--sample] [--layout] [--jobs N] [--efficiency E] [--cut extended]
+    film check-choices [--gpus 1,2,4,8] [--sample | --stress] [--layout] [--jobs N] [--efficiency E] [--cut extended]
                        [--out build/check-choices.tsv]
 """
 
@@ -37,7 +37,7 @@ from render.specs.pronunciations import spoken_form
 from render.specs.catalog import Catalog, load_catalog
 from render.video.beats import lint_beat
 from render.voice.narration import Narrator
-from render.voice.subtitles import clauses
+from render.voice.subtitles import caption_problems, clauses
 
 GPU_COUNTS = (1, 2, 4, 8)      # tensor parallelism inside one server
 
@@ -72,6 +72,27 @@ class ChoiceCheck:
                           f"{self.headroom:.2f}", self.note])
 
 
+# The choices that stress the film's layout (`film check-choices --stress --layout`; make test lints SUITE_STRESS of
+# them): the slowest GPU with numbers that grow a digit, the fastest with FP8 arithmetic, a long model name, a GPU
+# with a three-digit ridge of its own and little bandwidth; deployments: four chips and a split wall, a mixture of
+# experts on two, 256 experts on eight; what a wider lint run found: a ridge at the chart's end (FP8 on one H100),
+# all-reduces taking much of a long prompt's bar (two L40S over PCIe); and films of expected numbers (EFFICIENCY=):
+# two-line counter captions, the reached roof and its legend, the levers' ceilings, from the seed's fit on the
+# default and from shares given by hand on a tight choice.
+STRESS_CHOICES = (
+    FilmRequest("rtx-4090", "llama-3.2-1b", "int4", 1), FilmRequest("b200", "llama-3.1-70b", "fp8", 1),
+    FilmRequest("mi300x", "mistral-7b-v0.3", "bf16", 1), FilmRequest("l40s", "qwen2.5-7b", "int8", 1),
+    FilmRequest("h100-sxm", "llama-3.1-70b", "bf16", 4), FilmRequest("h100-sxm", "mixtral-8x7b", "bf16", 2),
+    FilmRequest("h200-sxm", "deepseek-v3", "fp8", 8), FilmRequest("h100-sxm", "mixtral-8x7b", "fp8", 1),
+    FilmRequest("l40s", "llama-3.1-70b", "fp8", 2),
+    FilmRequest("h100-sxm", "llama-3.1-8b", "bf16", 1, efficiency="openrouter-coreweave-llama-3.1-8b-bf16"),
+    FilmRequest("rtx-4090", "qwen3-30b-a3b", "fp8", 2, efficiency="compute=0.5,memory=0.9,overhead=0.3"),
+)
+# Of them, those make test lints (with the extended cut's pictures, tests/test_cuts.py): the longest numbers, 256
+# experts on eight GPUs, two L40S whose all-reduces fill the bars and miss the objectives, and a film of expected
+# numbers. Each choice's lint is some 20 s of Manim; the others are `film check-choices --stress --layout`'s.
+SUITE_STRESS = (STRESS_CHOICES[0], STRESS_CHOICES[6], STRESS_CHOICES[8], STRESS_CHOICES[10])
+
 TABLE_HEADER = "choice\toutcome\ttightest beat\tload (own pace / slot)\ttempo\theadroom (s)\tnote"
 
 
@@ -97,7 +118,9 @@ def check_choice(choice: FilmRequest, cache: Path, layout: bool = False) -> Choi
 
     tightest = max(timed.beats, key=lambda beat: natural(beat) / (beat.timing.latest_end - beat.timing.speech_start))
     timing = tightest.timing
-    problems = [f"{beat.id}: {problem}" for beat in timed.beats for problem in lint_beat(timed, beat.id, cache)] \
+    problems = [f"{beat.id}: {problem}" for beat in timed.beats for problem in (
+        *lint_beat(timed, beat.id, cache),
+        *(f"caption {found}" for found in caption_problems(list(beat.timing.subtitles), beat.end)))] \
         if layout else []
     return ChoiceCheck(choice, "fails" if problems else "fits", tightest.id, natural(tightest),
                        timing.speech_end - timing.speech_start, timing.latest_end - timing.speech_start, timing.tempo,
@@ -208,7 +231,7 @@ def sample_choices(tightest: int = 10, gpu_counts: Sequence[int] = GPU_COUNTS,
 
 def check_choices(gpu_counts: Sequence[int] = GPU_COUNTS, cache: Path | None = None, jobs: int = 1,
                   say=print, sample: bool = False, layout: bool = False,
-                  efficiency: str | None = None, cut: str | None = None) -> list[ChoiceCheck]:
+                  efficiency: str | None = None, cut: str | None = None, stress: bool = False) -> list[ChoiceCheck]:
     """Every choice (or `make test`'s sample) checked, `jobs` at a time (separate processes sharing the
     clip cache, whose entries are written atomically), in order. With `cut`, each choice's film of that cut (the
     sample is chosen by the film's own estimate: a cut's simulation is too slow to resolve the whole matrix for)."""
@@ -216,8 +239,13 @@ def check_choices(gpu_counts: Sequence[int] = GPU_COUNTS, cache: Path | None = N
     cache = cache or cache_dir()
     if efficiency or cut:
         resolve_plan(efficiency=efficiency, cut=cut)  # a bad EFFICIENCY= or CUT= is one message, not one a choice
-    choices = [replace(choice, cut=cut) for choice, _ in sample_choices(gpu_counts=gpu_counts, efficiency=efficiency)] \
-        if sample else all_choices(catalog, gpu_counts, efficiency, cut)
+    if stress:
+        choices = [replace(choice, cut=cut) for choice in STRESS_CHOICES]
+    elif sample:
+        choices = [replace(choice, cut=cut) for choice, _ in sample_choices(gpu_counts=gpu_counts,
+                                                                             efficiency=efficiency)]
+    else:
+        choices = all_choices(catalog, gpu_counts, efficiency, cut)
     results: list[ChoiceCheck] = []
     started = time.perf_counter()
 
