@@ -183,6 +183,7 @@ def cli_tiny_film_made(request, tmp_path_factory, default_tiny_film) -> Path:
         made = subprocess.run([sys.executable, "-m", "render.cli", "film", "--quality", "tiny", "--build", str(build)],
                               cwd=ROOT, capture_output=True, text=True, timeout=900)
         assert made.returncode == 0, made.stderr
+        (build.parent / "printed.txt").write_text(made.stderr + made.stdout)  # (beside the build: test_output.py)
 
     return made_once(request, tmp_path_factory, "cli-tiny-film", make)
 
@@ -208,6 +209,32 @@ def seeded_cache(cache: Path, *films: MadeFilm, rendering: tuple[str, ...] = ())
     return cache
 
 
+TRACKS = ("narration.wav", ".narration.wav.key", "film-sound.m4a", ".film-sound.m4a.key")
+
+
+def seeded_tracks(build: Path, film: MadeFilm) -> Path:
+    """A build folder holding the tiny film's levelled narration track and encoded sound, with their keys (each key
+    is checked: a film of other words levels and encodes its own), so a run goes on to its beats and its mux at
+    once. Returns the folder."""
+    build.mkdir(parents=True, exist_ok=True)
+    for name in TRACKS:
+        shutil.copy2(film.build / name, build / name)
+    return build
+
+
+def retitled_storyboard(folder: Path, titles: tuple[str, ...] = ("Batching", "Measured")) -> Path:
+    """The storyboard with beats retitled (by default the batching and measured beats): those beats and the ones
+    after them (which name the beat before) render again, the others come from the cache."""
+    text = STORYBOARD_PATH.read_text()
+    for title in titles:
+        old = f"title: {title}\n"
+        assert old in text
+        text = text.replace(old, f"title: {title} here\n", 1)
+    path = folder / "storyboard.yaml"
+    path.write_text(text)
+    return path
+
+
 def studio_project(folder: Path, film: MadeFilm) -> Path:
     """A copy of the project for `film studio`, its build's cache the tiny film's and its studio's narration track the
     film's, levelled (its key names the same speeches at the same places, so the studio's first look levels nothing
@@ -218,18 +245,6 @@ def studio_project(folder: Path, film: MadeFilm) -> Path:
     for name in ("narration.wav", ".narration.wav.key"):
         shutil.copy2(film.build / name, studio / name)  # (the copy's key is checked: a stale one levels again)
     return project
-
-
-def retitled_storyboard(folder: Path) -> Path:
-    """The storyboard with the batching and measured beats retitled: those beats and the two after them (which
-    name the beat before) render again, the other five come from the cache."""
-    text = STORYBOARD_PATH.read_text()
-    for old, new in (("title: Batching\n", "title: Batching up\n"), ("title: Measured\n", "title: Measured here\n")):
-        assert old in text
-        text = text.replace(old, new, 1)
-    path = folder / "storyboard.yaml"
-    path.write_text(text)
-    return path
 
 
 @pytest.fixture

@@ -22,7 +22,8 @@ from render.video.cache import BeatCache
 from render.video.finish import check_film
 from render.video.scheduler import make_film
 
-from conftest import ROOT, retitled_storyboard, run_film, seeded_cache
+from conftest import ROOT, retitled_storyboard, run_film, seeded_cache, seeded_tracks
+from test_output import strays
 
 
 def film_processes(marker: str) -> list[int]:
@@ -42,9 +43,10 @@ def film_processes(marker: str) -> list[int]:
 def test_a_run_killed_mid_render_leaves_nothing_that_blocks_the_next(tmp_path, default_tiny_film):
     build = tmp_path / "killed-build"
     (tmp_path / "none").mkdir()
-    seeded_cache(build / "cache", default_tiny_film)  # four beats are left to render (retitled_storyboard)
+    seeded_cache(build / "cache", default_tiny_film)  # two beats are left to render (measured and the next)
+    seeded_tracks(build, default_tiny_film)
     choice = ["--quality", "tiny", "--build", str(build), "--recordings", str(tmp_path / "none"), "--jobs", "2",
-              "--storyboard", str(retitled_storyboard(tmp_path))]
+              "--storyboard", str(retitled_storyboard(tmp_path, ("Measured",)))]
     main = subprocess.Popen([sys.executable, "-m", "render.cli", "film", *choice], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     finished = []
@@ -68,6 +70,7 @@ def test_a_run_killed_mid_render_leaves_nothing_that_blocks_the_next(tmp_path, d
     again = run_film("film", *choice)
     assert again.returncode == 0, again.stderr
     assert "another run is writing" not in again.stderr
+    assert strays((again.stderr + again.stdout).splitlines()) == []  # (a run that renders: only the project's lines)
     cached = re.search(r"beats: \d+ cached \(([^)]*)\)", again.stdout).group(1).split(", ")
     assert set(finished) <= set(cached)
     assert not list((build / "cache" / "beats").glob(".rendering-*"))

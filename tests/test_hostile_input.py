@@ -20,7 +20,7 @@ from render.files import output_dir
 from render.plan.resolve import resolve_plan
 from render.plan.templating import fill
 
-from conftest import FIXTURES, ROOT, LoopbackServer, retitled_storyboard, seeded_cache
+from conftest import FIXTURES, ROOT, LoopbackServer, retitled_storyboard, seeded_cache, seeded_tracks
 
 CONFIGS = FIXTURES / "hf"
 
@@ -437,6 +437,7 @@ def voiced_build(tmp_path, default_tiny_film) -> Path:
     there, and a film at another quality starts rendering at once."""
     build = tmp_path / "build"
     seeded_cache(build / "cache", default_tiny_film)
+    seeded_tracks(build, default_tiny_film)  # (levelled and encoded: a run goes on to its beats and its mux)
     (build / "none").mkdir()
     return build
 
@@ -445,9 +446,9 @@ def test_ctrl_c_stops_within_two_seconds_and_the_rerun_reuses_every_finished_bea
     import re
     import signal
 
-    # Four beats to render again (two titles changed: each beat's own and the next's, which names it), so the
-    # run is interrupted with beats finished and others still drawing.
-    storyboard = retitled_storyboard(voiced_build)
+    # Two beats to render again (a title changed: the beat's own and the next's, which names it), in two parts each,
+    # the first parts first: the run is interrupted with a beat finished and the other still drawing.
+    storyboard = retitled_storyboard(voiced_build, ("Measured",))
     run = start_film(voiced_build, "--quality", "tiny", "--jobs", "2", "--storyboard", str(storyboard))
     lines, finished = [], []
     deadline = time.monotonic() + 400
@@ -495,7 +496,7 @@ def test_ctrl_c_stops_within_two_seconds_and_the_rerun_reuses_every_finished_bea
 def test_kill_9_during_the_mux_leaves_no_ffmpeg_and_the_next_run_cleans_up(voiced_build):
     import signal
 
-    film = voiced_build / "preview" / "film.mp4"  # (every beat cached: the run voices, levels and muxes)
+    film = voiced_build / "preview" / "film.mp4"  # (every beat and both tracks made: the run goes to its mux)
     run = start_film(voiced_build, "--quality", "tiny", "--jobs", "2")
     deadline = time.monotonic() + 120
     muxing = []

@@ -9,6 +9,7 @@ import io
 import logging
 import re
 import warnings
+from pathlib import Path
 
 # Every line `film film` may print on a good run, in the project's words.
 FORMS = [
@@ -30,6 +31,15 @@ def strays(lines: list[str]) -> list[str]:
     """The lines of a film run that are none of the project's message forms (a real run's lines are read so in
     test_beat_cache_key.py, whose runs render beats and write the page, whose maths font fontTools cuts)."""
     return [line for line in lines if not any(re.fullmatch(form, line) for form in FORMS)]
+
+
+def test_a_whole_runs_lines_are_the_projects_own(cli_tiny_film_made):
+    """The suite's `film film` (make film's command, every beat from the cache, its kit and page made, the page's
+    maths font cut by fontTools): each line it printed is one of the project's forms, the film's path last."""
+    lines = (cli_tiny_film_made.parent / "printed.txt").read_text().splitlines()
+    assert any(line.startswith("publishing: ") and "page/index.html" in line for line in lines)
+    assert strays(lines) == []
+    assert Path(lines[-1]).resolve() == (cli_tiny_film_made / "preview" / "film.mp4").resolve()  # (the path, last)
 
 
 def test_the_forms_refuse_a_librarys_lines():
