@@ -30,18 +30,30 @@ OTHERS = {"mixtral-x2": {"gpu": "h200-sxm", "model": "mixtral-8x7b", "gpus": 2},
           "a100-qwen": {"gpu": "a100-sxm-80gb", "model": "qwen3-8b", "dtype": "int8"}}
 
 
+# The others' Under load section simulates a shorter stream than the film's (the default page's is the film's own,
+# as make film writes it): the same code at every stop, a tenth of the requests (tests/test_page.py's Under load test
+# reads it with the same stream).
+SHORT_STREAM = {"requests": 100}
+
+
 @pytest.fixture(scope="module")
 def pages(cli_tiny_film, tmp_path_factory):
     """The default tiny film's page as `make film` writes it, and the two others' pages built around the same
-    video (the page's maths does not depend on the pictures)."""
+    video (the page's maths does not depend on the pictures), their Under load sections on SHORT_STREAM."""
+    from render.plan.types import LoadParameters
+    from render.publish import page as page_module
+
     build = cli_tiny_film
     found = {"default": (build / "preview" / "page" / "index.html", resolve_plan())}
-    for name, choice in OTHERS.items():
-        folder = tmp_path_factory.mktemp(name)
-        for file in ("film.mp4", "film.vtt", "poster.png"):
-            shutil.copyfile(build / "preview" / file, folder / file)
-        plan = resolve_plan(**choice)
-        found[name] = (make_page(plan, explorer_for(plan), folder / "film.mp4", say=lambda line: None), plan)
+    whole = page_module.load_view
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(page_module, "load_view", lambda plan: whole(plan, LoadParameters(**SHORT_STREAM)))
+        for name, choice in OTHERS.items():
+            folder = tmp_path_factory.mktemp(name)
+            for file in ("film.mp4", "film.vtt", "poster.png"):
+                shutil.copyfile(build / "preview" / file, folder / file)
+            plan = resolve_plan(**choice)
+            found[name] = (make_page(plan, explorer_for(plan), folder / "film.mp4", say=lambda line: None), plan)
     return found
 
 
@@ -527,12 +539,18 @@ def test_the_review_and_the_page_share_one_frame_and_one_table(pages, cli_tiny_f
 INJECTED = "</script><script>window.PWNED = 1; document.title = 'PWNED'</script><!--"
 
 
-def test_no_name_runs_script_in_the_page(browser, pages, tmp_path):
+def test_no_name_runs_script_in_the_page(browser, pages, tmp_path, monkeypatch):
     """`</script>` and `<!--` in a GPU's name, a model's name, a measured dataset's provider and route, and the
     summary (a dataset's id is a file name: it cannot hold them). The page's JSON escapes them (issue 42): in the real
-    Chromium no injected script runs, the page's own runs, and every control still works."""
+    Chromium no injected script runs, the page's own runs, and every control still works. (The Under load section
+    holds numbers, not names: it simulates SHORT_STREAM.)"""
     from render.errors import FilmError
+    from render.plan.types import LoadParameters
+    from render.publish import page as page_module
     from render.specs.catalog import DATASET_NAME
+
+    whole = page_module.load_view
+    monkeypatch.setattr(page_module, "load_view", lambda plan: whole(plan, LoadParameters(**SHORT_STREAM)))
 
     assert not DATASET_NAME.fullmatch(f"x{INJECTED}")
     data = tmp_path / "data"
@@ -970,10 +988,14 @@ CHART_CLASHES = (FIXTURES / "chart_clashes.js").read_text()
 
 @pytest.mark.parametrize("name", ["default", "mixtral-x2"])
 def test_the_charts_labels_never_clash_and_its_axes_hold_every_stop(browser, pages, name):
-    """Issues 43 and 55 (item 5): drawn by the page's own function at every GPU and data-type pill, every prompt and
-    batch stop and three cached lengths, at both widths, no label of the roofline chart lies on another label, a point
-    or a line, every label and point is inside the plot, two points at one place share one label that names both, and
-    every text of the chart is at least 11 CSS px; the axes hold every stop of every pill (no point clamped)."""
+    """Issues 43 and 55 (item 5): drawn by the page's own function at every GPU and data-type pill and three cached
+    lengths, at both widths (for the page's own deployment at every prompt and batch stop; for each other pill at each
+    slider's ends and start, and where its two points come closest), no label of the roofline chart lies on another
+    label, a point or a line, every label and point is inside the plot, two points at one place share one label that
+    names both, and every text of the chart is at least 11 CSS px; the axes hold every stop of every pill (no point
+    clamped), checked here at every stop."""
+    import math
+
     from render.plan.explorer import FLOPS_RANGE, INTENSITY_RANGE
     from render.plan.resolve import explorer_for
 
@@ -985,7 +1007,17 @@ def test_the_charts_labels_never_clash_and_its_axes_hold_every_stop(browser, pag
             assert INTENSITY_RANGE[0] < intensity < INTENSITY_RANGE[1], (view.key, stop)
     assert FLOPS_RANGE[0] < min(float(view.peak.split()[0].replace(",", "")) * 1e12
                                 for view in explorer.deployments.values())
-    settings = len(explorer.deployments) * len(explorer.prompt_stops) * len(explorer.batch_stops) * 3
+    prompts, batches = len(explorer.stops_of("prompt")), len(explorer.stops_of("batch"))
+    contexts = (0, 1, len(explorer.stops_of("context")) - 1)
+    closest, settings = {}, 0
+    for key, view in explorer.deployments.items():
+        near = sorted((math.dist(view.prefill[p].point, view.decode[b][c].point), p, b) for p in range(prompts)
+                      for b in range(batches) for c in contexts if c < len(view.decode[b]))[:2]
+        closest[key] = [[p for _, p, _ in near], [b for _, _, b in near]]
+        walked_p, walked_b = (range(prompts), range(batches)) if key == explorer.default else (
+            dict.fromkeys([0, explorer.start["prompt"], prompts - 1, *closest[key][0]]),
+            dict.fromkeys([0, explorer.start["batch"], batches - 1, *closest[key][1]]))
+        settings += sum(c < len(view.decode[b]) for _ in walked_p for b in walked_b for c in contexts)
     browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-reduced-motion",
                                                                          "value": "reduce"}]})
     try:
@@ -993,7 +1025,7 @@ def test_the_charts_labels_never_clash_and_its_axes_hold_every_stop(browser, pag
             browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                     {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
             browser.get(page.as_uri())
-            walked, shared, clashes = browser.execute_script(CHART_CLASHES)
+            walked, shared, clashes = browser.execute_script(CHART_CLASHES, closest)
             assert clashes == [], (width, len(clashes), clashes[:10])
             assert walked == settings and shared > 0, (width, walked, shared)  # the overlap case is among them
     finally:
@@ -1159,11 +1191,13 @@ for (let s = 0; s < L.schedulers.length; s++) for (let r = 0; r < L.rates.length
 return out;"""
 
 
-def load_settings(plan) -> list[str]:
-    """`film load`'s options for the page's deployment and stream (film load's defaults, as the page states them)."""
+def load_settings(plan, stream: dict | None = None) -> list[str]:
+    """`film load`'s options for the page's deployment and stream (film load's defaults, as the page states them, or
+    SHORT_STREAM's)."""
     choice = plan.choice
     return ["--gpu", choice.gpu.id, "--model", choice.model.id, "--dtype", choice.dtype.id, "--gpus", str(choice.gpus),
-            "--prompt-tokens", str(plan.parameters.prompt_tokens)]
+            "--prompt-tokens", str(plan.parameters.prompt_tokens),
+            *[part for field, value in (stream or {}).items() for part in (f"--{field}", str(value))]]
 
 
 @pytest.mark.parametrize("name", ["default", "mixtral-x2"])
@@ -1178,10 +1212,12 @@ def test_under_load_shows_at_every_stop_what_the_simulator_finds(browser, pages,
     from render.serving.metrics import Slo, summarise
 
     page, plan = pages[name]
-    request = load_request(plan.choice, plan.parameters.prompt_tokens, LoadParameters())
-    rates = film_rates(request, film_rate(request))
+    stream = {} if name == "default" else SHORT_STREAM  # (the page's own: the film's, or the others' shorter one)
+    request = load_request(plan.choice, plan.parameters.prompt_tokens, LoadParameters(**stream))
+    runs: dict = {}  # (the sweep's runs at the rates the grid shares, as the page's own computation shares them)
+    rates = film_rates(request, film_rate(request), runs)
     slos = tuple(Slo(ttft, tpot) for ttft in SLO_TTFT for tpot in SLO_TPOT)
-    found = grid(request, rates, slos)  # (the capacities; each stop's figures are simulated apart below)
+    found = grid(request, rates, slos, runs=runs)  # (the capacities; each stop's figures are simulated apart below)
     names = list(found.reports)
     # Each stop's run simulated on its own, as `film load --rate R --scheduler S` runs it (its own Poisson draw at
     # that rate, not the grid's scaled gaps nor its kept runs), then read against each objective.
@@ -1215,14 +1251,15 @@ def test_under_load_shows_at_every_stop_what_the_simulator_finds(browser, pages,
     # A few stops as `film load --json` gives them, a separate process.
     at = {(s, r, t, p): shown for s, r, t, p, shown in stops}
     for s, r, t, p in ((1, len(rates) // 2, 1, 1), (0, 0, 3, 2), (3, len(rates) - 1, 0, 0), (2, 3, 2, 1)):
-        report = json.loads(run_film("load", *load_settings(plan), "--rate", f"{rates[r]:g}", "--scheduler", names[s],
-                                     "--slo", f"ttft={SLO_TTFT[t]},tpot={SLO_TPOT[p]}", "--json").stdout)
+        report = json.loads(run_film("load", *load_settings(plan, stream), "--rate", f"{rates[r]:g}", "--scheduler",
+                                     names[s], "--slo", f"ttft={SLO_TTFT[t]},tpot={SLO_TPOT[p]}", "--json").stdout)
         shown = at[(s, r, t, p)]
         assert shown["ttft_p90"] == fmt.precise_seconds(report["ttft_seconds"]["p90"])
         assert shown["tpot_p50"] == fmt.precise_seconds(report["tpot_seconds"]["p50"])
         assert shown["goodput"].startswith(f"{fmt.approx(report['goodput_requests_per_second'])} requests/s")
-    swept = json.loads(run_film("load", *load_settings(plan), "--sweep", ",".join(f"{rate:g}" for rate in rates),
-                                "--slo", f"ttft={SLO_TTFT[0]},tpot={SLO_TPOT[0]}", "--json").stdout)
+    swept = json.loads(run_film("load", *load_settings(plan, stream), "--sweep",
+                                ",".join(f"{rate:g}" for rate in rates), "--slo",
+                                f"ttft={SLO_TTFT[0]},tpot={SLO_TPOT[0]}", "--json").stdout)
     for s, scheduler in enumerate(names):
         capacity = swept["capacity_requests_per_second"][scheduler]
         assert (at[(s, 0, 0, 0)]["capacity"].startswith("fewer than") if capacity is None
