@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BEAT_IDS, ROOT, copy_project, start_studio, studio_project
+from conftest import BEAT_IDS, OTHER_CHOICE, ROOT, copy_project, seeded_cache, start_studio, studio_project
 from test_review import chromium
 
 # Bounds set from measurement on two cores (the suite's other process busy beside it): a narration edit's
@@ -184,23 +184,35 @@ def test_the_studio_draws_what_an_edit_changes_shows_problems_and_stops_cleanly(
     assert sorted(beat for beat in after if scene_edited[beat][1:3] != after[beat][1:3]) == using
     assert "the scene's code changed" in page.find_element("css selector", "#beat-cache-rides-along .why").text
 
-    # A datasheet's number: the beats that show it (or speak it) are drawn again, for what it changed.
+    # A datasheet's number: the beats that show it (or speak it) are drawn again, for what it changed, and only
+    # they: INT8's bytes a weight (the quantisation lever of a BF16 film) is shown by the two budgets' card alone.
+    from render.plan.resolve import resolve_plan
+    from render.plan.tracking import value_at
+    from render.publish.explain import number_row
+
+    def quantised_rate(data: Path) -> str:
+        plan = resolve_plan(data_dir=data)
+        return number_row(plan, "numbers.quantised.tokens_per_second",
+                          value_at(plan, "numbers.quantised.tokens_per_second")).value
+
+    old_rate = quantised_rate(project / "data")
     saved = time.monotonic()
     before_data = pictures(page)
-    edit(project / "data" / "gpus.yaml", "    bandwidth: 2.039e12", "    bandwidth: 1.935e12")  # the A100 (PCIe's)
-    wait_for(page, "var a = document.getElementById('beat-wasted-money'); return a.dataset.status == 'ready' && "
+    edit(project / "data" / "dtypes.yaml", "    spoken_name: int eight\n    bytes_per_weight: 1\n",
+         "    spoken_name: int eight\n    bytes_per_weight: 1.25\n")
+    new_rate = quantised_rate(project / "data")
+    assert new_rate != old_rate
+    wait_for(page, "var a = document.getElementById('beat-two-budgets'); return a.dataset.status == 'ready' && "
                    "a.querySelector('video.clip').getAttribute('src') != arguments[0];", CLIP_BOUND,
-             before_data["wasted-money"][2])
+             before_data["two-budgets"][2])
     wait_for(page, "return !document.getElementById('status').classList.contains('busy');", CLIP_BOUND)
-    print(f"data edit: wasted-money's clip {time.monotonic() - saved:.1f} s")
+    print(f"data edit: two-budgets' clip {time.monotonic() - saved:.1f} s")
     data_edited = pictures(page)
     redrawn = {beat for beat in after if data_edited[beat][1:3] != before_data[beat][1:3]}
-    # Those that show the A100's numbers (its bars, and the pills of the GPUs the roofline moves through), and only
-    # they: a beat that names the film's own GPU reads the GPU count, not the A100's bandwidth.
-    assert redrawn == {"wasted-money", "roofline", "batching"}, redrawn
-    assert "the numbers it shows" in page.find_element("css selector", "#beat-wasted-money .why").text
-    shown = page.find_element("css selector", "#beat-wasted-money ul.numbers").get_attribute("textContent")
-    assert "1.94 TB/s" in shown and "2.04 TB/s" not in shown, shown  # the other GPU's bandwidth, as now written
+    assert redrawn == {"two-budgets"}, redrawn
+    assert "the numbers it shows" in page.find_element("css selector", "#beat-two-budgets .why").text
+    shown = page.find_element("css selector", "#beat-two-budgets ul.numbers").get_attribute("textContent")
+    assert new_rate in shown and old_rate not in shown, (old_rate, new_rate, shown)
 
     # Ctrl-C while it draws: every process of the studio gone, its port free again.
     edit(project / "script" / "storyboard.yaml", "two separate budgets:", "two budgets:")
@@ -406,12 +418,13 @@ print(json.dumps({"forgot": warm.forget_scenes_if_saved(loaded),
 
 
 @pytest.fixture(scope="module")
-def prefill_studio(tmp_path_factory, default_tiny_film):
+def prefill_studio(tmp_path_factory, default_tiny_film, other_tiny_film):
     """`film studio --beat prefill` on a copy of the project (its cache the session's tiny film's), started once for
     the tests below, which read it in the order they stand: the timeline, the accessibility audit, the player (which
     edits the narration, breaks the storyboard and mends it), then a deployment chosen on the page. Ctrl-C stops it
     at the end, as from a terminal."""
     project = studio_project(tmp_path_factory.mktemp("prefill-project"), default_tiny_film)
+    seeded_cache(project / "build" / "cache", other_tiny_film)  # (the deployment test's choice: its speech, clips)
     process, address, lines = start_studio(project, "--beat", "prefill")
     try:
         yield project, process, address, lines
@@ -666,15 +679,16 @@ def test_a_deployment_chosen_on_the_page_is_drawn_without_a_restart(prefill_stud
         assert Select(driver.find_element("name", "gpu")).first_selected_option.get_attribute("value") == "h100-sxm"
         before = pictures(driver)["prefill"][1]
 
-        a100 = resolve_plan(gpu="a100-sxm-80gb", gpus=2)
-        Select(driver.find_element("name", "gpu")).select_by_value("a100-sxm-80gb")
-        gpus = driver.find_element("name", "gpus")
-        gpus.clear()
-        gpus.send_keys("2")
+        # The suite's other tiny film's choice (its speech and clips are in the studio's cache: the studio draws the
+        # new stills, and its clip is the cached one).
+        a100 = resolve_plan(**OTHER_CHOICE)
+        Select(driver.find_element("name", "gpu")).select_by_value(OTHER_CHOICE["gpu"])
+        Select(driver.find_element("name", "model")).select_by_value(OTHER_CHOICE["model"])
+        Select(driver.find_element("name", "dtype")).select_by_value(OTHER_CHOICE["dtype"])
         driver.find_element("css selector", "#deployment button").click()
         wait_for(driver, "return document.querySelector('#beat-prefill .narration').textContent == arguments[0];", 60,
                  a100.beat("prefill").narration)
-        assert "2× A100 80GB SXM" in driver.find_element("css selector", "header .deployment").text
+        assert "A100 80GB SXM · Llama 3.1 70B · INT8" in driver.find_element("css selector", "header .deployment").text
         wait_for(driver, ready + " && !a.classList.contains('stale')", 120)
         after = pictures(driver)["prefill"][1]
         assert after and set(after).isdisjoint(before), (before, after)  # drawn again, for the new GPU
