@@ -212,13 +212,16 @@ def seeded_cache(cache: Path, *films: MadeFilm, rendering: tuple[str, ...] = ())
 TRACKS = ("narration.wav", ".narration.wav.key", "film-sound.m4a", ".film-sound.m4a.key")
 
 
-def seeded_tracks(build: Path, film: MadeFilm) -> Path:
-    """A build folder holding the tiny film's levelled narration track and encoded sound, with their keys (each key
-    is checked: a film of other words levels and encodes its own), so a run goes on to its beats and its mux at
-    once. Returns the folder."""
-    build.mkdir(parents=True, exist_ok=True)
-    for name in TRACKS:
-        shutil.copy2(film.build / name, build / name)
+def seeded_tracks(build: Path, *films: MadeFilm) -> Path:
+    """A build folder holding the tiny films' levelled narration tracks and encoded sounds, with their keys, each in
+    its film's folder (each key is checked: a film of other words levels and encodes its own), so a run goes on to its
+    beats and its mux at once. Returns the folder."""
+    for film in films:
+        folder = film.result.film.parent.parent  # (the film's own folder: the build's, or its choice's in it)
+        into = build / folder.relative_to(film.build)
+        into.mkdir(parents=True, exist_ok=True)
+        for name in TRACKS:
+            shutil.copy2(folder / name, into / name)
     return build
 
 

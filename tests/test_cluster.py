@@ -35,7 +35,7 @@ from render.video.cache import BeatCache, base_key, beat_slice
 from render.video.runner import Part
 from render.voice.narration import make_narration
 
-from conftest import FIXTURES, OTHER_CHOICE, ROOT, LoopbackServer, MadeFilm, run_film, seeded_cache
+from conftest import FIXTURES, OTHER_CHOICE, ROOT, LoopbackServer, MadeFilm, run_film, seeded_cache, seeded_tracks
 
 DASK = Path(sys.executable).parent / "dask"
 
@@ -92,6 +92,7 @@ def cluster(tmp_path_factory, default_tiny_film, other_tiny_film):
     folder = tmp_path_factory.mktemp("dask")
     found = Cluster(f"tcp://127.0.0.1:{free_port()}", folder, folder / "build", folder / "attempts.txt")
     seeded_cache(found.build / "cache", default_tiny_film, other_tiny_film)
+    seeded_tracks(found.build, default_tiny_film, other_tiny_film)  # (levelled and encoded: each film joins at once)
     port = found.address.rsplit(":", 1)[1]
     log = open(folder / "scheduler.log", "w")
     found.processes["scheduler"] = subprocess.Popen(
