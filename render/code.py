@@ -225,7 +225,8 @@ RACY_NS = 2_000_000_000  # a file changed this recently may change again within 
 
 
 def walk_record(roots: tuple[str, ...]) -> Path:
-    return memo.MEMO_DIR / "walks" / f"{key_of('walk', _THIS_CODE, *roots)}.json"
+    """Named by the project's folder too: a copy of the project (with its memo) walks its own files, not these."""
+    return memo.MEMO_DIR / "walks" / f"{key_of('walk', _THIS_CODE, str(PROJECT_ROOT), *roots)}.json"
 
 
 def kept_walk(roots: tuple[str, ...]) -> tuple[tuple, list[Path], str | None] | None:

@@ -201,6 +201,11 @@ def cache_dir(build_dir: Path = BUILD_DIR) -> Path:
     return Path(build_dir) / "cache"
 
 
+def memo_dir(build_dir: Path = BUILD_DIR) -> Path:
+    """Where a project's computed results are kept (render/memo.py): under its own build folder's cache."""
+    return cache_dir(build_dir) / "memo"
+
+
 def link_or_copy(source: Path, target: Path) -> None:
     """`target` is `source` (a hard link), or a copy of it where the two cannot share a file."""
     try:
@@ -214,15 +219,20 @@ PROJECT_PARTS = ("render", "scenes", "script", "data", "pyproject.toml")
 
 def copy_project(folder: Path, cache: Path | None = None) -> Path:
     """A copy of the project's code and files in `folder` (not its build), for edits a user might save; with `cache`,
-    a build folder whose cache is a copy of that one (speech, typesetting, beats)."""
+    a build folder whose cache is a copy of that one (speech, typesetting, beats). The copy's compiled modules and the
+    project's memo come along (each is checked before use: a module's against its source's time and size, a memo
+    entry against the code and inputs it names), so the copy's first run does not compile or compute again what the
+    project already has."""
     for part in PROJECT_PARTS:
         source = PROJECT_ROOT / part
         if source.is_dir():
-            shutil.copytree(source, folder / part, ignore=shutil.ignore_patterns("__pycache__"), symlinks=True)
+            shutil.copytree(source, folder / part, symlinks=True)
         else:
             shutil.copy2(source, folder / part)
     if cache is not None:
         shutil.copytree(cache, folder / "build" / "cache", symlinks=True)
+    if memo_dir().is_dir():
+        shutil.copytree(memo_dir(), memo_dir(folder / "build"), symlinks=True, dirs_exist_ok=True)
     return folder
 
 

@@ -14,9 +14,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from render.files import BUILD_DIR, write_atomic
+from render.files import memo_dir, write_atomic
 
-MEMO_DIR = BUILD_DIR / "cache" / "memo"
+MEMO_DIR = memo_dir()
 FORMAT = 1
 _SEEN: dict[tuple[str, str], bytes] = {}  # (kind, key) -> payload, for this process
 

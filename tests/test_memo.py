@@ -3,6 +3,7 @@ again when damaged; a template's kept code renders as Jinja's own compile does, 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,34 @@ def test_a_walk_is_kept_by_its_files_states_and_walked_again_when_one_changes(tm
     just_now = ((1, 2, time.time_ns(), time.time_ns()),)  # (a file saved this moment may be saved again unseen)
     sources.keep_walk(roots, just_now, files[:1], None)
     assert not record.exists()
+
+
+def test_a_copy_of_the_project_walks_its_own_files_with_the_projects_memo(tmp_path):
+    """A copy of the project carries the project's memo (render/files.py's copy_project, as the studio's bench and the
+    tests make one to edit): the walk the project kept names the project's files, so the copy walks its own."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from render import code as sources
+    from render.files import copy_project
+
+    roots = ("scenes.prefill",)
+    states, files, digest = sources.walked(roots)
+    newest = max(max(state[2], state[3]) for state in states)  # (a file saved in the last two seconds is not kept)
+    time.sleep(max(0.0, (newest + sources.RACY_NS - time.time_ns()) / 1e9 + 0.1))
+    sources.keep_walk(roots, states, files, digest)  # (the project's walk kept, as any command keeps it)
+    assert sources.kept_walk(roots) is not None
+    copy = copy_project(tmp_path / "project")
+    assert (copy / "build" / "cache" / "memo" / "walks").is_dir()
+    shown = subprocess.run([sys.executable, "-c", "import json; from render import code; "
+                            "print(json.dumps([str(path) for path in code.walked(('scenes.prefill',))[1]]))"],
+                           cwd=copy, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(copy)})
+    assert shown.returncode == 0, shown.stderr
+    files = json.loads(shown.stdout)
+    assert str(copy / "scenes" / "prefill.py") in files
+    assert all(path.startswith(str(copy) + os.sep) for path in files), files
 
 
 def test_the_libraries_versions_are_kept_by_the_files_they_were_read_from(tmp_path, monkeypatch):
