@@ -80,9 +80,10 @@ class DaskRunner:
         self.drawn[message["key"]] = message["frames"]
 
     def submit(self, part: Part) -> None:
+        submitted = time.perf_counter()  # (before the task can start: its round trip holds all its time on the worker)
         future = self.client.submit(render_part_task, part, installation(), key=part.key, retries=self.retries,
                                     priority=part.priority)
-        self.futures[part.key] = (part, future, time.perf_counter())
+        self.futures[part.key] = (part, future, submitted)
 
     def collect(self, timeout: float) -> list[Drawn]:
         from distributed import wait
