@@ -9,7 +9,10 @@ pre-empts the sequence admitted last, whose blocks are freed and whose prompt an
 when it is admitted again (vLLM's recompute), so every token is generated once.
 
 Decoding sequences advance together, so their state is kept by the instance's step counter: a sequence that
-joined at step s with g tokens has g + (now's step − s), and finishes at a step known when it joins.
+joined at step s with g tokens has g + (now's step − s), and finishes at a step known when it joins. For the same
+reason the blocks they hold are counted without visiting each: a sequence's cache is `base + step` tokens, where its
+`base` is fixed while it decodes, so the instance keeps the bases' whole blocks and a count of their remainders (a
+block's 16 tokens: 16 counts), and the blocks of all of them at any step are a sum over those 16 counts.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ class Sequence:
     admitted: int = 0      # admission order: the last admitted is pre-empted first
     epoch: int = -1        # which of its joins the instance's finishing queue entry is for (a pre-empted one rejoins)
     preemptions: int = 0
-    blocks: int = 0
+    blocks: int = 0        # as admitted, or (decoding) as of the instance's last count where one came after its join
+    base: int = 0          # while decoding: its cached tokens less the instance's step (constant as it decodes)
+    counted: int = 0       # the instance's count of blocks when it joined (a later one counted it)
 
     def __post_init__(self):
         self.to_prefill = self.to_prefill or self.prompt
@@ -65,6 +70,10 @@ class Instance:
         self.used = 0                  # blocks held
         self.admissions = 0
         self.done: list[Sequence] = []
+        self.whole_blocks = 0          # the decoding sequences' bases: their whole blocks, all together
+        self.remainders = [0] * block_tokens  # how many decoding sequences' bases leave each remainder of a block
+        self.counts = 0                # the decoding sequences' blocks counted (at the end of each decode run)
+        self.counted_at = 0            # the step of the last count
 
     # -- what is there ----------------------------------------------------------------------------------------
 
@@ -122,6 +131,11 @@ class Instance:
         seq.joined = self.steps
         self.running[seq] = None
         self.context += seq.prompt + seq.generated - 1
+        seq.base = seq.prompt + seq.generated - self.steps
+        seq.counted = self.counts
+        whole, remainder = divmod(seq.base, self.block_tokens)
+        self.whole_blocks += whole
+        self.remainders[remainder] += 1
         seq.epoch = self.joins
         self.joins += 1
         heapq.heappush(self.finishing, (self.steps + seq.answer - seq.generated, seq.epoch, seq))
@@ -133,9 +147,25 @@ class Instance:
         self.done.append(seq)
 
     def leave_running(self, seq: Sequence) -> None:
+        if self.counts > seq.counted:  # its blocks as the last count found them
+            seq.blocks = -(-(seq.base + self.counted_at) // self.block_tokens)
+        whole, remainder = divmod(seq.base, self.block_tokens)
+        self.whole_blocks -= whole
+        self.remainders[remainder] -= 1
         seq.generated = self.generated(seq)
         del self.running[seq]
         self.context -= seq.prompt + seq.generated - 1
+
+    def running_blocks(self, step: int) -> int:
+        """The blocks the decoding sequences hold at decode step `step`: each sequence's ceil((base + step) / 16),
+        summed from the bases' whole blocks and the count of each remainder."""
+        size = self.block_tokens
+        whole, offset = divmod(step, size)
+        total = self.whole_blocks + whole * len(self.running)
+        for remainder, count in enumerate(self.remainders):
+            if count:
+                total += count * -(-(remainder + offset) // size)
+        return total
 
     # -- steps ----------------------------------------------------------------------------------------------
 
@@ -172,19 +202,18 @@ class Instance:
         self.now += self.costs.decode_run(batch, self.context, most)
         self.steps += most
         self.context += batch * most
-        for seq in self.running:
-            seq.blocks = self.blocks_for(seq.prompt + self.generated(seq))
-        self.used = sum(seq.blocks for seq in self.running) + sum(seq.blocks for seq in self.prefilling)
+        self.counts += 1  # every decoding sequence's blocks counted again, at this step
+        self.counted_at = self.steps
+        self.used = self.running_blocks(self.steps) + sum(seq.blocks for seq in self.prefilling)
         self.finish_due()
         self.arrive()
 
     def steps_that_fit(self, most: int) -> int:
         """The most decode steps (up to `most`) whose growing caches the free blocks hold."""
         held = sum(seq.blocks for seq in self.prefilling)
-        lengths = [seq.prompt + self.generated(seq) for seq in self.running]
 
         def fits(steps: int) -> bool:  # after them, each holds room for its length + steps tokens
-            return held + sum(-(-(length + steps) // self.block_tokens) for length in lengths) <= self.capacity
+            return held + self.running_blocks(self.steps + steps) <= self.capacity
 
         if fits(most):
             return most
