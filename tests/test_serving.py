@@ -154,17 +154,70 @@ def test_the_same_seed_gives_the_same_result(h100, scheduler):
 def test_goodput_counts_the_requests_that_meet_both_objectives(h100):
     served = simulate(poisson(20, 1000, Lengths(2000), Lengths(200), seed=1), Costs.of(h100), Continuous())
     report = summarise(served, 20, Slo(0.5, 0.05))
-    tpot = (served.finish - served.first_token) / (served.answer_tokens - 1)
-    met = (served.ttft <= 0.5) & (tpot <= 0.05)
-    span = np.max(served.finish)
-    assert report.goodput_requests_per_second == pytest.approx(np.sum(met) / span)
+    # Read after the warm-up: the first 100 of the 1,000 arrivals (they arrive in order) left out.
+    after = slice(100, None)
+    tpot = ((served.finish - served.first_token) / (served.answer_tokens - 1))[after]
+    met = (served.ttft[after] <= 0.5) & (tpot <= 0.05)
+    first, last = served.arrival[100], served.arrival[-1]
+    finished = np.sum((served.finish > first) & (served.finish <= last))
+    assert report.measured == 900 and report.sustained is None  # (1,000 requests: too few to judge)
+    assert report.served_requests_per_second == pytest.approx(finished / (last - first))
+    assert report.goodput_requests_per_second == pytest.approx(np.mean(met) * finished / (last - first))
     assert report.met_share == pytest.approx(np.mean(met)) and 0 < report.met_share < 1
+    assert report.ttft_seconds.p90 == pytest.approx(np.percentile(served.ttft[after], 90))
     # Each objective on its own, set where it splits the requests: the share is the requests within it.
-    for slo, figure in ((Slo(float(np.median(served.ttft)), None), served.ttft),
+    for slo, figure in ((Slo(float(np.median(served.ttft[after])), None), served.ttft[after]),
                         (Slo(None, float(np.median(tpot))), tpot)):
         limit = slo.ttft_seconds if slo.ttft_seconds is not None else slo.tpot_seconds
         assert summarise(served, 20, slo).met_share == pytest.approx(np.mean(figure <= limit))
         assert 0.4 < np.mean(figure <= limit) <= 0.6
+
+
+def test_a_run_sustains_its_rate_when_it_serves_what_arrives_after_the_warm_up(h100):
+    """A long run's verdict: at half the deployment's throughput it finishes what arrives; at a tenth past its
+    throughput its queue grows, and it serves less than arrives, whatever share of requests met the objectives."""
+    from render.serving.load import LoadRequest, saturation_rate
+
+    costs = Costs.of(h100)
+    lengths = poisson(1, 4000, Lengths(2000), Lengths(200), seed=4)
+    top = saturation_rate(LoadRequest(h100, (Continuous(),), requests=4000, prompt=Lengths(2000),
+                                      answer=Lengths(200)))
+    half = summarise(simulate(at_rate(lengths, top / 2, 4), costs, Continuous()), top / 2)
+    assert half.sustained is True and half.measured == 3600
+    assert half.served_requests_per_second == pytest.approx(top / 2, rel=0.05)
+    loose = Slo(3600, 3600)  # (every request meets these: only the rate's being sustained can rule it out)
+    over = summarise(simulate(at_rate(lengths, top * 1.5, 4), costs, Continuous()), top * 1.5, loose)
+    assert over.met_share == 1 and over.sustained is False and not over.within
+    assert over.served_requests_per_second < 0.98 * top * 1.5
+
+
+@pytest.mark.parametrize("choice", [("h100-sxm", "llama-3.1-8b", "bf16", 1), ("a100-sxm-80gb", "llama-3.1-70b",
+                                                                             "int8", 2)])
+def test_a_capacity_is_sustained_never_above_what_a_run_served_and_a_tenth_more_is_refused(choice):
+    """Every scheduler's capacity from a sweep: at most the most requests a second any of its runs served; within
+    1% of the lowest rate found beyond it (or what the runs served, where less); and a long run a tenth above it misses (not sustained, or fewer than 90%
+    of requests meeting the objectives)."""
+    from render.serving.load import LoadRequest, SchedulerSettings, scheduler_of, sweep
+    from render.serving.metrics import JUDGED_LEAST
+    from render.serving.schedulers import SCHEDULERS
+
+    catalog = load_catalog()
+    gpu, model, dtype, gpus = choice
+    deployment = Deployment(catalog.gpu(gpu), catalog.model(model), catalog.dtype(dtype), gpus)
+    request = LoadRequest(deployment, tuple(scheduler_of(name, SchedulerSettings(), deployment)
+                                            for name in SCHEDULERS), prompt=Lengths(2000), answer=Lengths(200))
+    found = sweep(request)
+    assert sum(capacity is not None for capacity in found.capacities.values()) >= 2
+    for scheduler in request.schedulers:
+        capacity, above = found.capacities[scheduler.name], found.above[scheduler.name]
+        if capacity is None:
+            continue
+        assert capacity <= found.served[scheduler.name]
+        # (searched on rates 1% apart, each to four figures; lower only where the runs served less)
+        assert above / 1.011 <= capacity < above or capacity == found.served[scheduler.name] < above
+        beyond = dataclasses.replace(request, rate=capacity * 1.1, requests=JUDGED_LEAST, schedulers=(scheduler,))
+        report = summarise(simulate(beyond.workload(), beyond.costs, scheduler), beyond.rate, beyond.slo)
+        assert not report.within, (scheduler.name, capacity, report.met_share, report.sustained)
 
 
 def test_lengths_are_log_normal_with_the_mean_and_spread_given():

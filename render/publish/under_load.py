@@ -13,7 +13,7 @@ from render.errors import FilmError
 from render.plan.load import film_rates, load_request
 from render.plan.types import LoadParameters, Plan
 from render.serving.load import film_rate, grid
-from render.serving.metrics import CAPACITY_SHARE, Slo
+from render.serving.metrics import CAPACITY_SHARE, JUDGED_LEAST, SUSTAIN_SHARE, WARMUP_SHARE, Slo
 from render.serving.schedulers import LABELS
 from scenes import style
 
@@ -142,6 +142,8 @@ def simulated_view(plan: Plan, parameters: LoadParameters | None) -> dict:
                      "seed": parameters.seed, "batch": parameters.static_batch,
                      "wait": parameters.static_wait_seconds, "chunk": parameters.chunk_tokens},
         "share": fmt.percent(CAPACITY_SHARE, short=True),
+        "judged": f"{JUDGED_LEAST:,}", "warmup": fmt.percent(WARMUP_SHARE, short=True),
+        "sustain": fmt.percent(SUSTAIN_SHARE, short=True),
     }
 
 

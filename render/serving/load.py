@@ -5,13 +5,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
 from render.errors import FilmError
 from render.serving.costs import BLOCK_TOKENS, Costs, kv_blocks
-from render.serving.metrics import CAPACITY_SHARE, Report, Slo, capacity, summarise
+from render.serving.metrics import JUDGED_LEAST, Report, Slo, capacity, summarise
 from render.serving.schedulers import SCHEDULERS, Scheduler
 from render.serving.simulate import Served, simulate
 from render.serving.watch import Watch
@@ -104,9 +104,11 @@ def even_rates(top: float, count: int = SWEEP_RATES) -> tuple[float, ...]:
 class Sweep:
     rates: tuple[float, ...]
     reports: dict[str, list[Report]]            # scheduler -> a report a rate
-    capacities: dict[str, float | None]         # scheduler -> the highest rate meeting the objectives
+    capacities: dict[str, float | None]         # scheduler -> the highest rate it sustains meeting the objectives
     slo: Slo
     gpus: dict[str, int] = field(default_factory=dict)
+    above: dict[str, float | None] = field(default_factory=dict)   # scheduler -> the lowest rate found not within
+    served: dict[str, float] = field(default_factory=dict)  # scheduler -> the most requests a second any run served
 
 
 def saturation_rate(request: LoadRequest) -> float:
@@ -132,15 +134,20 @@ def default_rates(request: LoadRequest) -> tuple[float, ...]:
     return even_rates(1.3 * saturation_rate(request))
 
 
-def capacity_over(reports: list[Report], rates: tuple[float, ...], share: Callable[[float], float]) -> float | None:
-    """A scheduler's capacity from its reports at `rates` (each with its share meeting the objectives): bisected
-    between the highest rate that meets them and the next (`share` simulates any rate between)."""
-    meeting = [report.rate for report in reports if report.met_share >= CAPACITY_SHARE]
-    if not meeting:
-        return None
-    low = max(meeting)
-    higher = [rate for rate in rates if rate > low]
-    return capacity(share, low, min(higher) if higher else low * 1.5, steps=4)
+def capacity_over(reports: list[Report], rates: tuple[float, ...], within: Callable[[float], bool],
+                  most_served: Callable[[], float]) -> tuple[float, float] | None:
+    """A scheduler's capacity, and the lowest rate found beyond it: the highest of `rates` whose run is within
+    capacity and that a long run confirms (`within`: a run of JUDGED_LEAST requests at any rate), bisected on rates 1%
+    apart against the next; never above the most requests a second any of the scheduler's runs served. None where no
+    rate of the sweep is within."""
+    candidates = sorted((report.rate for report in reports if report.within), reverse=True)
+    for low in candidates:
+        higher = [rate for rate in rates if rate > low]
+        found = capacity(within, low, min(higher) if higher else None)
+        if found is not None:
+            rate, above = found
+            return min(rate, most_served()), above
+    return None
 
 
 def sweep(request: LoadRequest, rates: tuple[float, ...] | None = None,
@@ -149,7 +156,8 @@ def sweep(request: LoadRequest, rates: tuple[float, ...] | None = None,
     slo = request.slo or DEFAULT_SLO
     found = grid(request, rates, (slo,), progress, runs)
     return Sweep(found.rates, {name: by_slo[slo] for name, by_slo in found.reports.items()},
-                 {name: by_slo[slo] for name, by_slo in found.capacities.items()}, slo, found.gpus)
+                 {name: by_slo[slo] for name, by_slo in found.capacities.items()}, slo, found.gpus,
+                 {name: by_slo[slo] for name, by_slo in found.above.items()}, found.served)
 
 
 @dataclass(frozen=True)
@@ -161,6 +169,8 @@ class Grid:
     reports: dict[str, dict[Slo, list[Report]]]         # scheduler -> objectives -> a report a rate
     capacities: dict[str, dict[Slo, float | None]]      # scheduler -> objectives -> its capacity
     gpus: dict[str, int]
+    above: dict[str, dict[Slo, float | None]]           # scheduler -> objectives -> the lowest rate found not within
+    served: dict[str, float]                            # scheduler -> the most requests a second any run served
 
 
 def grid(request: LoadRequest, rates: tuple[float, ...] | None, slos: tuple[Slo, ...],
@@ -171,17 +181,31 @@ def grid(request: LoadRequest, rates: tuple[float, ...] | None, slos: tuple[Slo,
     in every grid: the same unit gaps, scaled)."""
     rates = default_rates(request) if rates is None else rates
     base, costs = request.workload(rates[0]), request.costs
+    long = replace(request, requests=max(request.requests, JUDGED_LEAST)).workload(rates[0])
     total, done = len(request.schedulers) * (len(rates) + 4), 0
-    reports, capacities, gpus = {}, {}, {}
+    reports, capacities, above, gpus, served = {}, {}, {}, {}, {}
     runs = {} if runs is None else runs
     for scheduler in request.schedulers:
 
-        def run_at(rate: float, scheduler=scheduler):
-            key = (scheduler.name, rate)
+        def run_at(rate: float, scheduler=scheduler, workload=base):
+            key = (scheduler.name, rate) if workload is base else (scheduler.name, rate, len(workload))
             if key not in runs:
-                runs[key] = simulate(at_rate(base, rate, request.seed), costs, scheduler, request.capacity_blocks,
+                runs[key] = simulate(at_rate(workload, rate, request.seed), costs, scheduler, request.capacity_blocks,
                                      watch=request.watch)
             return runs[key]
+
+        searched: dict[Slo, list[float]] = {slo: [] for slo in slos}  # the long runs each search made
+
+        def within(rate: float, slo: Slo, scheduler=scheduler, searched=searched) -> bool:  # (a long run decides)
+            searched[slo].append(rate)
+            return summarise(run_at(rate, scheduler, long), rate, slo).within
+
+        def most_served(slo: Slo, scheduler=scheduler, searched=searched) -> float:
+            # (of the sweep's runs and the search's own: the same for the same rates and objectives, whatever else
+            # a grid of several objectives ran)
+            return max([summarise(run_at(rate, scheduler)).served_requests_per_second or 0.0 for rate in rates]
+                       + [summarise(run_at(rate, scheduler, long)).served_requests_per_second or 0.0
+                          for rate in searched[slo]])
 
         by_slo = {slo: [] for slo in slos}
         for rate in rates:
@@ -191,12 +215,14 @@ def grid(request: LoadRequest, rates: tuple[float, ...] | None, slos: tuple[Slo,
             progress(done, total)
         reports[scheduler.name] = by_slo
         gpus[scheduler.name] = request.gpus(scheduler)
-        capacities[scheduler.name] = {
-            slo: capacity_over(by_slo[slo], rates, lambda rate, slo=slo: summarise(run_at(rate), rate, slo).met_share)
-            for slo in slos}
+        found = {slo: capacity_over(by_slo[slo], rates, lambda rate, slo=slo: within(rate, slo),
+                                    lambda slo=slo: most_served(slo)) for slo in slos}
+        capacities[scheduler.name] = {slo: None if pair is None else pair[0] for slo, pair in found.items()}
+        above[scheduler.name] = {slo: None if pair is None else pair[1] for slo, pair in found.items()}
+        served[scheduler.name] = max(most_served(slo) for slo in slos)
         done += 4
         progress(done, total)
-    return Grid(tuple(rates), tuple(slos), reports, capacities, gpus)
+    return Grid(tuple(rates), tuple(slos), reports, capacities, gpus, above, served)
 
 
 @dataclass(frozen=True)

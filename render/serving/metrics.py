@@ -1,5 +1,12 @@
 """What a load test reports: latency percentiles, throughput, goodput at service-level objectives, and a
-scheduler's capacity (the highest rate at which 90% of requests meet them)."""
+scheduler's capacity (the highest rate it sustains with 90% of requests meeting them).
+
+A run starts with an empty engine, so its first requests meet a queue shorter than the rate will build: a Poisson
+run's figures are read from its requests after a warm-up (the first tenth of its arrivals), and a run long enough to
+judge (JUDGED_LEAST requests) is said to sustain its rate when, over that window, it serves (finishes) at least 98% of
+the requests that arrive in it. A run whose queue keeps growing serves less than arrives, whatever share of its
+requests happen to meet the objectives before the run ends. (A shorter run is not judged: the requests still in the
+engine as its arrivals end, some 2% of a thousand at half the deployment's saturation, are more than the tolerance.)"""
 
 from __future__ import annotations
 
@@ -14,6 +21,11 @@ from render.serving.simulate import Served
 from render.text import echo
 
 CAPACITY_SHARE = 0.9  # a rate is within capacity while this share of requests meets every objective
+WARMUP_SHARE = 0.1     # a Poisson run's first arrivals, filling the engine from empty: left out of its figures
+SUSTAIN_SHARE = 0.98   # a run sustains its rate when it serves this share of the requests arriving after its warm-up
+WINDOWED_LEAST = 20    # a run of fewer requests is read whole
+JUDGED_LEAST = 4000    # a run of fewer requests is not judged sustained or not (and decides no capacity)
+LADDER = 230           # a capacity is searched on rates 1% apart: 230 a decade (10^(1/230) = 1.0100)
 
 
 @dataclass(frozen=True)
@@ -78,6 +90,14 @@ class Report:
     preemptions: int
     generated_tokens: int
     traced: bool = False             # the arrivals are a trace's (its rate is its mean, not a Poisson rate given)
+    served_requests_per_second: float | None = None  # finished a second over the window after the warm-up
+    sustained: bool | None = None    # it served SUSTAIN_SHARE of what arrived in that window (None: not judged)
+    measured: int | None = None      # the requests its figures are read from (after the warm-up)
+
+    @property
+    def within(self) -> bool:
+        """Whether the rate is within capacity: sustained, and CAPACITY_SHARE of requests meeting the objectives."""
+        return self.sustained is not False and self.met_share is not None and self.met_share >= CAPACITY_SHARE
 
     def as_json(self) -> dict:
         def spread(figure: Spread, names=("p50", "p90", "p99", "mean")) -> dict:
@@ -91,6 +111,9 @@ class Report:
                 "throughput_tokens_per_second": self.throughput_tokens_per_second,
                 "throughput_requests_per_second": self.throughput_requests_per_second,
                 "goodput_requests_per_second": self.goodput_requests_per_second, "slo_met_share": self.met_share,
+                "served_requests_per_second": self.served_requests_per_second, "sustained": self.sustained,
+                "measured_requests": self.measured, "warmup_requests": self.requests - (self.measured or 0)
+                if self.measured is not None else 0,
                 "preemptions": self.preemptions, "generated_tokens": self.generated_tokens}
 
 
@@ -111,33 +134,74 @@ def finite_or_none(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
 
 
+def window(served: Served, windowed: bool) -> tuple[np.ndarray, float | None, bool | None]:
+    """The requests a run's figures are read from (a mask), its throughput over them, and whether it sustained its
+    rate: after the warm-up (WARMUP_SHARE of its arrivals), the requests finished between the first measured arrival
+    and the last arrival, a second, against those that arrived then. Read whole (all, None, None) where not
+    `windowed` (a trace, whose arrivals need not be steady) or the run is shorter than WINDOWED_LEAST; not judged
+    sustained or not (None) below JUDGED_LEAST."""
+    count = len(served.arrival)
+    if not windowed or count < WINDOWED_LEAST:
+        return np.ones(count, dtype=bool), None, None
+    order = np.argsort(served.arrival, kind="stable")
+    skipped = int(count * WARMUP_SHARE)
+    mask = np.zeros(count, dtype=bool)
+    mask[order[skipped:]] = True
+    first, last = float(served.arrival[order[skipped]]), float(served.arrival[order[-1]])
+    if last <= first:
+        return mask, None, None
+    finished = np.sort(served.finish)
+    done = int(np.searchsorted(finished, last, "right") - np.searchsorted(finished, first, "right"))
+    arrived = count - skipped - 1  # (arrivals after the window's first, up to its last)
+    return mask, done / (last - first), done >= SUSTAIN_SHARE * arrived if count >= JUDGED_LEAST else None
+
+
 def summarise(served: Served, rate: float | None = None, slo: Slo | None = None, start: float = 0.0,
               traced: bool = False) -> Report:
-    """The run's figures; its throughput over the span from `start` (0 for a workload drawn from time 0; a trace's
-    first arrival, wherever its clock began) to the last token."""
+    """The run's figures, from its requests after the warm-up (window); its throughput over the span from `start` (0
+    for a workload drawn from time 0; a trace's first arrival, wherever its clock began) to the last token."""
     span = float(np.max(served.finish) - start)
     span = span if span > 0 else math.inf
-    met = meets(served, slo) if slo is not None else None
+    mask, served_rate, sustained = window(served, not traced)
+    many = served.answer_tokens > 1
+    met = meets(served, slo)[mask] if slo is not None else None
+    met_share = float(np.mean(met)) if met is not None else None
+    if met is None:
+        goodput = None
+    elif served_rate is not None:
+        goodput = met_share * served_rate  # over the window: the requests served a second that met every objective
+    else:
+        goodput = float(np.sum(met)) / span
     tokens = int(np.sum(served.answer_tokens))
-    return Report(served.scheduler, rate, len(served.arrival), Spread.of(served.ttft), Spread.of(served.tpot),
-                  Spread.of(served.e2e), tokens / span, len(served.arrival) / span,
-                  float(np.sum(met)) / span if met is not None else None,
-                  float(np.mean(met)) if met is not None else None, int(np.sum(served.preemptions)), tokens, traced)
+    return Report(served.scheduler, rate, len(served.arrival), Spread.of(served.ttft[mask]),
+                  Spread.of(served.tpot[mask[many]]),
+                  Spread.of(served.e2e[mask]), tokens / span, len(served.arrival) / span, goodput, met_share,
+                  int(np.sum(served.preemptions)), tokens, traced, served_rate, sustained,
+                  int(np.sum(mask)) if served_rate is not None else None)
 
 
-def capacity(met_share_at: Callable[[float], float], low: float, high: float, steps: int = 14) -> float | None:
-    """The highest rate at which CAPACITY_SHARE of requests meet the objectives, by bisection between `low` (where
-    they must) and `high` (where they must not); None where even `low` misses."""
-    if met_share_at(low) < CAPACITY_SHARE:
+def capacity(within: Callable[[float], bool], low: float, high: float | None = None) -> tuple[float, float] | None:
+    """The highest rate within capacity (`within`: sustained, with CAPACITY_SHARE of requests meeting the
+    objectives), searched on rates 1% apart (LADDER): `low` must be within and `high` (default: twice `low`) not;
+    where `high` is, rates double until one is not (a run that cannot keep up is not sustained, so this ends at the
+    deployment's throughput). Returns (the capacity, the lowest rate found not within): the capacity is known to 1%.
+    None where `low` is not within."""
+    if not within(low):
         return None
-    while met_share_at(high) >= CAPACITY_SHARE:
+    high = high or low * 2
+    for _ in range(64):
+        if not within(high):
+            break
         low, high = high, high * 2
-        if high > 1e6:
-            return low
-    for _ in range(steps):
-        middle = math.sqrt(low * high)
-        if met_share_at(middle) >= CAPACITY_SHARE:
-            low = middle
+    else:
+        raise FilmError(f"every rate up to {high:g} requests a second is sustained: the capacity search has no end")
+    lower, upper = math.log10(low) * LADDER, math.log10(high) * LADDER
+    while True:
+        middle = round((lower + upper) / 2)
+        if not lower < middle < upper:
+            return low, high
+        rate = float(f"{10 ** (middle / LADDER):.4g}")
+        if within(rate):
+            low, lower = rate, middle
         else:
-            high = middle
-    return low
+            high, upper = rate, middle

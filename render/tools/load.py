@@ -15,7 +15,7 @@ from render import formatting as fmt
 from render.errors import FilmError
 from render.serving.load import (DEFAULT_SLO, SWEEP_RATES, LoadRequest, SchedulerSettings, Sweep,  # noqa: F401
                                   film_rate, run, saturation_rate, scheduler_of, schedulers_named, sweep)
-from render.serving.metrics import CAPACITY_SHARE, Report
+from render.serving.metrics import CAPACITY_SHARE, JUDGED_LEAST, SUSTAIN_SHARE, WARMUP_SHARE, Report
 from render.serving.simulate import simulate
 from render.serving.watch import Watch, heaviest
 from render.serving.workload import Lengths
@@ -69,15 +69,25 @@ def seconds(value: float) -> str:
     return "—" if math.isnan(value) else fmt.precise_seconds(value)
 
 
+def capacity_said(slo) -> str:
+    """What the table's capacity is, in a line: what it takes for a rate to count."""
+    return (f"capacity: the highest rate a scheduler sustains with {CAPACITY_SHARE:.0%} of requests meeting {slo}, "
+            f"each rate decided by a run of at least {JUDGED_LEAST:,} requests (the first {WARMUP_SHARE:.0%} left "
+            f"out as warm-up) that serves {SUSTAIN_SHARE:.0%} of what arrives; searched to 1% (not at: the lowest "
+            f"rate found beyond it)")
+
+
 def capacity_table(result: Sweep) -> str:
     middle = len(result.rates) // 2
-    rows = [("scheduler", "GPUs", "capacity", "per GPU", f"p90 TTFT / p90 TPOT at {result.rates[middle]:g}/s")]
+    rows = [("scheduler", "GPUs", "capacity", "per GPU", "not at", "served at most",
+             f"p90 TTFT / p90 TPOT at {result.rates[middle]:g}/s")]
     for name, reports in result.reports.items():
-        found = result.capacities[name]
+        found, above = result.capacities[name], result.above.get(name)
         gpus = result.gpus.get(name, 1)
         at = reports[middle]
         rows.append((name, str(gpus), "below the sweep" if found is None else f"{found:.3g} requests/s",
-                     "" if found is None else f"{found / gpus:.3g}",
+                     "" if found is None else f"{found / gpus:.3g}", "" if above is None else f"{above:.3g}",
+                     f"{result.served[name]:.3g} requests/s" if name in result.served else "",
                      f"{seconds(at.ttft_seconds.p90)} / {seconds(at.tpot_seconds.p90)}"))
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
@@ -107,7 +117,7 @@ def load_answer(request: LoadRequest, sweep_text: str | None = None, compare_wit
         if as_json:
             return json.dumps(sweep_json(result), indent=2, allow_nan=False)
         return "\n".join((describe(request).replace(" at {rate}", " at each rate"),
-                          f"capacity: the highest rate at which {CAPACITY_SHARE:.0%} of requests meet {result.slo}",
+                          capacity_said(result.slo),
                           capacity_table(result), f"chart: {png}, {svg}"))
     if request.rate is None and request.trace is None:
         request = replace(request, rate=film_rate(request))
@@ -180,6 +190,8 @@ def write_sweep_chart(folder: Path, request: LoadRequest, result: Sweep) -> tupl
 def sweep_json(result: Sweep) -> dict:
     return {"rates": list(result.rates), "slo": str(result.slo),
             "capacity_requests_per_second": result.capacities, "gpus": result.gpus,
+            "capacity_not_at_requests_per_second": result.above,
+            "served_at_most_requests_per_second": result.served,
             "reports": {name: [report.as_json() for report in reports] for name, reports in result.reports.items()}}
 
 
