@@ -195,8 +195,8 @@ def test_a_run_sustains_its_rate_when_it_serves_what_arrives_after_the_warm_up(h
                                                                              "int8", 2)])
 def test_a_capacity_is_sustained_never_above_what_a_run_served_and_a_tenth_more_is_refused(choice):
     """Every scheduler's capacity from a sweep: at most the most requests a second any of its runs served; within
-    1% of the lowest rate found beyond it (or what the runs served, where less); and a long run a tenth above it misses (not sustained, or fewer than 90%
-    of requests meeting the objectives)."""
+    1% of the lowest rate found beyond it (or what the runs served, where less); and a long run a tenth above it
+    misses (not sustained, or fewer than 90% of requests meeting the objectives)."""
     from render.serving.load import LoadRequest, SchedulerSettings, scheduler_of, sweep
     from render.serving.metrics import JUDGED_LEAST
     from render.serving.schedulers import SCHEDULERS
