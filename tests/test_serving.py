@@ -83,6 +83,83 @@ def test_a_lone_request_waits_exactly_what_the_roofline_says(h100, shares):
         assert served.tpot == pytest.approx(np.full(4, tpot), rel=1e-9), scheduler.name
 
 
+def test_a_lone_streams_gaps_are_its_decode_steps_and_a_prefill_between_them_is_one_gap(h100):
+    """Every token's time is kept: a lone request's gaps are the roofline's decode steps, one by one, under every
+    scheduler (disaggregated: the first waits for the cache to cross too), and they add up to its TPOT's span. A second
+    prompt arriving as it decodes puts its prefill into one gap under continuous batching (that gap is the prefill
+    and the next step of both: ITL's p99, where the mean TPOT hides it), and chunked prefill spreads it."""
+    from render.serving.metrics import request_percentiles
+
+    costs = Costs.of(h100)
+    steps = [rl.time_on(h100, rl.decode_step(h100, 1, 2000 + j)).seconds for j in range(199)]
+    transfer = rl.kv_bytes_per_token_per_gpu(h100.model, h100.dtype, 1) * 2000 / h100.gpu.interconnect_bandwidth
+    for scheduler in (Continuous(), Chunked(chunk_tokens=4096), Static(batch=1), Disaggregated()):
+        served = simulate((Request(0.0, 2000, 200),), costs, scheduler)
+        expected = np.array(steps)
+        if isinstance(scheduler, Disaggregated):
+            expected[0] += transfer
+        assert served.itl_counts.tolist() == [199]
+        assert served.itl == pytest.approx(expected, rel=1e-9), scheduler.name
+        assert np.sum(served.itl) == pytest.approx(served.finish[0] - served.first_token[0], rel=1e-12)
+
+    prefill = rl.time_on(h100, rl.prefill(h100, 4000)).seconds
+    stalled = simulate((Request(0.0, 2000, 200), Request(0.5, 4000, 2)), costs, Continuous())
+    gaps = stalled.request_itl(0)
+    longest = int(np.argmax(gaps))  # the gap after token `longest` (0: the first): the prefill, then both decode
+    both = rl.time_on(h100, rl.forward_step(h100, 2, (2000 + longest) + 4000)).seconds
+    assert gaps[longest] == pytest.approx(prefill + both, rel=1e-9)
+    assert np.delete(gaps, longest) == pytest.approx(np.delete(steps, longest) if longest < 199 else steps[:-1],
+                                                     rel=0.05)  # (the others: one or two streams' steps)
+    # Three such prompts: the stalls are ITL's tail (p99 of the gaps), which the mean TPOT averages away.
+    three = simulate((Request(0.0, 2000, 200), *(Request(at, 4000, 2) for at in (0.3, 0.6, 0.9))), costs,
+                     Continuous())
+    report = summarise(three)
+    assert report.itl_seconds.p99 > 5 * report.tpot_seconds.mean and report.itl_seconds.p50 < 1.1 * steps[-1]
+    chunked = simulate((Request(0.0, 2000, 200), Request(0.5, 4000, 2)), costs, Chunked(chunk_tokens=512))
+    assert np.max(chunked.request_itl(0)) < gaps[longest] / 3
+    # A request's own percentile of its gaps, as numpy reads each one's gaps, for every request of a run.
+    busy = simulate(poisson(20, 300, Lengths(2000, 800), Lengths(200, 100), seed=5), costs, Continuous())
+    for at in (50, 90, 99):
+        own = [np.percentile(busy.request_itl(index), at) if busy.itl_counts[index] else np.nan
+               for index in range(300)]
+        assert request_percentiles(busy, at) == pytest.approx(np.array(own), rel=1e-12, nan_ok=True)
+
+
+def test_a_run_past_the_tokens_whose_times_are_kept_has_no_itl_and_refuses_an_itl_objective(h100, monkeypatch):
+    """Every token's time costs memory (a run of 1,000 answers of 100,000 tokens would hold 10⁸ gaps): past
+    TOKENS_KEPT a run keeps none, shows no ITL, and an objective on it is one message naming what to give."""
+    from render.serving import simulate as simulating
+
+    monkeypatch.setattr(simulating, "TOKENS_KEPT", 1000)
+    served = simulate(poisson(5, 30, Lengths(500), Lengths(50), seed=2), Costs.of(h100), Continuous())
+    assert not served.itl_kept and len(served.itl) == 0 and served.finish.max() > 0
+    report = summarise(served, 5, Slo(0.5, 0.05))
+    assert np.isnan(report.itl_seconds.p99) and report.met_share is not None
+    with pytest.raises(FilmError, match=r"this run's 1,500 tokens are more than the 1,000 whose times the "
+                                        r"simulator keeps.*give fewer --requests or shorter --answer-tokens"):
+        summarise(served, 5, Slo(itl_p99_seconds=0.1))
+
+
+def test_tpot_is_vllms_and_an_itl_objective_holds_each_request_to_its_own_gaps(h100):
+    """TPOT as vLLM's benchmark defines it, (end to end − TTFT) ÷ (tokens − 1), on a run whose requests wait outside
+    the engine too; `--slo itl_p99=…` holds each request to its own gaps' 99th percentile."""
+    from render.serving.metrics import parse_slo
+
+    costs = Costs.of(h100, request_overhead=0.2)
+    served = simulate(poisson(15, 200, Lengths(2000, 800), Lengths(200, 100), seed=6), costs, Continuous())
+    many = served.answer_tokens > 1
+    assert served.tpot == pytest.approx(((served.e2e - served.ttft) / (served.answer_tokens - 1))[many], rel=1e-12)
+    slo = parse_slo("ttft=2,itl_p99=0.05")
+    assert (slo.ttft_seconds, slo.itl_p99_seconds, str(slo)) == (2, 0.05, "ttft=2,itl_p99=0.05")
+    own = np.array([np.percentile(served.request_itl(i), 99) if served.itl_counts[i] else 0 for i in range(200)])
+    expected = (served.ttft <= 2) & (own <= 0.05)
+    report = summarise(served, 15, slo)
+    assert report.met_share == pytest.approx(np.mean(expected[20:]))  # (after the warm-up: the first 20 of 200)
+    assert 0 < report.met_share < 1
+    with pytest.raises(FilmError, match=r"give any of ttft=, tpot=, itl_p50=, itl_p90= and itl_p99="):
+        parse_slo("itl_p95=0.1")
+
+
 @pytest.mark.parametrize("overlap", [1.0, 0.5, 0.0])
 def test_a_run_of_decode_steps_is_the_sum_of_its_steps(h100, overlap):
     """decode_run's closed form against the roofline step by step, on both sides of the ridge (a batch of 4,096
@@ -281,10 +358,15 @@ def test_film_load_prints_its_figures_and_json_holds_every_named_key():
         assert figures["tpot_seconds"][key] > 0
     assert figures["e2e_seconds"]["p50"] > 0 and figures["e2e_seconds"]["p90"] >= figures["e2e_seconds"]["p50"]
     assert figures["throughput_tokens_per_second"] > 0 and 0 < figures["goodput_requests_per_second"] <= 10 * 1.5
+    assert 0 < figures["itl_seconds"]["p50"] <= figures["itl_seconds"]["p90"] <= figures["itl_seconds"]["p99"]
+    assert figures["slo_attainment"] == figures["slo_met_share"] and (figures["measured_requests"],
+                                                                    figures["warmup_requests"]) == (270, 30)
+    assert figures["sustained"] is None and figures["served_requests_per_second"] > 0  # (300: too few to judge)
     text = film_load("--rate", "10", "--requests", "300", "--scheduler", "continuous,chunked")
     assert text.returncode == 0 and "Llama 3.1 8B in BF16 on H100 SXM, at the ceilings; 300 requests, Poisson at " \
         "10 a second, prompts 2000 and answers 200 tokens" in text.stdout, text.stdout
     assert "continuous" in text.stdout and "chunked" in text.stdout and "TTFT p90" in text.stdout
+    assert "ITL p99" in text.stdout
 
 
 def test_a_sweep_gives_each_schedulers_capacity_and_a_chart_in_the_films_palette(tmp_path):
@@ -300,6 +382,7 @@ def test_a_sweep_gives_each_schedulers_capacity_and_a_chart_in_the_films_palette
              ("static", "continuous", "chunked", "disaggregated")}
     assert set(table) == {"static", "continuous", "chunked", "disaggregated"}
     assert "requests/s" in table["chunked"] and "requests/s" in table["continuous"]
+    assert "not at" in result.stdout and "served at most" in result.stdout and "sustains" in result.stdout
     png, svg = tmp_path / "load" / "sweep.png", tmp_path / "load" / "sweep.svg"
     assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()
     picture = Image.open(png).convert("RGB")
@@ -321,7 +404,7 @@ def test_a_sweep_gives_each_schedulers_capacity_and_a_chart_in_the_films_palette
     (("--prompt-tokens", "0"), "--prompt-tokens '0': the mean must be from 1 to 10,000,000 tokens"),
     (("--answer-tokens", "2000~x"), "--answer-tokens '2000~x': give tokens, fixed (2000) or a log-normal"),
     (("--slo", "ttft=-1"), "--slo 'ttft=-1': ttft='-1' must be from 0.000001 to 3600 seconds"),
-    (("--slo", "latency=1"), "--slo 'latency=1': give ttft=SECONDS and/or tpot=SECONDS"),
+    (("--slo", "latency=1"), "--slo 'latency=1': give any of ttft=, tpot=, itl_p50=, itl_p90= and itl_p99="),
     (("--scheduler", "fifo"), "--scheduler 'fifo': give one of static, continuous, chunked, disaggregated"),
     (("--sweep", "5:1"), "--sweep '5:1': give increasing rates"),
     (("--scheduler", "disaggregated", "--gpus", "2", "--decode-gpus", "3"),

@@ -13,6 +13,8 @@ import functools
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from render.specs import roofline as rl
 from render.specs.types import Deployment
 
@@ -77,6 +79,14 @@ class Costs:
         early = crossing * start + rise * crossing * (crossing - 1) / 2  # memory seconds of steps 0 … crossing-1
         late = memory_steps * start + rise * (crossing + steps - 1) * memory_steps / 2  # of crossing … steps-1
         return crossing * compute + hidden * early + late + hidden * memory_steps * compute + steps * fixed
+
+    def decode_step_ends(self, batch: int, context: float, steps: int) -> np.ndarray:
+        """When each of `steps` decode steps ends, in seconds from the first one's start (decode_run's terms, one step
+        at a time: max(a, m_j) + (1 - overlap)·min(a, m_j) + fixed): the times the batch's tokens come out."""
+        compute, weights, per_token, fixed = self.decode_terms(batch)
+        hidden = 1 - self.deployment.gpu.overlap
+        memory = weights + (context + np.arange(steps) * batch) * per_token
+        return np.cumsum(np.maximum(compute, memory) + hidden * np.minimum(compute, memory) + fixed)
 
     def steps_until(self, batch: int, context: float, seconds: float, most: int) -> int:
         """The fewest decode steps (at least 1, at most `most`) that take `seconds` or more: a run stops at the first

@@ -17,9 +17,12 @@ block's 16 tokens: 16 counts), and the blocks of all of them at any step are a s
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from render.serving.costs import Costs
 
@@ -42,6 +45,7 @@ class Sequence:
     blocks: int = 0        # as admitted, or (decoding) as of the instance's last count where one came after its join
     base: int = 0          # while decoding: its cached tokens less the instance's step (constant as it decodes)
     counted: int = 0       # the instance's count of blocks when it joined (a later one counted it)
+    marks: list = field(default_factory=list)  # its tokens, in order: a time, or (first, last) decode steps it took
 
     def __post_init__(self):
         self.to_prefill = self.to_prefill or self.prompt
@@ -74,6 +78,7 @@ class Instance:
         self.remainders = [0] * block_tokens  # how many decoding sequences' bases leave each remainder of a block
         self.counts = 0                # the decoding sequences' blocks counted (at the end of each decode run)
         self.counted_at = 0            # the step of the last count
+        self.runs: list[tuple] = []    # each run of decode steps: (steps, start, end, batch, context), in order
 
     # -- what is there ----------------------------------------------------------------------------------------
 
@@ -119,6 +124,7 @@ class Instance:
     def emit_first(self, seq: Sequence) -> None:
         """A prefill's last piece computed: the sequence's next token is out, and it decodes (or is done)."""
         seq.generated += 1
+        seq.marks.append(self.now)
         seq.to_prefill = seq.prefilled = 0
         if seq.first_token is None:
             seq.first_token = self.now
@@ -153,6 +159,8 @@ class Instance:
         self.whole_blocks -= whole
         self.remainders[remainder] -= 1
         seq.generated = self.generated(seq)
+        if self.steps > seq.joined:
+            seq.marks.append((seq.joined + 1, self.steps))
         del self.running[seq]
         self.context -= seq.prompt + seq.generated - 1
 
@@ -176,6 +184,7 @@ class Instance:
         work = tuple((tokens, seq.prefilled) for seq, tokens in chunks)
         self.now += self.costs.step(batch, self.context if batch else 0, work)
         if batch:
+            self.runs.append((1, self.now, self.now, 0, 0))  # (one step: it ends now)
             self.steps += 1
             self.context += batch
             self.finish_due()
@@ -199,7 +208,9 @@ class Instance:
         if most == 0:
             self.preempt()
             return
+        start = self.now
         self.now += self.costs.decode_run(batch, self.context, most)
+        self.runs.append((most, start, self.now, batch, self.context))
         self.steps += most
         self.context += batch * most
         self.counts += 1  # every decoding sequence's blocks counted again, at this step
@@ -225,6 +236,39 @@ class Instance:
             else:
                 high = middle - 1
         return low
+
+    @functools.cached_property
+    def ends(self) -> np.ndarray:
+        """When each decode step ended (step s at ends[s]; read once the instance is done): every run's steps one by
+        one (Costs.decode_step_ends' terms, all runs at once), each run's last at the end decode_run summed for it."""
+        if not self.runs:
+            return np.zeros(1)
+        steps, start, end, batch, context = (np.array(column) for column in zip(*self.runs))
+        steps = steps.astype(int)
+        at = 1 + np.cumsum(steps) - steps          # each run's first step
+        ends = np.zeros(self.steps + 1)
+        ends[at + steps - 1] = end                  # each run's last step: where the run ended
+        inner = np.where(batch > 0, steps - 1, 0)   # the steps before it
+        if inner.sum():
+            terms = np.array([self.costs.decode_terms(int(size)) if size else (0.0, 0.0, 0.0, 0.0) for size in batch])
+            compute, weights, per_token, fixed = terms.T
+            run = np.repeat(np.arange(len(steps)), inner)
+            first = np.cumsum(inner) - inner
+            step = np.arange(inner.sum()) - first[run]
+            memory = weights[run] + (context[run] + step * batch[run]) * per_token[run]
+            hidden = 1 - self.costs.deployment.gpu.overlap
+            seconds = np.maximum(compute[run], memory) + hidden * np.minimum(compute[run], memory) + fixed[run]
+            total = np.cumsum(seconds)
+            before = np.where(first > 0, total[np.maximum(first - 1, 0)], 0.0)
+            ends[at[run] + step] = start[run] + total - before[run]
+        return ends
+
+    def token_times(self, seq: Sequence) -> np.ndarray:
+        """When each of a sequence's tokens came out of this instance, in order."""
+        ends = self.ends
+        pieces = [ends[mark[0]:mark[1] + 1] if isinstance(mark, tuple) else np.asarray(mark, float).reshape(-1)
+                  for mark in seq.marks]
+        return np.concatenate(pieces) if pieces else np.zeros(0)
 
     def finish_due(self) -> None:
         while self.finishing and self.finishing[0][0] <= self.steps:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from render.errors import FilmError
+from render.serving import simulate as simulating
 from render.serving.simulate import Served
 from render.text import echo
 
@@ -28,26 +29,44 @@ JUDGED_LEAST = 4000    # a run of fewer requests is not judged sustained or not 
 LADDER = 230           # a capacity is searched on rates 1% apart: 230 a decade (10^(1/230) = 1.0100)
 
 
+ITL_PERCENTILES = (50, 90, 99)  # the inter-token latency objectives a request can be held to: its own gaps' pNN
+
+
 @dataclass(frozen=True)
 class Slo:
-    """Service-level objectives: a request meets them when its TTFT and its TPOT are both within these."""
+    """Service-level objectives: a request meets them when its TTFT, its TPOT ((end to end − TTFT) ÷ (tokens − 1),
+    as vLLM's benchmark defines it) and each given percentile of its own inter-token gaps are within these."""
 
     ttft_seconds: float | None = None
     tpot_seconds: float | None = None
+    itl_p50_seconds: float | None = None
+    itl_p90_seconds: float | None = None
+    itl_p99_seconds: float | None = None
+
+    @property
+    def itl(self) -> tuple[tuple[int, float], ...]:
+        """(percentile, seconds) for each inter-token latency objective given."""
+        return tuple((at, limit) for at in ITL_PERCENTILES
+                     if (limit := getattr(self, f"itl_p{at}_seconds")) is not None)
 
     def __str__(self) -> str:
-        parts = [f"{name}={value:g}" for name, value in (("ttft", self.ttft_seconds), ("tpot", self.tpot_seconds))
+        parts = [f"{name}={value:g}" for name, value in (("ttft", self.ttft_seconds), ("tpot", self.tpot_seconds),
+                                                          *((f"itl_p{at}", limit) for at, limit in self.itl))
                  if value is not None]
         return ",".join(parts)
 
 
+SLO_NAMES = ("ttft", "tpot", *(f"itl_p{at}" for at in ITL_PERCENTILES))
+
+
 def parse_slo(text: str) -> Slo:
-    """'ttft=0.5,tpot=0.05' (seconds; either may be left out)."""
+    """'ttft=0.5,tpot=0.05' or 'ttft=2,itl_p99=0.1' (seconds; any may be left out)."""
     given = {}
     for part in text.split(","):
         name, equals, value = part.strip().partition("=")
-        if not equals or name not in ("ttft", "tpot"):
-            raise FilmError(f"--slo {echo(text)}: give ttft=SECONDS and/or tpot=SECONDS, e.g. --slo ttft=0.5,tpot=0.05")
+        if not equals or name not in SLO_NAMES:
+            raise FilmError(f"--slo {echo(text)}: give any of ttft=, tpot=, itl_p50=, itl_p90= and itl_p99= in "
+                            f"seconds, e.g. --slo ttft=0.5,tpot=0.05 or --slo ttft=2,itl_p99=0.1")
         if name in given:
             raise FilmError(f"--slo {echo(text)}: {name}= is given twice")
         try:
@@ -57,7 +76,7 @@ def parse_slo(text: str) -> Slo:
         if not (math.isfinite(number) and 1e-6 <= number <= 3600):
             raise FilmError(f"--slo {echo(text)}: {name}={echo(value)} must be from 0.000001 to 3600 seconds")
         given[name] = number
-    return Slo(given.get("ttft"), given.get("tpot"))
+    return Slo(given.get("ttft"), given.get("tpot"), *(given.get(f"itl_p{at}") for at in ITL_PERCENTILES))
 
 
 @dataclass(frozen=True)
@@ -93,6 +112,7 @@ class Report:
     served_requests_per_second: float | None = None  # finished a second over the window after the warm-up
     sustained: bool | None = None    # it served SUSTAIN_SHARE of what arrived in that window (None: not judged)
     measured: int | None = None      # the requests its figures are read from (after the warm-up)
+    itl_seconds: Spread | None = None  # every gap between two streamed tokens of those requests, pooled
 
     @property
     def within(self) -> bool:
@@ -107,10 +127,12 @@ class Report:
         return {"scheduler": self.scheduler, "rate": self.rate,
                 "arrivals": "the trace's (rate: its mean)" if self.traced else "Poisson", "requests": self.requests,
                 "ttft_seconds": spread(self.ttft_seconds), "tpot_seconds": spread(self.tpot_seconds),
+                "itl_seconds": None if self.itl_seconds is None else spread(self.itl_seconds),
                 "e2e_seconds": spread(self.e2e_seconds),
                 "throughput_tokens_per_second": self.throughput_tokens_per_second,
                 "throughput_requests_per_second": self.throughput_requests_per_second,
                 "goodput_requests_per_second": self.goodput_requests_per_second, "slo_met_share": self.met_share,
+                "slo_attainment": self.met_share,
                 "served_requests_per_second": self.served_requests_per_second, "sustained": self.sustained,
                 "measured_requests": self.measured, "warmup_requests": self.requests - (self.measured or 0)
                 if self.measured is not None else 0,
@@ -118,7 +140,7 @@ class Report:
 
 
 def meets(served: Served, slo: Slo) -> np.ndarray:
-    """For each request, whether it met every objective (a one-token answer has no TPOT to miss)."""
+    """For each request, whether it met every objective (a one-token answer has no TPOT or gap to miss)."""
     ok = np.ones(len(served.arrival), dtype=bool)
     if slo.ttft_seconds is not None:
         ok &= served.ttft <= slo.ttft_seconds
@@ -127,7 +149,40 @@ def meets(served: Served, slo: Slo) -> np.ndarray:
         tpot = np.zeros(len(ok))
         tpot[many] = served.tpot
         ok &= tpot <= slo.tpot_seconds
+    if slo.itl and not served.itl_kept:
+        raise FilmError(f"--slo {slo}: this run's {int(np.sum(served.generated)):,} tokens are more than the "
+                        f"{simulating.TOKENS_KEPT:,} whose times the simulator keeps, so it has no gaps between "
+                        f"tokens to hold to itl_p…=; give fewer --requests or shorter --answer-tokens, or "
+                        f"objectives on ttft and tpot")
+    for at, limit in slo.itl:
+        own = kept(served, f"itl p{at}", lambda at=at: request_percentiles(served, at))
+        ok &= np.isnan(own) | (own <= limit)
     return ok
+
+
+def kept(served: Served, name: str, make: Callable[[], object]):
+    """A figure of a run made once for it (a sweep reads each run against many objectives): kept on the run."""
+    figures = served.__dict__.setdefault("_figures", {})
+    if name not in figures:
+        figures[name] = make()
+    return figures[name]
+
+
+def request_percentiles(served: Served, at: float) -> np.ndarray:
+    """Each request's own `at`-th percentile of the gaps between its tokens (numpy's linear rule), NaN where it has
+    none; all at once: the gaps sorted within each request, then each one's two neighbours of the rank read."""
+    counts = served.itl_counts
+    owner = np.repeat(np.arange(len(counts)), counts)
+    ordered = served.itl[np.lexsort((served.itl, owner))]
+    starts = served.itl_starts
+    position = (np.maximum(counts, 1) - 1) * at / 100
+    low = np.floor(position).astype(int)
+    high = np.minimum(low + 1, np.maximum(counts - 1, 0))
+    found = np.full(len(counts), math.nan)
+    some = counts > 0
+    below, above = ordered[(starts + low)[some]], ordered[(starts + high)[some]]
+    found[some] = below + (above - below) * (position - low)[some]
+    return found
 
 
 def finite_or_none(value: float | None) -> float | None:
@@ -162,7 +217,7 @@ def summarise(served: Served, rate: float | None = None, slo: Slo | None = None,
     for a workload drawn from time 0; a trace's first arrival, wherever its clock began) to the last token."""
     span = float(np.max(served.finish) - start)
     span = span if span > 0 else math.inf
-    mask, served_rate, sustained = window(served, not traced)
+    mask, served_rate, sustained = kept(served, f"window {not traced}", lambda: window(served, not traced))
     many = served.answer_tokens > 1
     met = meets(served, slo)[mask] if slo is not None else None
     met_share = float(np.mean(met)) if met is not None else None
@@ -177,7 +232,8 @@ def summarise(served: Served, rate: float | None = None, slo: Slo | None = None,
                   Spread.of(served.tpot[mask[many]]),
                   Spread.of(served.e2e[mask]), tokens / span, len(served.arrival) / span, goodput, met_share,
                   int(np.sum(served.preemptions)), tokens, traced, served_rate, sustained,
-                  int(np.sum(mask)) if served_rate is not None else None)
+                  int(np.sum(mask)) if served_rate is not None else None,
+                  kept(served, f"itl {not traced}", lambda: Spread.of(served.itl[np.repeat(mask, served.itl_counts)])))
 
 
 def capacity(within: Callable[[float], bool], low: float, high: float | None = None) -> tuple[float, float] | None:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from render.serving.engine import Instance
 
 
@@ -142,9 +144,12 @@ class Static(Scheduler):
         for seq in taken:
             seq.generated, seq.first_token = 1, instance.now
         start, context, longest = instance.now, sum(seq.prompt for seq in taken), max(seq.answer for seq in taken)
+        ends = start + instance.costs.decode_step_ends(len(taken), context, longest - 1)
         for seq in taken:  # padding: every sequence of the batch steps until the longest answer is done
             instance.now = start + instance.costs.decode_run(len(taken), context, seq.answer - 1)
             seq.generated = seq.answer
+            seq.marks = [np.concatenate(([start], ends[:seq.answer - 2], [instance.now]))] if seq.answer > 1 \
+                else [start]
             instance.release(seq)
         instance.now = start + instance.costs.decode_run(len(taken), context, longest - 1)
         instance.used = 0

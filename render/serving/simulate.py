@@ -6,7 +6,8 @@ figures a load test reports (render/serving/metrics.py) are read from what this 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -17,6 +18,9 @@ from render.serving.schedulers import Continuous, Disaggregated, Scheduler
 from render.serving.watch import Watch
 from render.serving.workload import Request
 
+
+
+TOKENS_KEPT = 10_000_000  # a run's tokens whose times are kept (80 MB of gaps): past it, no ITL
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,18 @@ class Served:
     request_overhead: float      # each request's wait outside the engine (network, template): in TTFT and end-to-end
     scheduler: str
     capacity_blocks: int
+    itl: np.ndarray = field(default_factory=lambda: np.zeros(0))  # every gap between two of a request's tokens, in
+    itl_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # order; and each request's count
+    itl_kept: bool = True  # False: a run of more than TOKENS_KEPT tokens, whose tokens' times are not kept
+
+    def request_itl(self, index: int) -> np.ndarray:
+        """The gaps between request `index`'s tokens."""
+        starts = self.itl_starts
+        return self.itl[starts[index]:starts[index] + self.itl_counts[index]]
+
+    @property
+    def itl_starts(self) -> np.ndarray:
+        return np.concatenate(([0], np.cumsum(self.itl_counts)[:-1])) if len(self.itl_counts) else self.itl_counts
 
     @property
     def ttft(self) -> np.ndarray:
@@ -64,17 +80,23 @@ def simulate(requests: tuple[Request, ...], costs: Costs, scheduler: Scheduler, 
     sequences = [Sequence(index, request.arrival, request.prompt_tokens, request.answer_tokens)
                  for index, request in enumerate(requests)]
     if isinstance(scheduler, Disaggregated):
-        serve_disaggregated(sequences, costs, scheduler, capacity, block_tokens, watch)
+        times = serve_disaggregated(sequences, costs, scheduler, capacity, block_tokens, watch)
     else:
         instance = Instance(costs, capacity, block_tokens, scheduler.max_seqs, scheduler.max_batched_tokens,
                             sequences)
         while scheduler.step(instance):
             if watch is not None:
                 watch.tick(len(instance.running))
+
+        def times() -> list[np.ndarray]:
+            return [instance.token_times(seq) for seq in sequences]
+    kept = sum(seq.generated for seq in sequences) <= TOKENS_KEPT
+    gaps = [np.diff(each) for each in times()] if kept else [np.zeros(0)] * len(sequences)
     return Served(np.array([seq.arrival for seq in sequences]), np.array([seq.first_token for seq in sequences]),
                   np.array([seq.finish for seq in sequences]), np.array([seq.prompt for seq in sequences]),
                   np.array([seq.answer for seq in sequences]), np.array([seq.preemptions for seq in sequences]),
-                  np.array([seq.generated for seq in sequences]), costs.request_overhead, scheduler.name, capacity)
+                  np.array([seq.generated for seq in sequences]), costs.request_overhead, scheduler.name, capacity,
+                  np.concatenate(gaps), np.array([len(each) for each in gaps]), kept)
 
 
 class PrefillOnly(Continuous):
@@ -105,9 +127,10 @@ class DecodeOnly(Continuous):
 
 
 def serve_disaggregated(sequences: list[Sequence], costs: Costs, scheduler: Disaggregated, capacity: int,
-                        block_tokens: int, watch: Watch | None = None) -> None:
+                        block_tokens: int, watch: Watch | None = None) -> Callable[[], list[np.ndarray]]:
     """Prefill instances take the requests in turn (round robin, by arrival); each prefilled request's cache is sent
-    to a decode instance (in turn), which it joins when the transfer is done."""
+    to a decode instance (in turn), which it joins when the transfer is done. Returns what gives each request's token
+    times (asked only of a run whose times are kept)."""
     size = costs.deployment.gpus
     for flag, gpus in (("--prefill-gpus", scheduler.prefill_gpus), ("--decode-gpus", scheduler.decode_gpus)):
         if gpus < size or gpus % size:
@@ -132,6 +155,7 @@ def serve_disaggregated(sequences: list[Sequence], costs: Costs, scheduler: Disa
     for seq in decoding:
         seq.to_prefill = 0
     policy = DecodeOnly(scheduler.max_seqs, scheduler.max_batched_tokens)
+    decoded: list[tuple[Instance, list[Sequence]]] = []
     for number in range(decode_instances):
         mine = decoding[number::decode_instances]
         instance = Instance(costs, capacity, block_tokens, scheduler.max_seqs, scheduler.max_batched_tokens, mine)
@@ -142,3 +166,13 @@ def serve_disaggregated(sequences: list[Sequence], costs: Costs, scheduler: Disa
             sequences[seq.index].finish = seq.finish
             sequences[seq.index].generated = seq.generated
             sequences[seq.index].preemptions += seq.preemptions
+        decoded.append((instance, mine))
+
+    def times() -> list[np.ndarray]:
+        found: list[np.ndarray] = [np.zeros(0)] * len(sequences)
+        for instance, mine in decoded:
+            for seq in mine:
+                found[seq.index] = np.concatenate(([sequences[seq.index].first_token], instance.token_times(seq)))
+        return found
+
+    return times

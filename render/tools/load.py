@@ -41,6 +41,9 @@ def report_table(reports: list[Report]) -> str:
                         ("TPOT mean", lambda r: seconds(r.tpot_seconds.mean)),
                         ("TPOT p50", lambda r: seconds(r.tpot_seconds.p50)),
                         ("TPOT p90", lambda r: seconds(r.tpot_seconds.p90)),
+                        ("ITL p50", lambda r: seconds(r.itl_seconds.p50)),
+                        ("ITL p90", lambda r: seconds(r.itl_seconds.p90)),
+                        ("ITL p99", lambda r: seconds(r.itl_seconds.p99)),
                         ("end to end p50", lambda r: seconds(r.e2e_seconds.p50)),
                         ("end to end p90", lambda r: seconds(r.e2e_seconds.p90)),
                         ("throughput", lambda r: f"{r.throughput_tokens_per_second:,.0f} tokens/s, "
@@ -190,6 +193,8 @@ def write_sweep_chart(folder: Path, request: LoadRequest, result: Sweep) -> tupl
 def sweep_json(result: Sweep) -> dict:
     return {"rates": list(result.rates), "slo": str(result.slo),
             "capacity_requests_per_second": result.capacities, "gpus": result.gpus,
+            "capacity_per_gpu_requests_per_second": {name: None if found is None else found / result.gpus.get(name, 1)
+                                                     for name, found in result.capacities.items()},
             "capacity_not_at_requests_per_second": result.above,
             "served_at_most_requests_per_second": result.served,
             "reports": {name: [report.as_json() for report in reports] for name, reports in result.reports.items()}}
