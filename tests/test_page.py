@@ -936,8 +936,17 @@ def test_no_build_term_reaches_a_viewer_or_a_reader(pages, tmp_path, monkeypatch
 
     # The Under load section's words are the same at any stream; a short one spares simulating eleven deployments'
     # thousand requests at every stop (the section's numbers are checked by the tests below).
+    # So are they whatever length of run decides a capacity: 200 requests here, not 4,000 (and the memo that keeps
+    # the section's numbers is this test's own, so that no page of the suite reads numbers made so).
+    from render import memo
+    from render.serving import load as serving_load
+    from render.serving import metrics
+
     whole = page_module.load_view
     monkeypatch.setattr(page_module, "load_view", lambda plan: whole(plan, LoadParameters(requests=50)))
+    monkeypatch.setattr(memo, "MEMO_DIR", tmp_path / "memo")
+    for module in (metrics, serving_load):
+        monkeypatch.setattr(module, "JUDGED_LEAST", 200)
     # Only the words are read here: each page's HTML as make_page writes it, its stills named (not cut from a film)
     # and its type left out (the faces are in <style>, which a reader does not read).
     monkeypatch.setattr(page_module, "math_font_css", lambda characters: "")
