@@ -308,7 +308,10 @@ class WarmProcess:
         if self.alive():
             self.process.terminate()
             self.process.join(1.5)
-        if self.process.is_alive():
+        if self.process.is_alive():  # (a busy machine: killed before it could remove its typesetting folders)
+            from render.video import beats
+
             self.process.kill()
             self.process.join()
+            beats.remove_process_folders(self.process.pid)
         self.connection.close()
