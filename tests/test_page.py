@@ -551,6 +551,7 @@ def test_no_name_runs_script_in_the_page(browser, pages, tmp_path, monkeypatch):
 
     whole = page_module.load_view
     monkeypatch.setattr(page_module, "load_view", lambda plan: whole(plan, LoadParameters(**SHORT_STREAM)))
+    short_capacity_runs(monkeypatch, tmp_path)
 
     assert not DATASET_NAME.fullmatch(f"x{INJECTED}")
     data = tmp_path / "data"
@@ -929,6 +930,18 @@ def public_texts(plan, page_html: str) -> dict[str, str]:
             "provenance": " ".join(line for line, _ in provenance_lines(plan.measured))}
 
 
+def short_capacity_runs(monkeypatch, tmp_path) -> None:
+    """For a test that reads the Under load section's words and names, not its numbers: capacities decided by
+    200-request runs, not 4,000, in a memo of the test's own (so that no page of the suite reads numbers made so)."""
+    from render import memo
+    from render.serving import load as serving_load
+    from render.serving import metrics
+
+    monkeypatch.setattr(memo, "MEMO_DIR", tmp_path / "memo")
+    for module in (metrics, serving_load):
+        monkeypatch.setattr(module, "JUDGED_LEAST", 200)
+
+
 def test_no_build_term_reaches_a_viewer_or_a_reader(pages, tmp_path, monkeypatch):
     from render.plan.types import LoadParameters
     from render.publish import page as page_module
@@ -936,17 +949,10 @@ def test_no_build_term_reaches_a_viewer_or_a_reader(pages, tmp_path, monkeypatch
 
     # The Under load section's words are the same at any stream; a short one spares simulating eleven deployments'
     # thousand requests at every stop (the section's numbers are checked by the tests below).
-    # So are they whatever length of run decides a capacity: 200 requests here, not 4,000 (and the memo that keeps
-    # the section's numbers is this test's own, so that no page of the suite reads numbers made so).
-    from render import memo
-    from render.serving import load as serving_load
-    from render.serving import metrics
-
+    # So are they whatever length of run decides a capacity (short_capacity_runs).
     whole = page_module.load_view
     monkeypatch.setattr(page_module, "load_view", lambda plan: whole(plan, LoadParameters(requests=50)))
-    monkeypatch.setattr(memo, "MEMO_DIR", tmp_path / "memo")
-    for module in (metrics, serving_load):
-        monkeypatch.setattr(module, "JUDGED_LEAST", 200)
+    short_capacity_runs(monkeypatch, tmp_path)
     # Only the words are read here: each page's HTML as make_page writes it, its stills named (not cut from a film)
     # and its type left out (the faces are in <style>, which a reader does not read).
     monkeypatch.setattr(page_module, "math_font_css", lambda characters: "")
@@ -1214,19 +1220,21 @@ def test_under_load_shows_at_every_stop_what_the_simulator_finds(browser, pages,
     """Every stop of the rate, the scheduler and the two objectives, read in Chromium, against the serving simulator
     run here (render/serving/load.py's grid, at the rates film load's sweep gives), written by the formatter; and at
     a few stops against `film load --json` as a user runs it (the same arrivals, the same numbers)."""
-    from render.plan.load import film_rates, load_request
+    from render.plan.load import load_request
     from render.plan.types import LoadParameters
-    from render.publish.under_load import SLO_TPOT, SLO_TTFT
-    from render.serving.load import film_rate, grid, served_runs
+    from render.publish.under_load import SLO_TPOT, SLO_TTFT, load_grid
+    from render.serving.load import film_rate, served_runs
     from render.serving.metrics import Slo, summarise
 
     page, plan = pages[name]
     stream = {} if name == "default" else SHORT_STREAM  # (the page's own: the film's, or the others' shorter one)
     request = load_request(plan.choice, plan.parameters.prompt_tokens, LoadParameters(**stream))
-    runs: dict = {}  # (the sweep's runs at the rates the grid shares, as the page's own computation shares them)
-    rates = film_rates(request, film_rate(request), runs)
-    slos = tuple(Slo(ttft, tpot) for ttft in SLO_TTFT for tpot in SLO_TPOT)
-    found = grid(request, rates, slos, runs=runs)  # (the capacities; each stop's figures are simulated apart below)
+    # The rates and capacities: the grid the page was built from (render/serving/load.py's, kept between processes by
+    # its inputs: the same numbers a fresh run gives, since it is pure), checked below against `film load --sweep`,
+    # a separate process, at two pairs of objectives; each stop's figures are simulated apart, below.
+    simulated = load_grid(plan, LoadParameters(**stream) if stream else None)
+    found, rates = simulated.found, simulated.found.rates
+    assert simulated.ttfts == SLO_TTFT and simulated.tpots == SLO_TPOT and simulated.rate == film_rate(request)
     names = list(found.reports)
     # Each stop's run simulated on its own, as `film load --rate R --scheduler S` runs it (its own Poisson draw at
     # that rate, not the grid's scaled gaps nor its kept runs), then read against each objective.
@@ -1266,13 +1274,14 @@ def test_under_load_shows_at_every_stop_what_the_simulator_finds(browser, pages,
         assert shown["ttft_p90"] == fmt.precise_seconds(report["ttft_seconds"]["p90"])
         assert shown["tpot_p50"] == fmt.precise_seconds(report["tpot_seconds"]["p50"])
         assert shown["goodput"].startswith(f"{fmt.approx(report['goodput_requests_per_second'])} requests/s")
-    swept = json.loads(run_film("load", *load_settings(plan, stream), "--sweep",
-                                ",".join(f"{rate:g}" for rate in rates), "--slo",
-                                f"ttft={SLO_TTFT[0]},tpot={SLO_TPOT[0]}", "--json").stdout)
-    for s, scheduler in enumerate(names):
-        capacity = swept["capacity_requests_per_second"][scheduler]
-        assert (at[(s, 0, 0, 0)]["capacity"].startswith("fewer than") if capacity is None
-                else at[(s, 0, 0, 0)]["capacity"].startswith(f"{fmt.approx(capacity)} requests/s"))
+    for t, p in ((0, 0), (len(SLO_TTFT) - 1, len(SLO_TPOT) - 1)):  # the strictest objectives and the loosest
+        swept = json.loads(run_film("load", *load_settings(plan, stream), "--sweep",
+                                    ",".join(f"{rate:g}" for rate in rates), "--slo",
+                                    f"ttft={SLO_TTFT[t]},tpot={SLO_TPOT[p]}", "--json").stdout)
+        for s, scheduler in enumerate(names):
+            capacity = swept["capacity_requests_per_second"][scheduler]
+            assert (at[(s, 0, t, p)]["capacity"].startswith("fewer than") if capacity is None
+                    else at[(s, 0, t, p)]["capacity"].startswith(f"{fmt.approx(capacity)} requests/s")), (t, p)
 
 
 def test_under_load_moves_with_its_controls_and_marks_the_rate_on_the_chart(browser, pages):

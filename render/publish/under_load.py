@@ -7,12 +7,13 @@ defaults over the rates the extended cut would use."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from render import formatting as fmt
 from render.errors import FilmError
 from render.plan.load import film_rates, load_request
 from render.plan.types import LoadParameters, Plan
-from render.serving.load import film_rate, grid
+from render.serving.load import Grid, film_rate, grid
 from render.serving.metrics import CAPACITY_SHARE, JUDGED_LEAST, SUSTAIN_SHARE, WARMUP_SHARE, Slo
 from render.serving.schedulers import LABELS
 from scenes import style
@@ -69,27 +70,61 @@ def load_view(plan: Plan, parameters: LoadParameters | None = None) -> dict:
     readouts (text) and the chart's marks (SVG coordinates). `parameters`: another stream than the film's (tests
     that read only the section's words). A deployment that cannot take the stream (a request larger than its KV
     cache) gets the reason instead ({"refused": …})."""
-    from render.code import computed
-
-    inputs = (plan.choice, plan.parameters.prompt_tokens, plan.load, parameters)  # everything simulated_view reads
     try:
-        return computed("under-load", __name__, inputs, lambda: simulated_view(plan, parameters))
+        return view_of(plan, load_grid(plan, parameters))
     except FilmError as error:
         return {"refused": str(error)}
 
 
-def simulated_view(plan: Plan, parameters: LoadParameters | None) -> dict:
+@dataclass(frozen=True)
+class LoadGrid:
+    """What the section simulates: its stream, the rate it opens on, its objectives and the grid over its rates."""
+    parameters: LoadParameters
+    rate: float
+    ttfts: tuple[float, ...]
+    tpots: tuple[float, ...]
+    found: Grid
+
+    @property
+    def slos(self) -> tuple[Slo, ...]:
+        return objectives(self.ttfts, self.tpots)
+
+    @property
+    def own(self) -> Slo:
+        return Slo(self.parameters.slo_ttft_seconds, self.parameters.slo_tpot_seconds)
+
+
+def load_grid(plan: Plan, parameters: LoadParameters | None = None) -> LoadGrid:
+    """The section's simulation (render/serving/load.py's grid), kept between processes by everything it reads."""
+    from render.code import computed
+
+    inputs = (plan.choice, plan.parameters.prompt_tokens, plan.load, parameters)  # everything simulated_grid reads
+    return computed("under-load", __name__, inputs, lambda: simulated_grid(plan, parameters))
+
+
+def simulated_grid(plan: Plan, parameters: LoadParameters | None) -> LoadGrid:
     parameters = parameters or (plan.load.parameters if plan.load else LoadParameters())
-    prompt = plan.parameters.prompt_tokens
-    request = load_request(plan.choice, prompt, parameters)
+    request = load_request(plan.choice, plan.parameters.prompt_tokens, parameters)
     ttfts = tuple(sorted({*SLO_TTFT, parameters.slo_ttft_seconds}))
     tpots = tuple(sorted({*SLO_TPOT, parameters.slo_tpot_seconds}))
-    slos = tuple(Slo(ttft, tpot) for ttft in ttfts for tpot in tpots)
-    own = Slo(parameters.slo_ttft_seconds, parameters.slo_tpot_seconds)
     same = plan.load is not None and parameters == plan.load.parameters
     rate = plan.load.rate if same else film_rate(request)
     runs: dict = {}
-    found = grid(request, plan.load.rates if same else film_rates(request, rate, runs), slos, runs=runs)
+    found = grid(request, plan.load.rates if same else film_rates(request, rate, runs), objectives(ttfts, tpots),
+                 runs=runs)
+    return LoadGrid(parameters, rate, ttfts, tpots, found)
+
+
+def objectives(ttfts: tuple[float, ...], tpots: tuple[float, ...]) -> tuple[Slo, ...]:
+    """Every pair of the section's objectives, TTFT's major (the order of its script's lookups)."""
+    return tuple(Slo(ttft, tpot) for ttft in ttfts for tpot in tpots)
+
+
+def view_of(plan: Plan, simulated: LoadGrid) -> dict:
+    parameters, rate, ttfts, tpots, found = (simulated.parameters, simulated.rate, simulated.ttfts, simulated.tpots,
+                                             simulated.found)
+    prompt = plan.parameters.prompt_tokens
+    slos, own = simulated.slos, simulated.own
     rates, names = found.rates, list(found.reports)
     curves = {name: [report.ttft_seconds.p90 for report in found.reports[name][own]] for name in names}
     values = [value for curve in curves.values() for value in curve if value > 0] + list(ttfts)
