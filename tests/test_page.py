@@ -39,7 +39,8 @@ SHORT_STREAM = {"requests": 100}
 @pytest.fixture(scope="module")
 def pages(cli_tiny_film, tmp_path_factory):
     """The default tiny film's page as `make film` writes it, and the two others' pages built around the same
-    video (the page's maths does not depend on the pictures), their Under load sections on SHORT_STREAM."""
+    video (the page's maths does not depend on the pictures), their Under load sections on SHORT_STREAM (and the
+    A100's, whose Under load numbers no test reads, with capacities decided by short runs: short_capacity_runs)."""
     from render.plan.types import LoadParameters
     from render.publish import page as page_module
 
@@ -53,7 +54,10 @@ def pages(cli_tiny_film, tmp_path_factory):
             for file in ("film.mp4", "film.vtt", "poster.png"):
                 shutil.copyfile(build / "preview" / file, folder / file)
             plan = resolve_plan(**choice)
-            found[name] = (make_page(plan, explorer_for(plan), folder / "film.mp4", say=lambda line: None), plan)
+            with pytest.MonkeyPatch.context() as own:
+                if name == "a100-qwen":
+                    short_capacity_runs(own, tmp_path_factory.mktemp("memo"))
+                found[name] = (make_page(plan, explorer_for(plan), folder / "film.mp4", say=lambda line: None), plan)
     return found
 
 

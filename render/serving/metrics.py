@@ -228,9 +228,11 @@ def summarise(served: Served, rate: float | None = None, slo: Slo | None = None,
     else:
         goodput = float(np.sum(met)) / span
     tokens = int(np.sum(served.answer_tokens))
-    return Report(served.scheduler, rate, len(served.arrival), Spread.of(served.ttft[mask]),
-                  Spread.of(served.tpot[mask[many]]),
-                  Spread.of(served.e2e[mask]), tokens / span, len(served.arrival) / span, goodput, met_share,
+    read = f" {not traced}"  # (each spread once a run: a sweep reads it against every objective)
+    return Report(served.scheduler, rate, len(served.arrival), kept(served, "ttft" + read, lambda: Spread.of(
+                      served.ttft[mask])), kept(served, "tpot" + read, lambda: Spread.of(served.tpot[mask[many]])),
+                  kept(served, "e2e" + read, lambda: Spread.of(served.e2e[mask])), tokens / span,
+                  len(served.arrival) / span, goodput, met_share,
                   int(np.sum(served.preemptions)), tokens, traced, served_rate, sustained,
                   int(np.sum(mask)) if served_rate is not None else None,
                   kept(served, f"itl {not traced}", lambda: Spread.of(served.itl[np.repeat(mask, served.itl_counts)])))
