@@ -166,11 +166,21 @@ def add_load_command(commands) -> None:
                                                  "prompt_tokens, answer_tokens")
     load.add_argument("--scheduler", help="static, continuous, chunked or disaggregated, or several with commas "
                                           "(default: continuous; a sweep compares all four)")
-    load.add_argument("--max-seqs", type=whole_number(1, 4096), default=256, help="sequences decoding at once")
+    load.add_argument("--max-num-seqs", type=whole_number(1, 4096),
+                      help="vLLM's --max-num-seqs: sequences running at once (default: vLLM's own on the GPU, 1,024 on "
+                           "one of 70 GiB or more that is not an A100, else 256)")
+    load.add_argument("--max-seqs", dest="max_num_seqs", type=whole_number(1, 4096), help=argparse.SUPPRESS)
     load.add_argument("--batch", type=whole_number(1, 4096), default=8, help="static batching's batch")
     load.add_argument("--max-wait", type=float, default=0.5, help="static batching: seconds before a short batch")
-    load.add_argument("--chunk-tokens", type=whole_number(16, 1_000_000), default=512,
-                      help="chunked prefill's tokens a step (default: %(default)s)")
+    load.add_argument("--chunk-tokens", dest="max_num_batched_tokens", type=whole_number(16, 1_000_000),
+                      help=argparse.SUPPRESS)  # (the earlier names: --max-seqs above, and this)
+    load.add_argument("--max-num-batched-tokens", type=whole_number(16, 1_000_000),
+                      help="vLLM's --max-num-batched-tokens: the tokens a step takes, chunked prefill's budget "
+                           "(default: vLLM's own on the GPU, 8,192 on one of 70 GiB or more that is not an A100, else "
+                           "2,048)")
+    load.add_argument("--block-size", type=block_size,
+                      help="vLLM's --block-size: tokens a KV cache block holds (8, 16, 32, 64 or 128; default: 16, "
+                           "vLLM's)")
     load.add_argument("--prefill-gpus", type=whole_number(1, 64), help="disaggregation: GPUs for prefill "
                                                                        "(default: the deployment's)")
     load.add_argument("--decode-gpus", type=whole_number(1, 64), help="disaggregation: GPUs for decode "
@@ -264,6 +274,17 @@ def whole_number(low: int, high: int):
             raise argparse.ArgumentTypeError(str(error)) from None
 
     return parse
+
+
+def block_size(text: str) -> int:
+    """An argparse type: one of vLLM's block sizes."""
+    from render.serving.load import BLOCK_SIZES
+
+    value = whole_number(1, 10**6)(text)
+    if value not in BLOCK_SIZES:
+        raise argparse.ArgumentTypeError(f"{value} tokens is not one of vLLM's block sizes: give "
+                                         f"{', '.join(map(str, BLOCK_SIZES[:-1]))} or {BLOCK_SIZES[-1]}")
+    return value
 
 
 positive_int = whole_number(1, 10**7)

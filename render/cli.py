@@ -265,13 +265,13 @@ def run_load(args: argparse.Namespace) -> int:
     if args.trace is not None and args.sweep:
         raise FilmError("--sweep with --trace: a sweep draws Poisson arrivals at each rate, a trace has its own; give "
                         "one or the other")
-    settings = load.SchedulerSettings(args.max_seqs, args.batch, args.max_wait, args.chunk_tokens, args.prefill_gpus,
-                                      args.decode_gpus)
+    settings = load.SchedulerSettings(args.max_num_seqs, args.batch, args.max_wait, args.max_num_batched_tokens,
+                                      args.prefill_gpus, args.decode_gpus)
     schedulers = load.schedulers_named(args.scheduler, bool(args.sweep), settings, choice.deployment)
     request = load.LoadRequest(choice.deployment, schedulers, args.rate, args.requests, prompt, answer, args.seed,
                                args.trace, parse_slo(args.slo) if args.slo else None, efficiency,
-                               kv_tokens=args.kv_tokens, watch=load.watch_for(args.requests, answer, args.chunk_tokens,
-                                                                               args.trace, say_aside))
+                               kv_tokens=args.kv_tokens, block_tokens=args.block_size or load.BLOCK_TOKENS,
+                               watch=load.watch_for(args.requests, answer, schedulers, args.trace, say_aside))
     print(load.load_answer(request, args.sweep, args.compare, args.json, args.build / "load"))
     return 0
 

@@ -69,7 +69,8 @@ def test_every_number_the_cut_speaks_is_what_film_load_prints(extended):
                 "--requests", str(p.requests), "--seed", str(p.seed),
                 "--slo", f"ttft={p.slo_ttft_seconds},tpot={p.slo_tpot_seconds}", "--batch", str(p.static_batch),
                 "--max-wait", str(p.static_wait_seconds),
-                "--chunk-tokens", str(p.chunk_tokens), "--scheduler", "static,continuous,chunked,disaggregated",
+                "--max-num-batched-tokens", str(p.max_num_batched_tokens),
+                "--scheduler", "static,continuous,chunked,disaggregated",
                 "--json"]
     at_rate = run_film("load", "--rate", str(load.rate), *settings)
     assert at_rate.returncode == 0, at_rate.stderr
@@ -138,8 +139,8 @@ def test_a_deployment_that_meets_no_objective_says_so(extended):
      r"storyboard\.yaml:\d+: cut 'extended': after must name one of the film's beats but its last .*not 'cache-rides'"),
     ("      - id: long-prompt\n", "      - id: prefill\n",
      r"storyboard\.yaml:\d+: cut 'extended' beat 'prefill': the film already has a beat 'prefill'"),
-    ("      chunk_tokens: 512 ", "      chunk_tokens: 5 ",
-     r"storyboard\.yaml:\d+: cut 'extended' load: chunk_tokens must be from 16 to 65,536 tokens, not 5"),
+    ("      max_num_batched_tokens: 512 ", "      max_num_batched_tokens: 5 ",
+     r"storyboard\.yaml:\d+: cut 'extended' load: max_num_batched_tokens must be from 16 to 65,536 tokens, not 5"),
 ])
 def test_a_bad_cut_is_named_where_it_is_written(storyboard_copy, old, new, message):
     with pytest.raises(FilmError, match=message):
@@ -226,5 +227,5 @@ def test_a_stream_left_unsaid_is_film_loads_own():
     assert (given.answer_tokens, given.requests, given.seed) == (
         request["answer"].default.mean, request["requests"].default, request["seed"].default)
     assert (given.slo_ttft_seconds, given.slo_tpot_seconds) == (DEFAULT_SLO.ttft_seconds, DEFAULT_SLO.tpot_seconds)
-    assert (given.static_batch, given.static_wait_seconds, given.chunk_tokens) == (
-        scheduler.batch, scheduler.max_wait, scheduler.chunk_tokens)
+    assert (given.static_batch, given.static_wait_seconds, given.max_num_batched_tokens) == (
+        scheduler.batch, scheduler.max_wait, scheduler.max_num_batched_tokens)  # (None: vLLM's own on the GPU)

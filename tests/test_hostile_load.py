@@ -242,8 +242,8 @@ def test_the_cuts_load_is_refused_at_its_bound_naming_the_setting(monkeypatch):
 
 
 def test_a_chunk_the_decodes_fill_is_refused_before_the_sweeps():
-    """chunk_tokens 16 leaves no room for a prompt's piece: said after the stream's own runs, not after both sweeps
-    (once 32 s)."""
+    """max_num_batched_tokens 16 leaves no room for a prompt's piece: said after the stream's own runs, not after both
+    sweeps (once 32 s)."""
     from render.plan import load as plan_load
     from render.plan.resolve import resolve_plan
     from render.plan.types import LoadParameters
@@ -253,8 +253,8 @@ def test_a_chunk_the_decodes_fill_is_refused_before_the_sweeps():
     sweep = plan_load.sweep
     plan_load.sweep = lambda *args, **kwargs: calls.append(1) or sweep(*args, **kwargs)
     try:
-        with pytest.raises(FilmError, match=r"chunk_tokens 16: .* no room for a prompt's piece"):
-            plan_load.simulated(choice, 2000, 32000, LoadParameters(chunk_tokens=16))
+        with pytest.raises(FilmError, match=r"max_num_batched_tokens 16: .* no room for a prompt's piece"):
+            plan_load.simulated(choice, 2000, 32000, LoadParameters(max_num_batched_tokens=16))
     finally:
         plan_load.sweep = sweep
     assert calls == []

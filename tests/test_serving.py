@@ -72,7 +72,7 @@ def test_a_lone_request_waits_exactly_what_the_roofline_says(h100, shares):
     deployment = rl.achieved(h100.gpu, *shares[:2], overlap=shares[3]) if shares else h100.gpu
     running = dataclasses.replace(h100, gpu=deployment)
     overhead = shares[2] if shares else 0.0
-    for scheduler in (Continuous(), Chunked(chunk_tokens=4096), Static(batch=1), Disaggregated()):
+    for scheduler in (Continuous(), Chunked(max_batched_tokens=4096), Static(batch=1), Disaggregated()):
         served = simulate(poisson(1e-4, 4, Lengths(2000), Lengths(200), seed=1), costs, scheduler)
         ttft = rl.time_on(running, rl.prefill(running, 2000)).seconds + overhead
         tpot = np.mean([rl.time_on(running, rl.decode_step(running, 1, 2000 + j)).seconds for j in range(199)])
@@ -93,7 +93,7 @@ def test_a_lone_streams_gaps_are_its_decode_steps_and_a_prefill_between_them_is_
     costs = Costs.of(h100)
     steps = [rl.time_on(h100, rl.decode_step(h100, 1, 2000 + j)).seconds for j in range(199)]
     transfer = rl.kv_bytes_per_token_per_gpu(h100.model, h100.dtype, 1) * 2000 / h100.gpu.interconnect_bandwidth
-    for scheduler in (Continuous(), Chunked(chunk_tokens=4096), Static(batch=1), Disaggregated()):
+    for scheduler in (Continuous(), Chunked(max_batched_tokens=4096), Static(batch=1), Disaggregated()):
         served = simulate((Request(0.0, 2000, 200),), costs, scheduler)
         expected = np.array(steps)
         if isinstance(scheduler, Disaggregated):
@@ -115,7 +115,7 @@ def test_a_lone_streams_gaps_are_its_decode_steps_and_a_prefill_between_them_is_
                      Continuous())
     report = summarise(three)
     assert report.itl_seconds.p99 > 5 * report.tpot_seconds.mean and report.itl_seconds.p50 < 1.1 * steps[-1]
-    chunked = simulate((Request(0.0, 2000, 200), Request(0.5, 4000, 2)), costs, Chunked(chunk_tokens=512))
+    chunked = simulate((Request(0.0, 2000, 200), Request(0.5, 4000, 2)), costs, Chunked(max_batched_tokens=512))
     assert np.max(chunked.request_itl(0)) < gaps[longest] / 3
     # A request's own percentile of its gaps, as numpy reads each one's gaps, for every request of a run.
     busy = simulate(poisson(20, 300, Lengths(2000, 800), Lengths(200, 100), seed=5), costs, Continuous())
@@ -177,7 +177,7 @@ def test_chunked_prefill_keeps_decodes_moving_when_long_prompts_arrive(h100):
     requests = poisson(3, 1500, Lengths(8000, 4000), Lengths(300, 100), seed=5)
     costs = Costs.of(h100)
     whole = summarise(simulate(requests, costs, Continuous()))
-    chunked = summarise(simulate(requests, costs, Chunked(chunk_tokens=512)))
+    chunked = summarise(simulate(requests, costs, Chunked(max_batched_tokens=512)))
     assert chunked.tpot_seconds.p90 < 0.8 * whole.tpot_seconds.p90, (chunked.tpot_seconds, whole.tpot_seconds)
 
 
@@ -366,6 +366,8 @@ def test_film_load_prints_its_figures_and_json_holds_every_named_key():
     assert text.returncode == 0 and "Llama 3.1 8B in BF16 on H100 SXM, at the ceilings; 300 requests, Poisson at " \
         "10 a second, prompts 2000 and answers 200 tokens" in text.stdout, text.stdout
     assert "continuous" in text.stdout and "chunked" in text.stdout and "TTFT p90" in text.stdout
+    # the engine's knobs in vLLM's words, at vLLM's defaults on an H100
+    assert "seed 0; max_num_seqs 1,024, max_num_batched_tokens 8,192 (chunked), block_size 16\n" in text.stdout
     assert "ITL p99" in text.stdout
 
 
@@ -396,6 +398,45 @@ def test_a_sweep_gives_each_schedulers_capacity_and_a_chart_in_the_films_palette
         int(style.BACKGROUND[index:index + 2], 16) for index in (1, 3, 5))
     for colour in (style.MEMORY, style.COMPUTE, style.KV_CACHE, style.HIGHLIGHT):  # the lines and the objective
         assert present(colour), colour
+
+
+def test_vllms_knobs_take_vllms_names_and_its_defaults_on_each_gpu():
+    """--max-num-seqs, --max-num-batched-tokens and --block-size are vLLM's, and left out are `vllm serve`'s own on
+    the GPU (EngineArgs.get_batch_defaults: 8,192 tokens and 1,024 sequences on a GPU of 70 GiB or more that is not an
+    A100, else 2,048 and 256); chunked prefill's budget is max_num_batched_tokens, the decodes' tokens first."""
+    import json
+
+    from render.serving.load import LoadRequest, SchedulerSettings, scheduler_of
+
+    catalog = load_catalog()
+    expected = {"h100-sxm": (8192, 1024), "h200-sxm": (8192, 1024), "b200": (8192, 1024), "mi300x": (8192, 1024),
+                "a100-sxm-80gb": (2048, 256), "l40s": (2048, 256), "rtx-4090": (2048, 256)}
+    model, dtype = catalog.model("llama-3.1-8b"), catalog.dtype("bf16")
+    for gpu, (tokens, seqs) in expected.items():
+        deployment = Deployment(catalog.gpu(gpu), model, dtype)
+        chunked = scheduler_of("chunked", SchedulerSettings(), deployment)
+        assert (chunked.max_batched_tokens, chunked.max_seqs) == (tokens, seqs), gpu
+        given = scheduler_of("chunked", SchedulerSettings(max_num_seqs=7, max_num_batched_tokens=640), deployment)
+        assert (given.max_batched_tokens, given.max_seqs) == (640, 7)
+        assert scheduler_of("continuous", SchedulerSettings(), deployment).max_seqs == seqs
+    # The block size: the cache's blocks are of that many tokens (the same memory, twice the tokens a block).
+    h100 = Deployment(catalog.gpu("h100-sxm"), model, dtype)
+    request = LoadRequest(h100, (Continuous(),), rate=1.0, requests=50, kv_tokens=8192, block_tokens=32)
+    assert request.capacity_blocks == 256
+    result = film_load("--rate", "5", "--requests", "60", "--scheduler", "chunked", "--max-num-seqs", "8",
+                       "--max-num-batched-tokens", "1024", "--block-size", "32", "--json")
+    assert result.returncode == 0, result.stderr
+    alias = film_load("--rate", "5", "--requests", "60", "--scheduler", "chunked", "--max-seqs", "8",
+                      "--chunk-tokens", "1024", "--block-size", "32", "--json")
+    assert json.loads(alias.stdout) == json.loads(result.stdout)  # (the earlier names still work)
+    other = film_load("--rate", "5", "--requests", "60", "--scheduler", "chunked", "--json")
+    assert json.loads(other.stdout) != json.loads(result.stdout)
+    for args, says in ((("--block-size", "24"), "argument --block-size: 24 tokens is not one of vLLM's block sizes: "
+                                                "give 8, 16, 32, 64 or 128"),
+                       (("--max-num-batched-tokens", "8"), "argument --max-num-batched-tokens: must be at least 16, "
+                                                           "not 8")):
+        refused = film_load("--requests", "50", *args)
+        assert refused.returncode == 2 and refused.stderr.strip().splitlines()[-1] == f"film load: error: {says}"
 
 
 @pytest.mark.parametrize("args, says", [
@@ -454,7 +495,7 @@ def test_measure_load_against_llama_cpp_records_every_request_and_compare_prints
         assert timed.arrival_seconds >= asked.arrival - 0.05  # sent when its arrival came, not before
     arrivals = [timed.arrival_seconds for timed in dataset.requests]
     assert arrivals == sorted(arrivals)
-    compared = film_load("--compare", str(out), "--kv-tokens", "8192", "--max-seqs", "4")
+    compared = film_load("--compare", str(out), "--kv-tokens", "8192", "--max-num-seqs", "4")
     assert compared.returncode == 0, compared.stderr
     names = [line.split("  ")[0] for line in compared.stdout.splitlines()[1:]]
     assert names == ["TTFT p50 (s)", "TTFT p90 (s)", "TTFT p99 (s)", "TPOT mean (s)", "TPOT p50 (s)", "TPOT p90 (s)",

@@ -11,10 +11,10 @@ import math
 import numpy as np
 
 from render.plan.types import Choice, LoadNumbers, LoadParameters, SchedulerLoad
-from render.serving.costs import BLOCK_TOKENS, kv_blocks
+from render.serving.costs import kv_blocks
 from render.errors import FilmError
-from render.serving.load import (LoadRequest, SchedulerSettings, even_rates, film_rate, scheduler_of, served_runs,
-                                 sweep)
+from render.serving.load import (VLLM_BATCH_DEFAULTS, LoadRequest, SchedulerSettings, even_rates, film_rate,
+                                 scheduler_of, served_runs, sweep)
 from render.serving.metrics import Slo, summarise
 from render.serving.schedulers import SCHEDULERS
 from render.serving.watch import Watch, heaviest
@@ -31,7 +31,7 @@ def load_request(choice: Choice, prompt_tokens: int, load: LoadParameters, rate:
     """The film's stream as `film load` takes it: each scheduler with the cut's batch and chunk."""
     deployment = choice.deployment
     settings = SchedulerSettings(batch=load.static_batch, max_wait=load.static_wait_seconds,
-                                 chunk_tokens=load.chunk_tokens)
+                                 max_num_batched_tokens=load.max_num_batched_tokens)
     return LoadRequest(deployment, tuple(scheduler_of(name, settings, deployment) for name in SCHEDULERS),
                        rate=rate, requests=load.requests, prompt=Lengths(prompt_tokens),
                        answer=Lengths(load.answer_tokens), seed=load.seed,
@@ -39,12 +39,18 @@ def load_request(choice: Choice, prompt_tokens: int, load: LoadParameters, rate:
                        watch=watch)
 
 
-def heaviest_setting(load: LoadParameters) -> str:
-    """The cut's load setting that asks for the most simulation (against its default), as the storyboard writes it."""
+def heaviest_setting(load: LoadParameters, budget: int) -> str:
+    """The cut's load setting that asks for the most simulation (against its default), as the storyboard writes it
+    (`budget`: chunked prefill's tokens a step, as the load gives it or vLLM's default, against vLLM's smaller one)."""
     default = LoadParameters()
     return heaviest({"requests": (f"{load.requests:,}", load.requests / default.requests),
                      "answer_tokens": (f"{load.answer_tokens:,}", load.answer_tokens / default.answer_tokens),
-                     "chunk_tokens": (f"{load.chunk_tokens:,}", default.chunk_tokens / load.chunk_tokens)})
+                     "max_num_batched_tokens": (f"{budget:,}", VLLM_BATCH_DEFAULTS["other"][0] / budget)})
+
+
+def chunk_budget(request: LoadRequest) -> int:
+    """Chunked prefill's tokens a step in this load (the storyboard's max_num_batched_tokens, or vLLM's default)."""
+    return next(scheduler.max_batched_tokens for scheduler in request.schedulers if scheduler.name == "chunked")
 
 
 def rates_past_the_knees(rates: tuple[float, ...], capacities: dict) -> tuple[float, ...]:
@@ -79,16 +85,17 @@ def load_numbers(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, lo
 
 
 def simulated(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, load: LoadParameters) -> LoadNumbers:
-    rate = film_rate(load_request(choice, prompt_tokens, load))
-    request = load_request(choice, prompt_tokens, load, rate, Watch(heaviest_setting(load), log.info))
+    plain = load_request(choice, prompt_tokens, load)
+    rate, budget = film_rate(plain), chunk_budget(plain)
+    request = load_request(choice, prompt_tokens, load, rate, Watch(heaviest_setting(load, budget), log.info))
     served = served_runs(request)
     continuous, costs = served["continuous"], request.costs
     # The sequences decoding at once, on average (Little's law: arrivals a second x seconds each spends decoding).
     batch = max(1, round(rate * float(np.mean(continuous.finish - continuous.first_token))))
-    piece = load.chunk_tokens - batch
+    piece = budget - batch
     if piece < 1:  # (said before the sweeps: it needs only the stream's own run)
-        raise FilmError(f"chunk_tokens {load.chunk_tokens:,}: at {rate:g} requests a second about {batch:,} sequences "
-                        f"decode at once, a token each, which leaves a chunk of {load.chunk_tokens:,} no room for a "
+        raise FilmError(f"max_num_batched_tokens {budget:,}: at {rate:g} requests a second about {batch:,} sequences "
+                        f"decode at once, a token each, which leaves a step of {budget:,} tokens no room for a "
                         f"prompt's piece; give more than {batch:,}")
     runs = {(name, rate): run for name, run in served.items()}  # (a sweep's run at a rate is the same run)
     swept = sweep(request, film_rates(request, rate, runs), runs=runs)
@@ -104,8 +111,9 @@ def simulated(choice: Choice, prompt_tokens: int, long_prompt_tokens: int, load:
     arrivals = request.workload()[:ARRIVALS_SHOWN]
     return LoadNumbers(
         parameters=load, prompt_tokens=prompt_tokens, rate=rate, rates=swept.rates, schedulers=tuple(schedulers),
-        arrivals=tuple(request.arrival for request in arrivals), kv_blocks=kv_blocks(choice.deployment),
-        block_tokens=BLOCK_TOKENS, decode_step_seconds=costs.step(batch, context), batch=batch,
+        arrivals=tuple(arrival.arrival for arrival in arrivals),
+        kv_blocks=kv_blocks(choice.deployment, request.block_tokens), block_tokens=request.block_tokens,
+        decode_step_seconds=costs.step(batch, context), batch=batch,
         long_prompt_tokens=long_prompt_tokens, stall_seconds=costs.step(batch, context, ((long_prompt_tokens, 0),)),
         chunks=math.ceil(long_prompt_tokens / piece), piece_tokens=piece,
         # the longest of those steps: the last piece, over all the prompt's cache before it

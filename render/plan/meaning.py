@@ -655,9 +655,9 @@ EXPLANATIONS: dict[str, Explanation] = {
     "load.parameters.static_wait_seconds": Explanation(
         "the wait after which a static batch starts short", "the cut's load (film load's --max-wait)", (),
         (STORYBOARD,), "seconds"),
-    "load.parameters.chunk_tokens": Explanation(
-        "chunked prefill's tokens a step", "the cut's load (film load's --chunk-tokens)", (), (STORYBOARD,),
-        "tokens"),
+    "load.parameters.max_num_batched_tokens": Explanation(
+        "chunked prefill's tokens a step", "the cut's load (film load's --max-num-batched-tokens, vLLM's)", (),
+        (STORYBOARD,), "tokens"),
     "load.prompt_tokens": Explanation(
         "each request's prompt", "the prefill beat's prompt", ("numbers.prefill.tokens",), (STORYBOARD,), "tokens"),
     "load.rate": Explanation(
@@ -687,7 +687,7 @@ EXPLANATIONS: dict[str, Explanation] = {
         ("load.long_prompt_tokens", "load.piece_tokens"), (STORYBOARD,), "steps"),
     "load.piece_tokens": Explanation(
         "the long prompt's piece in each chunked step", "chunk tokens − the batch's decode tokens",
-        ("load.parameters.chunk_tokens", "load.batch"), (STORYBOARD,), "tokens"),
+        ("load.parameters.max_num_batched_tokens", "load.batch"), (STORYBOARD,), "tokens"),
     "load.chunked_step_seconds": Explanation(
         "the longest chunked step", "the roofline's step: the batch's decodes and the last piece over the "
         "prompt's cache before it", ("load.batch", "load.piece_tokens"), (GPU, MODEL, DTYPE), "seconds"),

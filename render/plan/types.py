@@ -498,7 +498,8 @@ class LoadParameters:
     slo_tpot_seconds: float = datum(0.001, 10, "seconds", default=0.05)    # ... and for each token after it
     static_batch: int = datum(1, 4096, "requests", default=8)              # static batching's batch ...
     static_wait_seconds: float = datum(0, 60, "seconds", default=0.5)      # ... which goes short after this wait
-    chunk_tokens: int = datum(16, 65_536, "tokens", default=512)           # chunked prefill's tokens a step
+    # vLLM's max_num_batched_tokens: chunked prefill's tokens a step (None: vLLM's own default on the deployment's GPU)
+    max_num_batched_tokens: int | None = datum(16, 65_536, "tokens", default=None)
 
 
 @dataclass(frozen=True)

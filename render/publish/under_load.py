@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from render import formatting as fmt
 from render.errors import FilmError
-from render.plan.load import film_rates, load_request
+from render.plan.load import chunk_budget, film_rates, load_request
 from render.plan.types import LoadParameters, Plan
 from render.serving.load import Grid, film_rate, grid
 from render.serving.metrics import CAPACITY_SHARE, JUDGED_LEAST, SUSTAIN_SHARE, WARMUP_SHARE, Slo
@@ -84,6 +84,7 @@ class LoadGrid:
     ttfts: tuple[float, ...]
     tpots: tuple[float, ...]
     found: Grid
+    chunk_tokens: int             # chunked prefill's tokens a step (the stream's, or vLLM's default on the GPU)
 
     @property
     def slos(self) -> tuple[Slo, ...]:
@@ -112,7 +113,7 @@ def simulated_grid(plan: Plan, parameters: LoadParameters | None) -> LoadGrid:
     runs: dict = {}
     found = grid(request, plan.load.rates if same else film_rates(request, rate, runs), objectives(ttfts, tpots),
                  runs=runs)
-    return LoadGrid(parameters, rate, ttfts, tpots, found)
+    return LoadGrid(parameters, rate, ttfts, tpots, found, chunk_budget(request))
 
 
 def objectives(ttfts: tuple[float, ...], tpots: tuple[float, ...]) -> tuple[Slo, ...]:
@@ -175,7 +176,7 @@ def view_of(plan: Plan, simulated: LoadGrid) -> dict:
                           "y_ticks": chart.y_ticks()} for view, chart in charts.items()},
         "settings": {"prompt": prompt, "answer": parameters.answer_tokens, "requests": parameters.requests,
                      "seed": parameters.seed, "batch": parameters.static_batch,
-                     "wait": parameters.static_wait_seconds, "chunk": parameters.chunk_tokens},
+                     "wait": parameters.static_wait_seconds, "chunk": simulated.chunk_tokens},
         "share": fmt.percent(CAPACITY_SHARE, short=True),
         "judged": f"{JUDGED_LEAST:,}", "warmup": fmt.percent(WARMUP_SHARE, short=True),
         "sustain": fmt.percent(SUSTAIN_SHARE, short=True),

@@ -16,7 +16,7 @@ from render.serving.schedulers import SCHEDULERS, Scheduler
 from render.serving.simulate import Served, simulate
 from render.serving.watch import Watch
 from render.serving.workload import Lengths, Request, at_rate, poisson, read_trace, trace_rate
-from render.specs.types import Deployment
+from render.specs.types import Deployment, Gpu
 from render.text import echo
 
 
@@ -47,11 +47,12 @@ class LoadRequest:
     efficiency: Shares | None = None
     step_overhead: float = 0.0
     kv_tokens: int | None = None          # the KV cache's capacity as the real server holds it (None: from memory)
+    block_tokens: int = BLOCK_TOKENS      # a KV block's tokens (vLLM's --block-size)
     watch: Watch | None = field(default=None, compare=False)  # told of every step simulated (progress, a bound)
 
     @property
     def capacity_blocks(self) -> int | None:
-        return None if self.kv_tokens is None else self.kv_tokens // BLOCK_TOKENS
+        return None if self.kv_tokens is None else self.kv_tokens // self.block_tokens
 
     @property
     def costs(self) -> Costs:
@@ -74,7 +75,8 @@ class LoadRequest:
 def served_runs(request: LoadRequest, requests: tuple[Request, ...] | None = None) -> dict[str, Served]:
     """The workload (or `requests`, read from it already) once, under each scheduler: what happened to each one."""
     costs, requests = request.costs, requests or request.workload()
-    return {scheduler.name: simulate(requests, costs, scheduler, request.capacity_blocks, watch=request.watch)
+    return {scheduler.name: simulate(requests, costs, scheduler, request.capacity_blocks, request.block_tokens,
+                                     watch=request.watch)
             for scheduler in request.schedulers}
 
 
@@ -117,13 +119,14 @@ def saturation_rate(request: LoadRequest) -> float:
     costs = request.costs
     scheduler = request.schedulers[0]
     prompt, answer = request.prompt.mean, request.answer.mean
-    blocks = request.capacity_blocks if request.capacity_blocks is not None else kv_blocks(costs.deployment)
-    if prompt + answer + 1 > blocks * BLOCK_TOKENS:
+    size = request.block_tokens
+    blocks = request.capacity_blocks if request.capacity_blocks is not None else kv_blocks(costs.deployment, size)
+    if prompt + answer + 1 > blocks * size:
         raise FilmError(f"--prompt-tokens {request.prompt} with --answer-tokens {request.answer}: a request of "
                         f"{prompt:,.0f} prompt and {answer:,.0f} answer tokens needs more KV cache than the deployment "
-                        f"holds ({blocks * BLOCK_TOKENS:,} tokens after the weights): give shorter lengths, more "
+                        f"holds ({blocks * size:,} tokens after the weights): give shorter lengths, more "
                         f"GPUS= or a KV_DTYPE= that takes less")
-    batch = max(1, min(scheduler.max_seqs, blocks * BLOCK_TOKENS // int(prompt + answer)))
+    batch = max(1, min(scheduler.max_seqs, blocks * size // int(prompt + answer)))
     step = costs.decode_run(batch, batch * (prompt + answer / 2), 1)
     demand = costs.step(chunks=((int(prompt), 0),)) + answer * step / batch
     return 1 / demand
@@ -191,7 +194,7 @@ def grid(request: LoadRequest, rates: tuple[float, ...] | None, slos: tuple[Slo,
             key = (scheduler.name, rate) if workload is base else (scheduler.name, rate, len(workload))
             if key not in runs:
                 runs[key] = simulate(at_rate(workload, rate, request.seed), costs, scheduler, request.capacity_blocks,
-                                     watch=request.watch)
+                                     request.block_tokens, watch=request.watch)
             return runs[key]
 
         searched: dict[Slo, list[float]] = {slo: [] for slo in slos}  # the long runs each search made
@@ -225,15 +228,29 @@ def grid(request: LoadRequest, rates: tuple[float, ...] | None, slos: tuple[Slo,
     return Grid(tuple(rates), tuple(slos), reports, capacities, gpus, above, served)
 
 
+# vLLM's `vllm serve` defaults where neither is given (EngineArgs.get_batch_defaults): a GPU of 70 GiB or more that
+# is not an A100 takes a larger token budget and more sequences (an A100 lost throughput with the larger budget).
+LARGE_GPU_GIB = 70
+VLLM_BATCH_DEFAULTS = {"large": (8192, 1024), "other": (2048, 256)}  # (max_num_batched_tokens, max_num_seqs)
+BLOCK_SIZES = (8, 16, 32, 64, 128)  # vLLM's --block-size choices on CUDA (16 its default: BLOCK_TOKENS)
+
+
+def vllm_batch_defaults(gpu: Gpu) -> tuple[int, int]:
+    """`vllm serve`'s max_num_batched_tokens and max_num_seqs on this GPU when the command line gives neither."""
+    large = gpu.memory_gib >= LARGE_GPU_GIB and "a100" not in gpu.id
+    return VLLM_BATCH_DEFAULTS["large" if large else "other"]
+
+
 @dataclass(frozen=True)
 class SchedulerSettings:
-    """What the command line sets for the schedulers (each takes its own; the rest keep their defaults)."""
+    """What the command line sets for the schedulers, in vLLM's words where vLLM has the knob (each scheduler takes
+    its own; None: vLLM's default on the deployment's GPU, vllm_batch_defaults)."""
 
-    max_seqs: int = 256
-    batch: int = 8                        # static batching's batch
-    max_wait: float = 0.5                 # static batching: seconds before a short batch goes
-    chunk_tokens: int = 512               # chunked prefill's tokens a step
-    prefill_gpus: int | None = None       # disaggregation's (None: the deployment's)
+    max_num_seqs: int | None = None            # sequences running at once (vLLM's --max-num-seqs)
+    batch: int = 8                             # static batching's batch
+    max_wait: float = 0.5                      # static batching: seconds before a short batch goes
+    max_num_batched_tokens: int | None = None  # tokens a step (vLLM's --max-num-batched-tokens): chunked prefill's
+    prefill_gpus: int | None = None            # disaggregation's (None: the deployment's)
     decode_gpus: int | None = None
 
     def __post_init__(self):
@@ -242,15 +259,20 @@ class SchedulerSettings:
 
 
 def scheduler_of(name: str, settings: SchedulerSettings, deployment: Deployment) -> Scheduler:
-    """A scheduler by name with its settings."""
+    """A scheduler by name with its settings. Chunked prefill is vLLM's current engine as `vllm serve` runs it: every
+    running sequence's token first, then prompt pieces, within max_num_batched_tokens a step; continuous batching
+    (vLLM's earlier engine) prefills whole prompts in steps of their own, up to the same budget where one is given."""
     if name not in SCHEDULERS:
         raise FilmError(f"--scheduler {echo(name)}: give one of {', '.join(SCHEDULERS)}, or several with commas")
     kind = SCHEDULERS[name]
-    own = {"max_seqs": settings.max_seqs}
+    tokens, seqs = vllm_batch_defaults(deployment.gpu)
+    own = {"max_seqs": settings.max_num_seqs or seqs}
+    if settings.max_num_batched_tokens is not None:
+        own["max_batched_tokens"] = settings.max_num_batched_tokens
     if name == "static":
         own.update(batch=settings.batch, max_wait=settings.max_wait)
     elif name == "chunked":
-        own["chunk_tokens"] = settings.chunk_tokens
+        own["max_batched_tokens"] = settings.max_num_batched_tokens or tokens
     elif name == "disaggregated":
         own.update(prefill_gpus=settings.prefill_gpus or deployment.gpus,
                    decode_gpus=settings.decode_gpus or deployment.gpus)

@@ -4,10 +4,12 @@ a registry that names them.
     static         a batch of `batch` requests, started when it is full or its first request has waited
                    `max_wait` seconds: one prefill of them all, then decode steps until the longest answer is done
                    (a finished sequence keeps its place, padding, until then); the next batch waits for the end
-    continuous     iteration-level scheduling (Orca, vLLM): waiting requests are prefilled as soon as a sequence slot
-                   (`max_seqs`) and cache blocks are free, in a step of their own that pauses the decodes
-    chunked        a token budget a step (`chunk_tokens`: SARATHI, vLLM's chunked prefill): every decoding sequence's
-                   token first, then pieces of prefills to fill the budget, so a long prompt never stalls decodes
+    continuous     iteration-level scheduling (Orca, vLLM's earlier engine): waiting requests are prefilled as soon as a
+                   sequence slot (`max_seqs`: vLLM's max_num_seqs) and cache blocks are free, in a step of their own
+                   that pauses the decodes
+    chunked        a token budget a step (`max_batched_tokens`: vLLM's max_num_batched_tokens; SARATHI, and vLLM's
+                   current engine, which always chunks): every decoding sequence's token first, then pieces of
+                   prefills to fill the budget, so a long prompt never stalls decodes
     disaggregated  prefill and decode on separate GPUs (DistServe): `prefill_gpus` / `decode_gpus` GPUs, in
                    instances of the deployment's tensor-parallel size; each request's KV cache crosses the
                    interconnect to a decode instance (render/serving/simulate.py runs the two phases)
@@ -26,7 +28,7 @@ from render.serving.engine import Instance
 class Scheduler:
     name = ""
     max_seqs: int = 256                # sequences decoding at once (vLLM's max_num_seqs)
-    max_batched_tokens: int = 8192     # prompt tokens a prefill step takes (vLLM's max_num_batched_tokens)
+    max_batched_tokens: int = 8192     # tokens a step takes (vLLM's max_num_batched_tokens)
 
     def step(self, instance: Instance) -> bool:
         """Take the next step (or wait for the next arrival); False once the instance has nothing left."""
@@ -81,12 +83,11 @@ class Continuous(Scheduler):
 
 @dataclass(frozen=True)
 class Chunked(Scheduler):
-    name = "chunked"
-    chunk_tokens: int = 512            # tokens a step: the decodes' first, prefill pieces for the rest
+    name = "chunked"            # max_batched_tokens a step: the decodes' first, prefill pieces for the rest
 
     def step(self, instance: Instance) -> bool:
         instance.arrive()
-        budget = self.chunk_tokens - len(instance.running)
+        budget = self.max_batched_tokens - len(instance.running)
         chunks = []
         for seq in instance.prefilling:  # prefills under way first, in order
             if budget <= 0:

@@ -282,24 +282,23 @@ def fit_predictions(folder: Path) -> dict:
 def simulator_speed() -> dict:
     """Seconds the serving simulator takes, in this process (one core)."""
     from render.serving.costs import Costs
-    from render.serving.schedulers import Chunked, Continuous
+    from render.serving.load import SchedulerSettings, scheduler_of, schedulers_named
     from render.serving.simulate import simulate
     from render.serving.workload import Lengths, poisson
     from render.specs.catalog import load_catalog
     from render.specs.types import Deployment
     from render.tools.load import LoadRequest, sweep
-    from render.serving.schedulers import SCHEDULERS
 
     print("bench: the serving simulator …", file=sys.stderr, flush=True)
     catalog = load_catalog()
     deployment = Deployment(catalog.gpu("h100-sxm"), catalog.model("llama-3.1-8b"), catalog.dtype("bf16"))
     requests = poisson(15, 10_000, Lengths(2000, 1000), Lengths(200, 100), seed=1)
     found = {}
-    for scheduler in (Continuous(), Chunked()):
+    for scheduler in (scheduler_of(name, SchedulerSettings(), deployment) for name in ("continuous", "chunked")):
         started = time.perf_counter()
         simulate(requests, Costs.of(deployment), scheduler)
         found[f"10,000 requests, {scheduler.name}"] = {"seconds": round(time.perf_counter() - started, 2), "goal": 2}
-    request = LoadRequest(deployment, tuple(kind() for kind in SCHEDULERS.values()), requests=1000)
+    request = LoadRequest(deployment, schedulers_named(None, True, SchedulerSettings(), deployment), requests=1000)
     started = time.perf_counter()
     sweep(request)
     found["sweep, 20 rates x 4 schedulers"] = {"seconds": round(time.perf_counter() - started, 2), "goal": 30}
@@ -347,7 +346,7 @@ def load_predictions(folder: Path) -> dict:
                         "overlap": fit.overlap}
         # llama.cpp's server: a slot a sequence, each slot's context its own, prompts and decodes in one batch of up
         # to 2,048 tokens: chunked prefill's policy with those settings.
-        scheduler = Chunked(max_seqs=slots, chunk_tokens=2048)
+        scheduler = Chunked(max_seqs=slots, max_batched_tokens=2048)
         request = LoadRequest(deployment, (scheduler,), efficiency=efficiency, kv_tokens=slots * context,
                               prompt=prompt, answer=answer)
         costs = request.costs

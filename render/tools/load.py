@@ -13,8 +13,9 @@ import numpy as np
 
 from render import formatting as fmt
 from render.errors import FilmError
-from render.serving.load import (DEFAULT_SLO, SWEEP_RATES, LoadRequest, SchedulerSettings, Sweep,  # noqa: F401
-                                  film_rate, run, saturation_rate, scheduler_of, schedulers_named, sweep)
+from render.serving.load import (BLOCK_TOKENS, DEFAULT_SLO, SWEEP_RATES, VLLM_BATCH_DEFAULTS,  # noqa: F401
+                                  LoadRequest, SchedulerSettings, Sweep, film_rate, run, saturation_rate,
+                                  scheduler_of, schedulers_named, sweep)
 from render.serving.metrics import CAPACITY_SHARE, JUDGED_LEAST, SUSTAIN_SHARE, WARMUP_SHARE, Report
 from render.serving.simulate import simulate
 from render.serving.watch import Watch, heaviest
@@ -29,7 +30,17 @@ def describe(request: LoadRequest) -> str:
     workload = (f"the trace {request.trace}" if request.trace else
                 f"{request.requests:,} requests, Poisson at {{rate}}, prompts {request.prompt} and answers "
                 f"{request.answer} tokens, seed {request.seed}")
-    return f"{d.model.name} in {d.dtype.name} on {on}{shares}; {workload}"
+    return f"{d.model.name} in {d.dtype.name} on {on}{shares}; {workload}; {engine_settings(request)}"
+
+
+def engine_settings(request: LoadRequest) -> str:
+    """The engine's knobs in vLLM's words ("max_num_seqs 1,024, max_num_batched_tokens 8,192 (chunked), block_size
+    16")."""
+    seqs = sorted({scheduler.max_seqs for scheduler in request.schedulers if scheduler.name != "static"})
+    budget = [scheduler.max_batched_tokens for scheduler in request.schedulers if scheduler.name == "chunked"]
+    parts = [f"max_num_seqs {seqs[0]:,}"] if len(seqs) == 1 else []
+    parts += [f"max_num_batched_tokens {budget[0]:,} (chunked)"] if budget else []
+    return ", ".join(parts + [f"block_size {request.block_tokens}"])
 
 
 def report_table(reports: list[Report]) -> str:
@@ -56,14 +67,17 @@ def report_table(reports: list[Report]) -> str:
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows)
 
 
-def watch_for(requests: int, answer: Lengths, chunk_tokens: int, trace: Path | None, say) -> Watch:
+def watch_for(requests: int, answer: Lengths, schedulers: tuple, trace: Path | None, say) -> Watch:
     """film load's simulations seen to: progress past a few seconds, and a bound, naming the flag that asks most."""
     if trace is not None:
         return Watch(f"--trace {trace}", say)
-    # (each against film load's default: the class attributes hold the dataclasses' defaults)
+    # (each against film load's default: the class attributes hold the dataclasses' defaults; chunked prefill's budget
+    # against vLLM's own default, 2,048 tokens or more)
+    budget = min([scheduler.max_batched_tokens for scheduler in schedulers if scheduler.name == "chunked"],
+                 default=VLLM_BATCH_DEFAULTS["other"][0])
     return Watch(heaviest({"--requests": (f"{requests:,}", requests / LoadRequest.requests),
                            "--answer-tokens": (str(answer), answer.mean / LoadRequest.answer.mean),
-                           "--chunk-tokens": (f"{chunk_tokens:,}", SchedulerSettings.chunk_tokens / chunk_tokens)}),
+                           "--max-num-batched-tokens": (f"{budget:,}", VLLM_BATCH_DEFAULTS["other"][0] / budget)}),
                  say)
 
 
