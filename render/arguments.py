@@ -187,7 +187,7 @@ def add_load_command(commands) -> None:
                                                                       "(default: the deployment's)")
     load.add_argument("--slo", help="objectives for goodput and capacity, e.g. ttft=0.5,tpot=0.05")
     load.add_argument("--sweep", nargs="?", const="auto", help="rates to sweep: LOW:HIGH[:COUNT], a list 1,2,4, or "
-                                                               "none for 20 up to past saturation")
+                                                               "none for up to 20 a round step apart, past saturation")
     load.add_argument("--compare", type=Path, help="a load dataset (film measure --load): its arrivals and lengths "
                                                    "replayed, predicted beside measured")
     load.add_argument("--kv-tokens", type=whole_number(16, 10**9), help="the KV cache's capacity in tokens, as the "

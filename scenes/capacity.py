@@ -19,6 +19,7 @@ class Capacity(BeatScene):
 
     def build(self) -> None:
         picture = capacity_picture(self)
+        picture.plot.shift(-picture.aside)  # (centred until the legend comes)
         if self.continues:
             before = steps_picture(self, self.beat.previous_title).title
             self.add(before)
@@ -34,9 +35,9 @@ class Capacity(BeatScene):
                 LaggedStart(*[Create(curve) for curve in curves[1:3]], lag_ratio=0.4), run_time=1.6)
         knees = [picture.knees[name] for name in order[:3] if name in picture.knees]
         legend_heading, legend = picture.legend
-        self.at("capacity", FadeIn(legend_heading), LaggedStart(*[FadeIn(line) for line in legend[:3]],
-                                                               lag_ratio=0.3),
-                *[FadeIn(knee, scale=0.5) for knee in knees], run_time=1.4)
+        self.at("capacity", picture.plot.animate.shift(picture.aside), run_time=0.7)
+        self.play(FadeIn(legend_heading), LaggedStart(*[FadeIn(line) for line in legend[:3]], lag_ratio=0.3),
+                  *[FadeIn(knee, scale=0.5) for knee in knees], run_time=1.2)
         self.ambient = lambda: Indicate(legend, color=HIGHLIGHT, scale_factor=1.0)
         split = [picture.knees["disaggregated"]] if "disaggregated" in picture.knees else []
         self.at("disaggregated", Create(picture.curves["disaggregated"]), FadeIn(legend[3]),

@@ -18,6 +18,7 @@ class LongPrompt(BeatScene):
 
     def build(self) -> None:
         picture = steps_picture(self)
+        picture.decodes_before.shift(picture.alone)  # (centred until the long prompt comes)
         self.hand_over(picture.title)
         if self.continues:
             before = queue_picture(self, self.beat.previous_title).title
@@ -31,7 +32,8 @@ class LongPrompt(BeatScene):
                   run_time=1.2)
         self.ambient = lambda: Indicate(picture.decodes_before, color=HIGHLIGHT, scale_factor=1.0)
         stall_box, after = picture.stall
-        self.at("long", GrowFromEdge(stall_box, LEFT), run_time=1.2)
+        self.at("long", picture.decodes_before.animate.shift(-picture.alone), GrowFromEdge(stall_box, LEFT),
+                run_time=1.2)
         self.at("stall", FadeIn(picture.stall_label), FadeIn(picture.waiting, shift=UP * 0.2),
                 LaggedStart(*[GrowFromEdge(step, LEFT) for step in after], lag_ratio=0.5), run_time=1.2)
         self.ambient = lambda: Indicate(picture.waiting, scale_factor=1.0)

@@ -4,7 +4,7 @@ cache fills block by block (vLLM's paged blocks)."""
 
 from __future__ import annotations
 
-from manim import DOWN, LEFT, AnimationGroup, FadeIn, Indicate, LaggedStart, Succession
+from manim import DOWN, LEFT, AnimationGroup, FadeIn, Indicate, LaggedStart, Succession, VGroup
 
 from render.engine.scene import BeatScene
 from scenes.pictures.under_load import queue_picture
@@ -48,9 +48,12 @@ class Queue(BeatScene):
         else:
             self.play(FadeIn(picture.waits, shift=DOWN * 0.2), run_time=0.6)
         self.ambient = lambda: Indicate(picture.waits[1], color=HIGHLIGHT, scale_factor=1.0)
-        # The cache: each admitted sequence takes blocks as it grows, block by block.
+        # The cache: the rows step aside for it; each admitted sequence takes blocks as it grows, block by block.
         blocks = picture.kv_blocks
-        self.at("blocks", FadeIn(picture.kv_panel), FadeIn(blocks), FadeIn(picture.kv_label), run_time=0.6)
+        placed = VGroup(*taken, *rest[:2 * len(row)])  # (the requests now in the rows' slots)
+        self.at("blocks", picture.rows.animate.shift(picture.aside), placed.animate.shift(picture.aside),
+                FadeIn(picture.kv_panel, shift=picture.aside), FadeIn(blocks, shift=picture.aside),
+                FadeIn(picture.kv_label, shift=picture.aside), run_time=0.9)
         self.play(LaggedStart(*[block.animate.set_fill(KV_CACHE) for block in blocks], lag_ratio=0.08),
                   run_time=min(4.0, max(1.0, self.seconds_until("end") - 1.6)))
         self.ambient = lambda: Indicate(picture.kv_blocks, color=HIGHLIGHT, scale_factor=1.0)

@@ -4,6 +4,7 @@ number from the serving simulator as `film load` gives it; and the film as the t
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from pathlib import Path
 
@@ -89,7 +90,12 @@ def test_every_number_the_cut_speaks_is_what_film_load_prints(extended):
     auto = json.loads(run_film("load", "--sweep", "auto", *settings).stdout)
     assert load.rate in load.rates
     others = [rate for rate in load.rates if rate != load.rate]
-    assert others == auto["rates"] or (others[-1] > auto["rates"][-1] and len(others) == len(auto["rates"]))
+    # (each a round step apart: 2, 4, 6 … requests a second; past film load's where a knee lies beyond its end)
+    step = others[0]
+    assert others == pytest.approx([step * index for index in range(1, len(others) + 1)], rel=1e-9)
+    assert step / 10 ** math.floor(math.log10(step)) in (1, 2, 2.5, 5) and 10 <= len(others) <= 20
+    highest = max(found.capacity for found in load.schedulers if found.capacity is not None)
+    assert others == auto["rates"] or (others[-1] > auto["rates"][-1] and others[-1] >= 1.25 * highest)
     for found in load.schedulers:
         assert found.capacity == sweep["capacity_requests_per_second"][found.name]
         assert list(found.p90_ttft_curve) == pytest.approx(

@@ -64,6 +64,15 @@ def test_the_extended_film_is_made_with_its_new_chapters(cli_tiny_film, extended
         assert (beat.title, pytest.approx(beat.start, abs=0.05)) in chapters
     subtitles = " ".join((folder / "film.srt").read_text().split())
     assert "Chunked prefill cuts it into" in subtitles and "as DistServe does" in subtitles
+    # Composed as the film's beats are (issue 68): each beat balanced within 6% of the width about the middle (the new
+    # ones once sat 16-22% left of it), and the new beats' drawing spanning at least 77% of it on average (they once
+    # spanned 49-75%; the film's beats span 85-90%).
+    from test_film import content_spread
+
+    spread = content_spread(folder / "film.mp4", extended)
+    assert {beat: round(centre, 3) for beat, (centre, _) in spread.items() if abs(centre) > 0.06} == {}
+    narrowest = min(width for beat, (_, width) in spread.items() if beat not in NEW_BEATS)
+    assert {beat: round(spread[beat][1], 2) for beat in NEW_BEATS if spread[beat][1] < min(0.77, narrowest)} == {}
 
 
 def test_the_extended_films_page_speaks_its_numbers_step_by_step(cli_tiny_film, extended):

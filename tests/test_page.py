@@ -916,7 +916,7 @@ def test_the_public_page_says_no_build_term(pages):
 BUILD_TERMS = re.compile(r"[\w.-]+\.(?:ya?ml|py|json|mp4|vtt)\b|\b(?:data|script|scenes|render|build)/|"
                          r"\b[a-z]+(?:_[a-z0-9]+)+\b|\b[A-Z_]{3,}=|\b(?:template|formatter|storyboard)\b|"
                          r"\bmake (?:film|films|test|page|plan|studio|review|scene|still|sheet|narration|preview|bench|"
-                         r"setup|load)\b", re.I)
+                         r"setup|load)\b|\bfilm (?:load|measure|roofline)\b|\bstarted short\b|--[a-z]", re.I)
 SPLIT_TERMS = re.compile(r"all-reduce|tensor parallel|NVLink|Infinity Fabric|interconnect", re.I)
 URLS = re.compile(r"https?://\S+")
 
@@ -1252,7 +1252,7 @@ def test_under_load_shows_at_every_stop_what_the_simulator_finds(browser, pages,
         ticks = [float(tick["label"]) for tick in charts[view]["x_ticks"]]
         assert 3 <= len(ticks) <= most + 1 and ticks[0] == 0 and ticks[-1] <= rates[-1] * 1.001, (view, ticks)
     stops = browser.execute_script(EVERY_STOP)
-    assert len(stops) == len(names) * len(rates) * len(SLO_TTFT) * len(SLO_TPOT) >= 4 * 20 * 12
+    assert len(stops) == len(names) * len(rates) * len(SLO_TTFT) * len(SLO_TPOT) >= 4 * 10 * 12
     assert stops[0][4]["rate"] == f"{rates[0]:g} requests/s" and film_rate(request) in rates  # (the film's own)
     for s, r, t, p, shown in stops:
         slo = Slo(SLO_TTFT[t], SLO_TPOT[p])
@@ -1266,9 +1266,11 @@ def test_under_load_shows_at_every_stop_what_the_simulator_finds(browser, pages,
         assert shown["tpot_p90"] == fmt.precise_seconds(report.tpot_seconds.p90)
         assert shown["goodput"] == (f"{fmt.approx(report.goodput_requests_per_second)} requests/s "
                                     f"({fmt.percent(report.met_share, short=True)} meet both)")
-        on = f" on {found.gpus[names[s]]} GPUs" if found.gpus[names[s]] > 1 else ""
+        gpus = found.gpus[names[s]]
+        on = f" on {gpus} GPUs" if gpus > 1 else ""
+        each = f", {fmt.approx(capacity / gpus)} a GPU" if gpus > 1 and capacity is not None else ""  # (per GPU)
         assert shown["capacity"] == (f"fewer than {rates[0]:g} requests/s{on}" if capacity is None
-                                     else f"{fmt.approx(capacity)} requests/s{on}")
+                                     else f"{fmt.approx(capacity)} requests/s{on}{each}")
     # A few stops as `film load --json` gives them, a separate process.
     at = {(s, r, t, p): shown for s, r, t, p, shown in stops}
     for s, r, t, p in ((1, len(rates) // 2, 1, 1), (0, 0, 3, 2), (3, len(rates) - 1, 0, 0), (2, 3, 2, 1)):
@@ -1321,6 +1323,25 @@ def test_under_load_moves_with_its_controls_and_marks_the_rate_on_the_chart(brow
     assert text("ttft") == data["ttft"][start["ttft"] - 1]
     slo = browser.execute_script("return document.querySelector('#load-chart-wide .load-slo').getAttribute('y1');")
     assert float(slo) == data["charts"]["wide"]["ttft_y"][start["ttft"] - 1]
+    # The ring marks the chosen scheduler's capacity on its own line (whichever objective binds), at every pair of
+    # objectives: read off the polyline the page draws, between the two points either side of it.
+    for ttft in range(len(data["ttft"])):
+        for tpot in range(len(data["tpot"])):
+            browser.execute_script("window.underLoad.set({scheduler: 1, ttft: arguments[0], tpot: arguments[1]});",
+                                   ttft, tpot)
+            ring, points = browser.execute_script(
+                "var svg = document.getElementById('load-chart-wide'), r = svg.querySelector('.load-knee');"
+                "return [r.style.display == 'none' ? null : [Number(r.getAttribute('cx')), Number(r.getAttribute("
+                "'cy'))], svg.querySelector('.load-curve[data-scheduler=\"1\"]').getAttribute('points')];")
+            if ring is None:
+                continue
+            line = [tuple(map(float, point.split(","))) for point in points.split()]
+            (x0, y0), (x1, y1) = next((a, b) for a, b in zip(line, line[1:]) if a[0] <= ring[0] <= b[0])
+            on_line = y0 + (y1 - y0) * (ring[0] - x0) / (x1 - x0) if x1 > x0 else y0
+            assert abs(ring[1] - on_line) <= 1.0, (ttft, tpot, ring, on_line)
+    legend = browser.execute_script("return Array.from(document.querySelectorAll('.load-legend li'))"
+                                    ".map(li => li.textContent);")
+    assert legend == ["Static", "Continuous", "Chunked prefill", "Disaggregated"], legend
 
 
 def test_under_load_adds_at_most_300_kb_and_the_rest_keeps_its_budget(pages):

@@ -400,6 +400,19 @@ def test_a_sweep_gives_each_schedulers_capacity_and_a_chart_in_the_films_palette
         assert present(colour), colour
 
 
+def test_a_sweeps_rates_are_a_round_step_apart():
+    """film load's sweep (and the page's rate stops): from a round step (1, 2, 2.5 or 5 times a power of ten, the
+    smallest that needs at most 20 stops) up to the top or the first stop past it."""
+    from render.serving.load import even_rates
+
+    for top, expected in ((34.7, (2.0, 18)), (23.9, (2.0, 12)), (20.0, (1.0, 20)), (0.0123, (0.001, 13)),
+                          (1000.0, (50.0, 20)), (7.77, (0.5, 16)), (41.0, (2.5, 17))):
+        rates = even_rates(top)
+        assert (rates[0], len(rates)) == expected, (top, rates)
+        assert rates == tuple(float(f"{rates[0] * index:.6g}") for index in range(1, len(rates) + 1))
+        assert rates[-1] >= top > rates[-2]
+
+
 def test_vllms_knobs_take_vllms_names_and_its_defaults_on_each_gpu():
     """--max-num-seqs, --max-num-batched-tokens and --block-size are vLLM's, and left out are `vllm serve`'s own on
     the GPU (EngineArgs.get_batch_defaults: 8,192 tokens and 1,024 sequences on a GPU of 70 GiB or more that is not an

@@ -13,7 +13,8 @@ from render import formatting as fmt
 from render.errors import FilmError
 from render.plan.load import chunk_budget, film_rates, load_request
 from render.plan.types import LoadParameters, Plan
-from render.serving.load import Grid, film_rate, grid
+from render.serving.costs import BLOCK_TOKENS, kv_blocks
+from render.serving.load import Grid, curve_at, film_rate, grid
 from render.serving.metrics import CAPACITY_SHARE, JUDGED_LEAST, SUSTAIN_SHARE, WARMUP_SHARE, Slo
 from render.serving.schedulers import LABELS
 from scenes import style
@@ -45,6 +46,14 @@ class Chart:
         share = (math.log10(max(seconds, 10 ** low)) - low) / (high - low)
         return round(bottom - (bottom - top) * min(1.0, share), 1)
 
+    def knee(self, rates, curve: list[float], capacity: float | None) -> list[float] | None:
+        """Where a capacity's marker sits: on its scheduler's curve at that rate (whichever objective binds); None
+        where there is none, or it lies past the chart's rates."""
+        if capacity is None or capacity > self.top_rate:
+            return None
+        seconds = curve_at(rates, curve, capacity, log_rates=False)
+        return None if math.isnan(seconds) else [self.x(capacity), self.y(seconds)]
+
     def points(self, rates, values) -> str:
         return " ".join(f"{self.x(rate)},{self.y(value)}" for rate, value in zip(rates, values) if value > 0)
 
@@ -73,6 +82,12 @@ def load_view(plan: Plan, parameters: LoadParameters | None = None) -> dict:
     try:
         return view_of(plan, load_grid(plan, parameters))
     except FilmError as error:
+        stream = parameters or (plan.load.parameters if plan.load else LoadParameters())
+        prompt, answer = plan.parameters.prompt_tokens, stream.answer_tokens
+        held = kv_blocks(plan.choice.deployment) * BLOCK_TOKENS
+        if prompt + answer + 1 > held:  # (said in a reader's words: the command's own names its flags)
+            return {"refused": f"one request of {prompt:,} prompt and {answer:,} answer tokens needs more KV cache "
+                               f"than it holds beside its weights ({held:,} tokens)"}
         return {"refused": str(error)}
 
 
@@ -148,8 +163,8 @@ def view_of(plan: Plan, simulated: LoadGrid) -> dict:
                          f"({fmt.percent(report.met_share, short=True)} meet both)" for report in by_slo[slo]]
                         for slo in slos],
             "capacity": [capacity_words(capacity, rates[0], found.gpus[name]) for capacity in capacities],
-            "knee": {view: [None if capacity is None or capacity > rates[-1] else chart.x(capacity)
-                            for capacity in capacities] for view, chart in charts.items()},
+            "knee": {view: [chart.knee(rates, curves[name], capacity) for capacity in capacities]
+                     for view, chart in charts.items()},
         })
     # Each text once (a readout is its index in "strings": the goodputs and capacities repeat a lot)
     strings: dict[str, int] = {}
@@ -184,10 +199,12 @@ def view_of(plan: Plan, simulated: LoadGrid) -> dict:
 
 
 def capacity_words(capacity: float | None, lowest: float, gpus: int) -> str:
+    """"25 requests/s", and on several GPUs each GPU's share beside it ("28 requests/s on 2 GPUs, 14 a GPU"): a
+    scheduler that takes more GPUs is compared a GPU at a time."""
     on = f" on {gpus} GPUs" if gpus > 1 else ""
     if capacity is None:
         return f"fewer than {lowest:g} requests/s{on}"
-    return f"{fmt.approx(capacity)} requests/s{on}"
+    return f"{fmt.approx(capacity)} requests/s{on}" + (f", {fmt.approx(capacity / gpus)} a GPU" if gpus > 1 else "")
 
 
 def nice_rates(top: float, most: int = 6) -> list[float]:

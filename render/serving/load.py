@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -97,9 +98,34 @@ def film_rate(request: LoadRequest) -> float:
     return float(f"{saturation_rate(request) / 2:.3g}")
 
 
+def curve_at(rates: tuple[float, ...], values: list[float], rate: float, log_rates: bool) -> float:
+    """A curve of figures over rates read at `rate` between its stops, as a chart with a log scale of figures draws
+    it: straight between the two neighbours, on a log scale of rates too where `log_rates` (the end stop's figure past
+    either end). Where a capacity marker sits on its scheduler's curve, whichever objective binds."""
+    known = [(at, value) for at, value in zip(rates, values) if value > 0]
+    if not known:
+        return math.nan
+    if rate <= known[0][0]:
+        return known[0][1]
+    for (low, below), (high, above) in zip(known, known[1:]):
+        if rate <= high:
+            share = math.log(rate / low) / math.log(high / low) if log_rates else (rate - low) / (high - low)
+            return math.exp(math.log(below) + share * math.log(above / below))
+    return known[-1][1]
+
+
+ROUND_STEPS = (1, 2, 2.5, 5)  # a sweep's step between rates: one of these times a power of ten
+
+
 def even_rates(top: float, count: int = SWEEP_RATES) -> tuple[float, ...]:
-    """`count` rates evenly up to `top`, each to three figures (a sweep's)."""
-    return tuple(float(f"{top * (index + 1) / count:.3g}") for index in range(count))
+    """A sweep's rates: a round step apart (ROUND_STEPS: the smallest that needs at most `count` stops), from the step
+    up to `top` or the first stop past it, so that a reader moves through 2, 4, 6 … rather than 1.74, 3.47 …"""
+    power = math.floor(math.log10(top / count))
+    for step in (mantissa * 10.0 ** exponent for exponent in (power, power + 1) for mantissa in ROUND_STEPS):
+        stops = math.ceil(top / step - 1e-9)
+        if stops <= count:
+            return tuple(float(f"{step * index:.6g}") for index in range(1, stops + 1))
+    raise AssertionError("a step of ten times the power below top / count takes fewer than count stops")
 
 
 @dataclass(frozen=True)
