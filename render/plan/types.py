@@ -638,6 +638,16 @@ class LoadNumbers:
     piece_tokens: int                  # each step's piece of it: the chunk's token budget less the decodes' tokens
     chunked_step_seconds: float        # one such step: the decodes and a chunk
 
+    def knee_seconds(self, found: SchedulerLoad) -> float | None:
+        """Where a scheduler's capacity lies on its curve: the p90 TTFT read there between the sweep's stops, on log
+        scales as the capacity chart draws it (below the objective where the tokens after the first bind); None
+        without a capacity."""
+        from render.serving.load import curve_at
+
+        if found.capacity is None:
+            return None
+        return curve_at(self.rates, list(found.p90_ttft_curve), found.capacity, log_rates=True)
+
     def scheduler(self, name: str) -> SchedulerLoad:
         return next(found for found in self.schedulers if found.name == name)
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from manim import DOWN, LEFT, RIGHT, UP, Circle, DashedLine, Dot, Rectangle, RoundedRectangle, VGroup
 
 from render import formatting as fmt
-from render.serving.load import curve_at
 from scenes.figures.charts import LogChart
 from scenes.figures.text import get_text, get_title
 from scenes.style import (BODY_SIZE, COMPUTE, HIGHLIGHT, IDLE, KV_CACHE, LABEL_SIZE, MEMORY, MUTED, PANEL,
@@ -48,6 +47,8 @@ class QueuePicture:
 
 
 CACHE_GAP = 1.2          # between the rows and the cache, once it is drawn
+STREAM_WIDTH = 10.8      # the arriving requests' row, across the frame
+CHART_HEIGHT = 4.75      # the capacity chart's
 # The beat's title, at the top left, weighs on the frame's left: each picture's middle sits this far right of the
 # frame's (the film's beats are balanced within 6% of the width, titles included: tests/test_film.py)
 BALANCE = 0.5
@@ -67,7 +68,7 @@ def queue_picture(scene, title: str | None = None) -> QueuePicture:
     # The stream: the first requests, spaced as they arrived (the gaps the plan's arrivals give), across the frame.
     first, last = load.arrivals[0], load.arrivals[shown - 1]
     span = max(last - first, 1e-9)
-    arrivals = VGroup(*[Dot(radius=0.12, color=TEXT).move_to([5.4 - 10.8 * (at - first) / span, 1.6, 0])
+    arrivals = VGroup(*[Dot(radius=0.12, color=TEXT).move_to([STREAM_WIDTH * (0.5 - (at - first) / span), 1.6, 0])
                         for at in load.arrivals])  # (the first at the right: the queue's head, the later behind it)
     rate = get_text(rate_words(load.rate), LABEL_SIZE, TEXT).next_to(arrivals, UP, buff=0.25).align_to(arrivals, RIGHT)
     slots = min(SLOTS_SHOWN, load.parameters.static_batch)
@@ -219,7 +220,7 @@ def capacity_picture(scene) -> CapacityPicture:
     capacities = [found.capacity for found in load.schedulers if found.capacity is not None]
     x_range = (rates[0] / 1.1, max([rates[-1], *capacities]) * 1.1)
     chart = LogChart(x_range, (y_low, y_high), "requests a second", "slowest tenth's first token (s)",
-                     nice_ticks(*x_range), nice_ticks(y_low, y_high), width=5.0, height=4.8)
+                     nice_ticks(*x_range), nice_ticks(y_low, y_high), width=5.0, height=CHART_HEIGHT)
     chart.move_to([-2.2, -0.35, 0])
     slo_line = DashedLine(chart.point(x_range[0], slo), chart.point(x_range[1], slo), color=HIGHLIGHT,
                           stroke_width=2)
@@ -231,7 +232,7 @@ def capacity_picture(scene) -> CapacityPicture:
         curves[found.name] = chart.polyline(points, SCHEDULER_COLOURS[found.name], stroke_width=5)
         if found.capacity is not None and x_range[0] <= found.capacity <= x_range[1]:
             # on its curve, whichever objective binds (below the dashed line where tokens after the first do)
-            at = curve_at(rates, found.p90_ttft_curve, found.capacity, log_rates=True)
+            at = load.knee_seconds(found)
             dot = Circle(radius=0.09, color=SCHEDULER_COLOURS[found.name], fill_opacity=1) \
                 .move_to(chart.point(found.capacity, at))
             knees[found.name] = dot
@@ -251,10 +252,11 @@ def capacity_picture(scene) -> CapacityPicture:
         legend.scale(room / legend.width)
     legend.move_to([LEGEND_LEFT, -0.6, 0], aligned_edge=LEFT)
     heading = get_text("capacity", BODY_SIZE, MUTED).next_to(legend, UP, buff=0.3).align_to(legend, LEFT)
-    # The chart and the legend in the middle together; the chart alone there until the legend comes.
+    # The chart and the legend right of the middle together (twice BALANCE, as far as the frame allows: the chart's
+    # tick labels weigh on the left); the chart alone there until the legend comes.
     plot = VGroup(chart, slo_line, slo_label, *curves.values())
     together = VGroup(plot, heading, legend)
-    shift = min(BALANCE - together.get_center()[0], SAFE_RIGHT - 0.1 - together.get_right()[0])
+    shift = min(2 * BALANCE - together.get_center()[0], SAFE_RIGHT - 0.1 - together.get_right()[0])
     VGroup(together, *knees.values()).shift(RIGHT * shift)
     # (alone, its axes three times as far right: its tick labels and the axis's title hang left of them, its heaviest
     # line, static batching's, runs along its top from the left)
