@@ -162,6 +162,9 @@ def add_load_command(commands) -> None:
     load.add_argument("--requests", type=whole_number(1, 1_000_000), default=1000,
                       help="requests in the workload (default: %(default)s)")
     load.add_argument("--seed", type=whole_number(0, 2**32 - 1), default=0, help="the workload's seed")
+    load.add_argument("--seeds", type=whole_number(1, 10), default=1,
+                      help="with --sweep: each capacity found again for this many seeds from --seed, and its spread "
+                           "reported (default: %(default)s)")
     load.add_argument("--trace", type=Path, help="a trace instead: CSV or JSON lines of arrival_seconds, "
                                                  "prompt_tokens, answer_tokens")
     load.add_argument("--scheduler", help="static, continuous, chunked or disaggregated, or several with commas "

@@ -272,7 +272,9 @@ def run_load(args: argparse.Namespace) -> int:
                                args.trace, parse_slo(args.slo) if args.slo else None, efficiency,
                                kv_tokens=args.kv_tokens, block_tokens=args.block_size or load.BLOCK_TOKENS,
                                watch=load.watch_for(args.requests, answer, schedulers, args.trace, say_aside))
-    print(load.load_answer(request, args.sweep, args.compare, args.json, args.build / "load"))
+    if args.seeds > 1 and not args.sweep:
+        raise FilmError(f"--seeds {args.seeds}: the spread over seeds is of a sweep's capacities; give --sweep too")
+    print(load.load_answer(request, args.sweep, args.compare, args.json, args.build / "load", args.seeds))
     return 0
 
 

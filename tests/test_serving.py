@@ -423,6 +423,26 @@ def test_sarathi_serves_strict_objective_is_reproduced():
     assert found[1] / found[0] >= 2  # (the paper's direction: several times, at a strict objective between tokens)
 
 
+def test_a_capacity_over_several_seeds_says_its_spread():
+    """--seeds N: each capacity found again for N seeds (each as a sweep at that seed alone finds it) and the spread
+    said; without --sweep, refused by name."""
+    import json
+
+    sweep = ("--sweep", "4:24:6", "--scheduler", "continuous", "--requests", "300")
+    figures = json.loads(film_load(*sweep, "--seeds", "3", "--json").stdout)
+    over = figures["capacity_over_seeds_requests_per_second"]["continuous"]
+    assert figures["seeds"] == [0, 1, 2] and len(over) == 3
+    assert over[0] == figures["capacity_requests_per_second"]["continuous"]
+    alone = json.loads(film_load(*sweep, "--seed", "2", "--json").stdout)
+    assert over[2] == alone["capacity_requests_per_second"]["continuous"]
+    text = film_load(*sweep, "--seeds", "3").stdout
+    low, high = min(over), max(over)
+    assert f"{low:.3g}–{high:.3g} over 3 seeds" in text, text
+    refused = film_load("--requests", "50", "--seeds", "3")
+    assert refused.returncode == 1 and refused.stderr.strip().endswith(
+        "--seeds 3: the spread over seeds is of a sweep's capacities; give --sweep too"), refused.stderr
+
+
 def test_a_sweeps_rates_are_a_round_step_apart():
     """film load's sweep (and the page's rate stops): from a round step (1, 2, 2.5 or 5 times a power of ten, the
     smallest that needs at most 20 stops) up to the top or the first stop past it."""

@@ -94,15 +94,42 @@ def capacity_said(slo) -> str:
             f"rate found beyond it)")
 
 
-def capacity_table(result: Sweep) -> str:
+def capacities_over_seeds(request: LoadRequest, result: Sweep, seeds: int) -> dict[str, list[float | None]]:
+    """Each scheduler's capacity for `seeds` seeds from the request's (its first the sweep's own), each at the sweep's
+    rates: how sure a capacity is (one seed: no spread)."""
+    found = {name: [capacity] for name, capacity in result.capacities.items()}
+    for seed in range(request.seed + 1, request.seed + seeds):
+        again = sweep(replace(request, seed=seed), result.rates)
+        for name, capacity in again.capacities.items():
+            found[name].append(capacity)
+    return found if seeds > 1 else {}
+
+
+def spread_words(values: list[float | None]) -> str:
+    """'17.3–17.6 over 3 seeds' (a seed below the sweep said so)."""
+    known = [value for value in values if value is not None]
+    below = len(values) - len(known)
+    words = f"{min(known):.3g}–{max(known):.3g}" if known else "below the sweep"
+    return words + f" over {len(values)} seeds" + (f" ({below} below the sweep)" if below and known else "")
+
+
+def spread_json(request: LoadRequest, spread: dict[str, list[float | None]]) -> dict:
+    if not spread:
+        return {}
+    count = len(next(iter(spread.values())))
+    return {"seeds": list(range(request.seed, request.seed + count)), "capacity_over_seeds_requests_per_second": spread}
+
+
+def capacity_table(result: Sweep, spread: dict[str, list[float | None]] | None = None) -> str:
     middle = len(result.rates) // 2
-    rows = [("scheduler", "GPUs", "capacity", "per GPU", "not at", "served at most",
+    rows = [("scheduler", "GPUs", "capacity", *(["spread"] if spread else []), "per GPU", "not at", "served at most",
              f"p90 TTFT / p90 TPOT at {result.rates[middle]:g}/s")]
     for name, reports in result.reports.items():
         found, above = result.capacities[name], result.above.get(name)
         gpus = result.gpus.get(name, 1)
         at = reports[middle]
         rows.append((name, str(gpus), "below the sweep" if found is None else f"{found:.3g} requests/s",
+                     *([spread_words(spread[name])] if spread else []),
                      "" if found is None else f"{found / gpus:.3g}", "" if above is None else f"{above:.3g}",
                      f"{result.served[name]:.3g} requests/s" if name in result.served else "",
                      f"{seconds(at.ttft_seconds.p90)} / {seconds(at.tpot_seconds.p90)}"))
@@ -111,10 +138,10 @@ def capacity_table(result: Sweep) -> str:
 
 
 def load_answer(request: LoadRequest, sweep_text: str | None = None, compare_with: Path | None = None,
-                as_json: bool = False, folder: Path = Path("build/load")) -> str:
+                as_json: bool = False, folder: Path = Path("build/load"), seeds: int = 1) -> str:
     """`film load`'s whole answer, as text: a measured load dataset compared with its prediction, a sweep of rates
-    (each scheduler's capacity, and its chart written into `folder`), or one rate (half the deployment's
-    saturation when none is given)."""
+    (each scheduler's capacity, over `seeds` seeds where more than one, and its chart written into `folder`), or one
+    rate (half the deployment's saturation when none is given)."""
     import json
 
     if compare_with is not None:
@@ -130,12 +157,13 @@ def load_answer(request: LoadRequest, sweep_text: str | None = None, compare_wit
         return "\n\n".join(compare_table(rows, name) for name, rows in tables.items())
     if sweep_text is not None:
         result = sweep(request, sweep_rates(sweep_text), progress=progress_bar())
+        spread = capacities_over_seeds(request, result, seeds)
         png, svg = write_sweep_chart(folder, request, result)
         if as_json:
-            return json.dumps(sweep_json(result), indent=2, allow_nan=False)
+            return json.dumps({**sweep_json(result), **spread_json(request, spread)}, indent=2, allow_nan=False)
         return "\n".join((describe(request).replace(" at {rate}", " at each rate"),
                           capacity_said(result.slo),
-                          capacity_table(result), f"chart: {png}, {svg}"))
+                          capacity_table(result, spread), f"chart: {png}, {svg}"))
     if request.rate is None and request.trace is None:
         request = replace(request, rate=film_rate(request))
     reports = run(request)
