@@ -80,13 +80,19 @@ class Costs:
         late = memory_steps * start + rise * (crossing + steps - 1) * memory_steps / 2  # of crossing … steps-1
         return crossing * compute + hidden * early + late + hidden * memory_steps * compute + steps * fixed
 
-    def decode_step_ends(self, batch: int, context: float, steps: int) -> np.ndarray:
-        """When each of `steps` decode steps ends, in seconds from the first one's start (decode_run's terms, one step
-        at a time: max(a, m_j) + (1 - overlap)·min(a, m_j) + fixed): the times the batch's tokens come out."""
-        compute, weights, per_token, fixed = self.decode_terms(batch)
+    def decode_step_seconds(self, terms, context, index, batch) -> np.ndarray:
+        """Decode steps' seconds one at a time (decode_run's terms: max(a, m_j) + (1 - overlap)·min(a, m_j) + fixed,
+        m_j = (W + (context + j·batch)·k) / M), for arrays alike of decode_terms' four, cached contexts, step indices j
+        and batches (or one run's, broadcast)."""
+        compute, weights, per_token, fixed = terms
+        memory = weights + (context + index * batch) * per_token
         hidden = 1 - self.deployment.gpu.overlap
-        memory = weights + (context + np.arange(steps) * batch) * per_token
-        return np.cumsum(np.maximum(compute, memory) + hidden * np.minimum(compute, memory) + fixed)
+        return np.maximum(compute, memory) + hidden * np.minimum(compute, memory) + fixed
+
+    def decode_step_ends(self, batch: int, context: float, steps: int) -> np.ndarray:
+        """When each of `steps` decode steps ends, in seconds from the first one's start: the times the batch's tokens
+        come out."""
+        return np.cumsum(self.decode_step_seconds(self.decode_terms(batch), context, np.arange(steps), batch))
 
     def steps_until(self, batch: int, context: float, seconds: float, most: int) -> int:
         """The fewest decode steps (at least 1, at most `most`) that take `seconds` or more: a run stops at the first

@@ -251,14 +251,10 @@ class Instance:
         inner = np.where(batch > 0, steps - 1, 0)   # the steps before it
         if inner.sum():
             terms = np.array([self.costs.decode_terms(int(size)) if size else (0.0, 0.0, 0.0, 0.0) for size in batch])
-            compute, weights, per_token, fixed = terms.T
             run = np.repeat(np.arange(len(steps)), inner)
             first = np.cumsum(inner) - inner
             step = np.arange(inner.sum()) - first[run]
-            memory = weights[run] + (context[run] + step * batch[run]) * per_token[run]
-            hidden = 1 - self.costs.deployment.gpu.overlap
-            seconds = np.maximum(compute[run], memory) + hidden * np.minimum(compute[run], memory) + fixed[run]
-            total = np.cumsum(seconds)
+            total = np.cumsum(self.costs.decode_step_seconds(terms[run].T, context[run], step, batch[run]))
             before = np.where(first > 0, total[np.maximum(first - 1, 0)], 0.0)
             ends[at[run] + step] = start[run] + total - before[run]
         return ends
