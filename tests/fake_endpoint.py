@@ -33,6 +33,7 @@ class FakeEndpoint:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.0"
+            streaming = False  # (counted in flight: from its headers to its last line)
 
             def log_message(self, *args):
                 pass
@@ -104,9 +105,17 @@ class FakeEndpoint:
                 with endpoint.counting:
                     endpoint.in_flight += 1
                     endpoint.most_at_once = max(endpoint.most_at_once, endpoint.in_flight)
+                self.streaming = True
                 try:
                     self.stream_answer(request, count, prompt_tokens, authorization)
                 finally:
+                    self.stream_ended()
+
+            def stream_ended(self) -> None:
+                """A stream no longer counts as in flight: before its last line goes (a client that has read it may
+                send its next request at once, before this thread runs again on a busy machine), or when it stops."""
+                if self.streaming:
+                    self.streaming = False
                     with endpoint.counting:
                         endpoint.in_flight -= 1
 
@@ -161,6 +170,8 @@ class FakeEndpoint:
                 self.send("data: [DONE]")
 
             def send(self, line: str):
+                if line == "data: [DONE]":
+                    self.stream_ended()
                 self.wfile.write((line + "\n\n").encode())
                 self.wfile.flush()
 
