@@ -19,7 +19,7 @@ class Capacity(BeatScene):
 
     def build(self) -> None:
         picture = capacity_picture(self)
-        picture.plot.shift(-picture.aside)  # (centred until the legend comes)
+        picture.plot.shift(-picture.aside)  # (alone in the middle until the legend comes)
         if self.continues:
             before = steps_picture(self, self.beat.previous_title).title
             self.add(before)

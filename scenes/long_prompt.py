@@ -18,7 +18,7 @@ class LongPrompt(BeatScene):
 
     def build(self) -> None:
         picture = steps_picture(self)
-        picture.decodes_before.shift(picture.alone)  # (centred until the long prompt comes)
+        picture.decodes_before.shift(picture.alone)  # (in the middle until the long prompt comes)
         self.hand_over(picture.title)
         if self.continues:
             before = queue_picture(self, self.beat.previous_title).title

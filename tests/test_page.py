@@ -1344,6 +1344,21 @@ def test_under_load_moves_with_its_controls_and_marks_the_rate_on_the_chart(brow
     assert legend == ["Static", "Continuous", "Chunked prefill", "Disaggregated"], legend
 
 
+def test_under_load_refuses_a_stream_the_cache_cannot_hold_in_a_readers_words():
+    """A request larger than the deployment's KV cache: the section says so with the simulator's own numbers (the
+    request, the tokens held), not the command's flags."""
+    from render.plan.types import LoadParameters
+    from render.publish.under_load import load_view
+    from render.serving.costs import BLOCK_TOKENS, kv_blocks
+
+    plan = resolve_plan(gpu="rtx-4090", model="llama-3.1-8b", dtype="bf16")
+    held = kv_blocks(plan.choice.deployment) * BLOCK_TOKENS
+    assert plan.parameters.prompt_tokens + 100_000 > held
+    view = load_view(plan, LoadParameters(answer_tokens=100_000))
+    assert view == {"refused": f"one request of {plan.parameters.prompt_tokens:,} prompt and 100,000 answer tokens "
+                               f"needs more KV cache than it holds beside its weights ({held:,} tokens)"}
+
+
 def test_under_load_adds_at_most_300_kb_and_the_rest_keeps_its_budget(pages):
     """Issue 47: the section (its markup, data and script) adds at most 300 KB; the page without it keeps issue 43's
     600 KB."""

@@ -13,7 +13,7 @@ from render import formatting as fmt
 from render.errors import FilmError
 from render.plan.load import chunk_budget, film_rates, load_request
 from render.plan.types import LoadParameters, Plan
-from render.serving.costs import BLOCK_TOKENS, kv_blocks
+from render.serving.costs import CacheTooSmall
 from render.serving.load import Grid, curve_at, film_rate, grid
 from render.serving.metrics import CAPACITY_SHARE, JUDGED_LEAST, SUSTAIN_SHARE, WARMUP_SHARE, Slo
 from render.serving.schedulers import LABELS
@@ -81,13 +81,10 @@ def load_view(plan: Plan, parameters: LoadParameters | None = None) -> dict:
     cache) gets the reason instead ({"refused": …})."""
     try:
         return view_of(plan, load_grid(plan, parameters))
+    except CacheTooSmall as error:  # (said in a reader's words: the command's own names its flags)
+        return {"refused": f"one request of {error.prompt:,} prompt and {error.answer:,} answer tokens needs more KV "
+                           f"cache than it holds beside its weights ({error.held:,} tokens)"}
     except FilmError as error:
-        stream = parameters or (plan.load.parameters if plan.load else LoadParameters())
-        prompt, answer = plan.parameters.prompt_tokens, stream.answer_tokens
-        held = kv_blocks(plan.choice.deployment) * BLOCK_TOKENS
-        if prompt + answer + 1 > held:  # (said in a reader's words: the command's own names its flags)
-            return {"refused": f"one request of {prompt:,} prompt and {answer:,} answer tokens needs more KV cache "
-                               f"than it holds beside its weights ({held:,} tokens)"}
         return {"refused": str(error)}
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from render.errors import FilmError
 from render.specs import roofline as rl
 from render.specs.types import Deployment
 
@@ -114,6 +115,15 @@ class Costs:
 
 
 BLOCK_TOKENS = 16  # a KV block's tokens (vLLM's default)
+
+
+class CacheTooSmall(FilmError):
+    """A request of `prompt` and `answer` tokens that a KV cache of `held` tokens cannot hold: the message names the
+    command's settings; a page says it in a reader's words from the same three numbers."""
+
+    def __init__(self, message: str, prompt: int = 0, answer: int = 0, held: int = 0):
+        super().__init__(message)
+        self.prompt, self.answer, self.held = prompt, answer, held
 
 
 def kv_blocks(deployment: Deployment, block_tokens: int = BLOCK_TOKENS, memory_share: float = 0.9) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from render.errors import FilmError
-from render.serving.costs import BLOCK_TOKENS, Costs, kv_blocks
+from render.serving.costs import BLOCK_TOKENS, CacheTooSmall, Costs, kv_blocks
 from render.serving.metrics import JUDGED_LEAST, Report, Slo, capacity, summarise
 from render.serving.schedulers import SCHEDULERS, Scheduler
 from render.serving.simulate import Served, simulate
@@ -148,10 +148,10 @@ def saturation_rate(request: LoadRequest) -> float:
     size = request.block_tokens
     blocks = request.capacity_blocks if request.capacity_blocks is not None else kv_blocks(costs.deployment, size)
     if prompt + answer + 1 > blocks * size:
-        raise FilmError(f"--prompt-tokens {request.prompt} with --answer-tokens {request.answer}: a request of "
-                        f"{prompt:,.0f} prompt and {answer:,.0f} answer tokens needs more KV cache than the deployment "
-                        f"holds ({blocks * size:,} tokens after the weights): give shorter lengths, more "
-                        f"GPUS= or a KV_DTYPE= that takes less")
+        raise CacheTooSmall(f"--prompt-tokens {request.prompt} with --answer-tokens {request.answer}: a request of "
+                            f"{prompt:,.0f} prompt and {answer:,.0f} answer tokens needs more KV cache than the "
+                            f"deployment holds ({blocks * size:,} tokens after the weights): give shorter lengths, "
+                            f"more GPUS= or a KV_DTYPE= that takes less", round(prompt), round(answer), blocks * size)
     batch = max(1, min(scheduler.max_seqs, blocks * size // int(prompt + answer)))
     step = costs.decode_run(batch, batch * (prompt + answer / 2), 1)
     demand = costs.step(chunks=((int(prompt), 0),)) + answer * step / batch

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from render.errors import FilmError
-from render.serving.costs import BLOCK_TOKENS, Costs, kv_blocks
+from render.serving.costs import BLOCK_TOKENS, CacheTooSmall, Costs, kv_blocks
 from render.serving.engine import Instance, Sequence
 from render.serving.schedulers import Continuous, Disaggregated, Scheduler
 from render.serving.watch import Watch
@@ -73,10 +73,12 @@ def simulate(requests: tuple[Request, ...], costs: Costs, scheduler: Scheduler, 
         raise FilmError("a load needs at least one request")
     capacity = kv_blocks(costs.deployment, block_tokens) if capacity_blocks is None else capacity_blocks
     largest = max(requests, key=lambda request: request.prompt_tokens + request.answer_tokens)
-    if (largest.prompt_tokens + largest.answer_tokens + 1) > capacity * block_tokens:
-        raise FilmError(f"a request of {largest.prompt_tokens:,} prompt and {largest.answer_tokens:,} answer tokens "
-                        f"needs more KV cache than the deployment holds ({capacity * block_tokens:,} tokens after the "
-                        f"weights): give shorter lengths, more GPUS= or a KV_DTYPE= that takes less")
+    held = capacity * block_tokens
+    if (largest.prompt_tokens + largest.answer_tokens + 1) > held:
+        raise CacheTooSmall(f"a request of {largest.prompt_tokens:,} prompt and {largest.answer_tokens:,} answer "
+                            f"tokens needs more KV cache than the deployment holds ({held:,} tokens after the "
+                            f"weights): give shorter lengths, more GPUS= or a KV_DTYPE= that takes less",
+                            largest.prompt_tokens, largest.answer_tokens, held)
     sequences = [Sequence(index, request.arrival, request.prompt_tokens, request.answer_tokens)
                  for index, request in enumerate(requests)]
     if isinstance(scheduler, Disaggregated):

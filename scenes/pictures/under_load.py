@@ -43,7 +43,7 @@ class QueuePicture:
     kv_blocks: VGroup       # the blocks, each filled in turn
     kv_label: object
     rows: VGroup            # the two rows, their labels and the waits: in the middle alone, left of the cache beside it
-    aside: object           # the shift that moves the rows aside for the cache (the two then centred together)
+    aside: object           # the shift that moves the rows aside for the cache (the two then in the middle together)
 
 
 CACHE_GAP = 1.2          # between the rows and the cache, once it is drawn
@@ -196,7 +196,7 @@ class CapacityPicture:
     knees: dict              # scheduler -> (a dot at its capacity, its label), for those with one
     legend: VGroup
     plot: VGroup             # the chart, its objective and curves: in the middle alone, left of the legend beside it
-    aside: object            # the shift that moves the plot aside for the legend (the two then centred together)
+    aside: object            # the shift that moves the plot aside for the legend (the two then in the middle together)
 
 
 def nice_ticks(low: float, high: float) -> list[tuple[float, str]]:
