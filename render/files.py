@@ -232,8 +232,20 @@ def copy_project(folder: Path, cache: Path | None = None) -> Path:
     if cache is not None:
         shutil.copytree(cache, folder / "build" / "cache", symlinks=True)
     if memo_dir().is_dir():
-        shutil.copytree(memo_dir(), memo_dir(folder / "build"), symlinks=True, dirs_exist_ok=True)
+        copy_memo(memo_dir(), memo_dir(folder / "build"))
     return folder
+
+
+def copy_memo(source: Path, target: Path) -> None:
+    """The memo's entries as they are now, where another process may be writing to it: its half-written temporaries
+    are not copied, and an entry replaced or removed while the copy runs is left out (each entry is checked before
+    use, and one missing is made again)."""
+    try:
+        shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True, copy_function=shutil.copy2,
+                        ignore=shutil.ignore_patterns(".*.tmp*"))
+    except shutil.Error as error:  # (files gone between the listing and the copy: the rest were copied)
+        if any(Path(entry[0]).exists() for entry in error.args[0]):
+            raise  # (a file still there that could not be copied: a real failure)
 
 
 def display_path(path: Path) -> str:

@@ -53,6 +53,21 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's own order is kept
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With TEST_CPU_LOG=FILE in the environment, each test's CPU seconds (its process's and the children it waited
+    for: setup, call and teardown) appended to FILE as `seconds<TAB>test id` (docs/tests.md: where the time goes)."""
+    log = os.environ.get("TEST_CPU_LOG")
+    before = os.times() if log else None
+    yield
+    if log:
+        after = os.times()
+        spent = sum(getattr(after, name) - getattr(before, name)
+                    for name in ("user", "system", "children_user", "children_system"))
+        with open(log, "a") as handle:
+            handle.write(f"{spent:.2f}\t{item.nodeid}\n")
+
+
 def worker_id(config) -> str:
     """pytest-xdist's name for this process ("gw0", "gw1"), or "master" when the suite runs in one."""
     return getattr(config, "workerinput", {}).get("workerid", "master")

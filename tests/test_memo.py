@@ -255,3 +255,35 @@ def test_a_computed_result_is_named_by_its_code_and_inputs_and_an_error_is_not_k
             load.load_numbers("choice", 1, 1, "load")
     assert len(list((tmp_path / "load-numbers").iterdir())) == 3
     load.load_numbers.cache_clear()
+
+
+def test_a_memo_copied_while_another_process_writes_it_leaves_out_what_went(tmp_path, monkeypatch):
+    """copy_project copies the project's memo while the suite's other process may be writing to it: a half-written
+    temporary is not copied, and an entry removed between the listing and its copy is left out, not an error (each
+    entry is checked before use); a file that is there and cannot be copied is still an error."""
+    import shutil
+
+    from render.files import copy_memo
+
+    source = tmp_path / "memo"
+    (source / "walks").mkdir(parents=True)
+    (source / "walks" / "kept.bin").write_bytes(b"kept")
+    (source / "walks" / ".entry.abc123.tmp.json").write_bytes(b"half")
+    (source / "walks" / "going.bin").write_bytes(b"going")
+    copy = shutil.copy2
+
+    def racing(src, dst, **options):
+        if Path(src).name == "going.bin":
+            Path(src).unlink()  # (another process replaced it as the copy reached it)
+        return copy(src, dst, **options)
+
+    monkeypatch.setattr(shutil, "copy2", racing)
+    copy_memo(source, tmp_path / "copy")
+    assert sorted(path.name for path in (tmp_path / "copy" / "walks").iterdir()) == ["kept.bin"]
+
+    (source / "walks" / "locked.bin").write_bytes(b"x")
+    (source / "walks" / "locked.bin").chmod(0)
+    if os.access(source / "walks" / "locked.bin", os.R_OK):
+        pytest.skip("running as a user who reads every file (root): no file here cannot be copied")
+    with pytest.raises(shutil.Error):
+        copy_memo(source, tmp_path / "again")
