@@ -238,3 +238,26 @@ def test_a_step_that_gathers_its_embedding_rows_reads_the_rest_of_the_weights_on
     # the fit of the measured timings is against the bytes the convention reads: 156 of 223 tokens a second
     assert gathered.measured.fit.memory_efficiency.value == pytest.approx(0.70, abs=0.01)
     assert default.measured.fit.memory_efficiency.value == pytest.approx(0.744, abs=0.005)
+
+
+@pytest.mark.parametrize("gpu, model, dtype, gpus, rows", [
+    ("h100-sxm", "llama-3.1-8b", "bf16", 1, False), ("a100-sxm-80gb", "llama-3.1-70b", "int8", 4, True),
+    ("h200-sxm", "mixtral-8x7b", "fp8", 2, False), ("l40s", "llama-3.1-8b", "fp8", 1, True)])
+def test_a_simulations_steps_cost_what_time_on_gives_to_the_bit(catalog, gpu, model, dtype, gpus, rows):
+    """The serving simulator's steps (rl.Stepper, its constants worked out once) are time_on(forward_step(…)) to the
+    last bit, for dense and mixture-of-experts models, tensor parallelism, gathered embedding rows and an achieved
+    GPU; a second ask of the same tokens (its kept weights and all-reduces) the same again."""
+    import random
+
+    deployment = Deployment(rl.achieved(catalog.gpu(gpu), 0.6, 0.8, 0.7), catalog.model(model), catalog.dtype(dtype),
+                            gpus, embedding_rows=rows)
+    stepper = rl.Stepper(deployment)
+    draw = random.Random(7)
+    for _ in range(300):
+        chunks = tuple((draw.randint(1, 4096), draw.choice((0, draw.randint(1, 30_000))))
+                       for _ in range(draw.choice((0, 1, 1, 3))))
+        decodes = draw.randint(0 if chunks else 1, 300)
+        context = draw.randint(0, 2_000_000) if decodes else 0
+        expected = rl.time_on(deployment, rl.forward_step(deployment, decodes, context, chunks)).seconds
+        assert stepper.seconds(decodes, context, chunks) == expected
+        assert stepper.seconds(decodes, context, chunks) == expected  # (kept)

@@ -575,3 +575,17 @@ def test_a_damaged_load_dataset_is_one_message_with_its_line(tmp_path):
     path.write_text("id: x\n")
     with pytest.raises(FilmError, match="not a load dataset"):
         read_load(path)
+
+
+def test_a_runs_gaps_are_each_requests_own_differences_in_order():
+    """A run's inter-token gaps (made as one difference of every token's time, the gaps across two requests left out)
+    are each request's np.diff in turn, for requests of no, one and many tokens, first, last and between."""
+    from render.serving.simulate import token_gaps
+
+    draw = np.random.default_rng(3)
+    for lengths in ([0, 3, 1, 0, 5, 0], [1], [0], [4, 4], [0, 0, 2], [2, 0, 0], list(draw.integers(0, 6, 200))):
+        times = [np.sort(draw.random(length)) * 100 for length in lengths]
+        gaps, counts = token_gaps(times)
+        assert counts.tolist() == [max(length - 1, 0) for length in lengths]
+        expected = np.concatenate([np.diff(each) for each in times])
+        assert gaps.shape == expected.shape and np.array_equal(gaps, expected), lengths

@@ -35,8 +35,11 @@ class Costs:
 
     def step(self, decodes: int = 0, decode_context: float = 0, chunks: tuple[tuple[int, int], ...] = ()) -> float:
         """One step's seconds: `decodes` sequences over `decode_context` cached tokens in all, and prefill chunks."""
-        return rl.time_on(self.deployment, rl.forward_step(self.deployment, decodes, decode_context, chunks)).seconds \
-            + self.step_overhead
+        return self.stepper.seconds(decodes, decode_context, chunks) + self.step_overhead
+
+    @functools.cached_property
+    def stepper(self) -> rl.Stepper:
+        return rl.Stepper(self.deployment)  # (rl.time_on(…, rl.forward_step(…)), its constants worked out once)
 
     @functools.cached_property
     def kv_bytes_per_token_per_gpu(self) -> float:

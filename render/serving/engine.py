@@ -169,11 +169,12 @@ class Instance:
         summed from the bases' whole blocks and the count of each remainder."""
         size = self.block_tokens
         whole, offset = divmod(step, size)
-        total = self.whole_blocks + whole * len(self.running)
-        for remainder, count in enumerate(self.remainders):
-            if count:
-                total += count * -(-(remainder + offset) // size)
-        return total
+        decoding = len(self.running)
+        total = self.whole_blocks + whole * decoding
+        # ceil((remainder + offset) / size): 0 only for remainder and offset 0; 2 where their sum passes a block
+        if offset == 0:
+            return total + decoding - self.remainders[0]
+        return total + decoding + sum(self.remainders[size + 1 - offset:])
 
     # -- steps ----------------------------------------------------------------------------------------------
 

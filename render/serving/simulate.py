@@ -7,7 +7,7 @@ figures a load test reports (render/serving/metrics.py) are read from what this 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -93,12 +93,23 @@ def simulate(requests: tuple[Request, ...], costs: Costs, scheduler: Scheduler, 
         def times() -> list[np.ndarray]:
             return [instance.token_times(seq) for seq in sequences]
     kept = sum(seq.generated for seq in sequences) <= TOKENS_KEPT
-    gaps = [np.diff(each) for each in times()] if kept else [np.zeros(0)] * len(sequences)
+    gaps, counts = token_gaps(times()) if kept else (np.zeros(0), np.zeros(len(sequences), int))
     return Served(np.array([seq.arrival for seq in sequences]), np.array([seq.first_token for seq in sequences]),
                   np.array([seq.finish for seq in sequences]), np.array([seq.prompt for seq in sequences]),
                   np.array([seq.answer for seq in sequences]), np.array([seq.preemptions for seq in sequences]),
                   np.array([seq.generated for seq in sequences]), costs.request_overhead, scheduler.name, capacity,
-                  np.concatenate(gaps), np.array([len(each) for each in gaps]), kept)
+                  gaps, counts, kept)
+
+
+def token_gaps(times: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Every gap between two tokens of one request, request after request, and how many each request has: each
+    request's np.diff, made as one difference of all the times with those across two requests left out."""
+    lengths = np.array([len(each) for each in times], dtype=int)
+    joined = np.concatenate(times) if times else np.zeros(0)
+    starts = np.cumsum(lengths) - lengths  # each request's first token
+    across = np.zeros(max(len(joined) - 1, 0), dtype=bool)
+    across[starts[(starts > 0) & (starts < len(joined))] - 1] = True  # (a request's last token to the next's first)
+    return np.diff(joined)[~across], np.maximum(lengths - 1, 0)
 
 
 class PrefillOnly(Continuous):
@@ -142,7 +153,7 @@ def serve_disaggregated(sequences: list[Sequence], costs: Costs, scheduler: Disa
     policy = PrefillOnly(scheduler.max_seqs, scheduler.max_batched_tokens)
     handed = []
     for number in range(prefill_instances):
-        mine = [replace(seq, answer=1) for seq in sequences[number::prefill_instances]]
+        mine = [Sequence(seq.index, seq.arrival, seq.prompt, 1) for seq in sequences[number::prefill_instances]]
         instance = Instance(costs, capacity, block_tokens, scheduler.max_seqs, scheduler.max_batched_tokens, mine)
         while policy.step(instance):
             if watch is not None:

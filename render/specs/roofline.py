@@ -71,8 +71,7 @@ class Timing:
 
     @property
     def seconds(self) -> float:
-        longer, shorter = max(self.compute_seconds, self.memory_seconds), min(self.compute_seconds, self.memory_seconds)
-        return longer + (1 - self.overlap) * shorter + self.communication_seconds
+        return step_seconds(self.compute_seconds, self.memory_seconds, self.communication_seconds, self.overlap)
 
     @property
     def bound(self) -> str:
@@ -81,6 +80,12 @@ class Timing:
     @property
     def communication_fraction(self) -> float:
         return self.communication_seconds / self.seconds
+
+
+def step_seconds(compute: float, memory: float, communication: float, overlap: float) -> float:
+    """The longer of arithmetic and memory traffic, the shorter's part not hidden under it, and the all-reduces."""
+    longer, shorter = (compute, memory) if compute >= memory else (memory, compute)
+    return longer + (1 - overlap) * shorter + communication
 
 
 def arithmetic_format(gpu: Gpu, dtype: DataType) -> str:
@@ -202,16 +207,54 @@ def forward_step(deployment: Deployment, decodes: int = 0, decode_context: float
     `decode_context` cached tokens between them, and prefill `chunks`, each (new tokens, tokens of its prompt already
     cached). A chunk's attention is the part of its prompt's causal square it adds; it reads the cache before it and
     writes its own. A prefill is one whole chunk, a decode step decodes alone: both are this formula."""
-    model, dtype, gpus = deployment.model, deployment.dtype, deployment.gpus
-    tokens = decodes + sum(new for new, _ in chunks)
-    operations = 2 * active_parameters(model) * tokens
-    cached = decode_context
-    for new, before in chunks:
-        operations += prefill_attention_operations(model, before + new) - prefill_attention_operations(model, before)
-        cached += before + new
-    per_gpu = (weight_bytes_read(model, dtype, tokens, deployment.embedding_rows) / gpus
-               + cached * kv_bytes_per_token_per_gpu(model, dtype, gpus))
-    return Step(operations, per_gpu, tokens, gpus)
+    return Stepper(deployment).step(decodes, decode_context, chunks)
+
+
+class Stepper:
+    """forward_step and time_on for one deployment, its constants worked out once: a serving simulation asks for
+    hundreds of thousands of steps of the same deployment (render/serving/costs.py), each the same arithmetic in the
+    same order as forward_step and time_on give (they are this)."""
+
+    def __init__(self, deployment: Deployment):
+        model, dtype, gpu = deployment.model, deployment.dtype, deployment.gpu
+        self.deployment = deployment
+        self.gpus = deployment.gpus
+        self.model = model
+        self.linear = prefill_linear_operations(model, 1)    # operations a token's weights need (2 P_active)
+        self.kv_per_gpu = kv_bytes_per_token_per_gpu(model, dtype, deployment.gpus)
+        self.peak, self.bandwidth, self.overlap = peak_flops(gpu, dtype), gpu.bandwidth, gpu.overlap
+        self._weights: dict[float, float] = {}               # tokens -> W_read(tokens) / T
+        self._communication: dict[float, float] = {}         # tokens -> the step's all-reduces' seconds
+
+    def weights_per_gpu(self, tokens: float) -> float:
+        found = self._weights.get(tokens)
+        if found is None:
+            d = self.deployment
+            found = self._weights[tokens] = weight_bytes_read(d.model, d.dtype, tokens, d.embedding_rows) / self.gpus
+        return found
+
+    def work(self, decodes: int, decode_context: float, chunks: tuple[tuple[float, float], ...]) -> tuple:
+        """The step's (operations, bytes per GPU, tokens)."""
+        tokens = decodes + sum(new for new, _ in chunks)
+        operations = self.linear * tokens
+        cached = decode_context
+        for new, before in chunks:
+            operations += prefill_attention_operations(self.model, before + new) \
+                - prefill_attention_operations(self.model, before)
+            cached += before + new
+        return operations, self.weights_per_gpu(tokens) + cached * self.kv_per_gpu, tokens
+
+    def step(self, decodes: int = 0, decode_context: float = 0, chunks: tuple[tuple[float, float], ...] = ()) -> Step:
+        return Step(*self.work(decodes, decode_context, chunks), self.gpus)
+
+    def seconds(self, decodes: int = 0, decode_context: float = 0,
+                chunks: tuple[tuple[float, float], ...] = ()) -> float:
+        """time_on(deployment, forward_step(deployment, …)).seconds."""
+        operations, per_gpu, tokens = self.work(decodes, decode_context, chunks)
+        communication = self._communication.get(tokens)
+        if communication is None:
+            communication = self._communication[tokens] = communication_seconds(self.deployment, tokens)
+        return step_seconds(operations / self.gpus / self.peak, per_gpu / self.bandwidth, communication, self.overlap)
 
 
 def prefill(deployment: Deployment, tokens: float) -> Step:
