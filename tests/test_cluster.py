@@ -30,7 +30,7 @@ from render.plan.resolve import resolve_plan
 from render.plan.storyboard import load_storyboard
 from render.plan.types import Plan
 from render.specs.catalog import load_catalog
-from render.video.beats import PARTS, quality
+from render.video.beats import PARTS, beat_frames, part_bounds, quality
 from render.video.cache import BeatCache, base_key, beat_slice
 from render.video.runner import Part
 from render.voice.narration import make_narration
@@ -158,8 +158,10 @@ def test_a_matrix_renders_each_shared_beat_once_and_its_film_is_make_films(clust
     videos = [path for beat in ("two-waits", "wasted-money")
               for path in (cluster.build / "cache" / "beats").glob(f"{beat}-*.mp4")]
     assert result.rendered == len(videos) == 3
-    # Each beat in its parts, each part a task that ran once.
-    assert len({task.key for task in result.tasks}) == len(result.tasks) == PARTS * result.rendered
+    # Each beat in its parts (one at the tests' 3 fps: MIN_PART_FRAMES), each part a task that ran once.
+    assert len({task.key for task in result.tasks}) == len(result.tasks) == sum(
+        len(part_bounds(beat_frames(plan, beat, quality("tiny")))) for plan, beat in
+        ((default.plan, "two-waits"), (default.plan, "wasted-money"), (other.plan, "wasted-money")))
     # (the opening was not in the cache: found there by the second film, it was rendered in this run before it asked)
     assert result.shared + result.from_cache == 18 - 3 and result.requested == 18
     assert result.reuse_ratio == pytest.approx(18 / 3)
@@ -176,8 +178,8 @@ def test_a_matrix_renders_each_shared_beat_once_and_its_film_is_make_films(clust
 
 
 def test_a_worker_killed_mid_run_loses_only_its_beats(cluster):
-    """Four beats to render (the opening and the cache's, shared; the wasted money, one a film) in eight parts, for
-    three workers, one of them killed while it renders one."""
+    """Four beats to render (the opening and the cache's, shared; the wasted money, one a film), a task each at the
+    tests' 3 fps, for three workers, one of them killed while it renders one."""
     seeded_cache(cluster.build / "cache", rendering=("two-waits", "cache-rides-along", "wasted-money"))
     cluster.start_worker("doomed")
     outcome: dict = {}

@@ -446,8 +446,8 @@ def test_ctrl_c_stops_within_two_seconds_and_the_rerun_reuses_every_finished_bea
     import re
     import signal
 
-    # Two beats to render again (a title changed: the beat's own and the next's, which names it), in two parts each,
-    # the first parts first: the run is interrupted with a beat finished and the other still drawing.
+    # Two beats to render again (a title changed: the beat's own and the next's, which names it), one process each:
+    # the run is interrupted with a beat finished and the other still drawing.
     storyboard = retitled_storyboard(voiced_build, ("Measured",))
     run = start_film(voiced_build, "--quality", "tiny", "--jobs", "2", "--storyboard", str(storyboard))
     lines, finished = [], []
