@@ -151,8 +151,8 @@ def add_load_command(commands) -> None:
     load = commands.add_parser("load", help="simulate the deployment serving a stream of requests: latency "
                                             "percentiles, throughput, goodput, and each scheduler's capacity")
     add_choice_arguments(load)
-    load.add_argument("--efficiency", help="EFFICIENCY=: a measured dataset's id, or compute=…,memory=…[,overhead=…] "
-                                           "(default: the ceilings)")
+    load.add_argument("--efficiency", help="EFFICIENCY=: a measured dataset's id, or compute=…,memory=…[,overhead=…]"
+                                           "[,overlap=…][,decode_overlap=…][,step_overhead=…] (default: the ceilings)")
     load.add_argument("--rate", type=float, help="Poisson arrivals, requests a second (default: half the "
                                                  "deployment's saturation)")
     load.add_argument("--prompt-tokens", default=None,
@@ -254,7 +254,8 @@ def add_plan_arguments(parser: argparse.ArgumentParser, voice: bool = True, buil
     parser.add_argument("--compare-gpu", help="the wasted-money beat's other GPU (default: the storyboard's)")
     parser.add_argument("--measured", help="measured dataset in data/measured/ (default: the storyboard's)")
     parser.add_argument("--efficiency", help="speak expected numbers beside the ceilings: a measured dataset's id (its "
-                                             "fit) or compute=0.6,memory=0.8[,overhead=0.2]")
+                                             "fit) or compute=0.6,memory=0.8[,overhead=0.2][,overlap=0]"
+                                             "[,decode_overlap=0][,step_overhead=0.002]")
     parser.add_argument("--storyboard", default=STORYBOARD_PATH, help="storyboard file (default: %(default)s)")
     parser.add_argument("--cut", help="another cut the storyboard defines: extended (the film goes on to a server "
                                       "under load); default: the film as the transcript times it")

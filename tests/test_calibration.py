@@ -421,18 +421,22 @@ def test_the_sources_own_figures_are_described_by_the_fit(seed):
     assert not any("does not describe" in note for note in fit.notes)
 
 
-def serial_timings(deployment: Deployment, overhead: float, compute: float, memory: float, lengths, streams=(1, 4),
-                   slower: dict | None = None) -> tuple[MeasuredPrompt, ...]:
-    """What an endpoint whose steps do arithmetic and memory traffic one after the other measures: the roofline on
-    the deployment as it runs (rl.achieved, overlap 0), four significant figures; `slower` multiplies a level's step."""
-    reached = deployment.on(rl.achieved(deployment.gpu, compute, memory, overlap=0.0))
+def phase_timings(deployment: Deployment, overhead: float, compute: float, memory: float, lengths, streams=(1, 4),
+                  slower: dict | None = None, decode_overlap: float = 0.0, step_overhead: float = 0.0) \
+        -> tuple[MeasuredPrompt, ...]:
+    """What an endpoint measures whose prefill hides its weight reads under its arithmetic while its decode steps do
+    the two one after the other (`decode_overlap` 0) or not (1), every step spending `step_overhead` besides: the
+    roofline on the deployment as it runs (rl.achieved), four significant figures; `slower` multiplies a level's
+    step."""
+    reached = deployment.on(rl.achieved(deployment.gpu, compute, memory, 1.0, decode_overlap))
 
     def step(tokens: int, count: int) -> float:
-        return rl.time_on(reached, rl.decode_step(reached, count, tokens)).seconds * (slower or {}).get(count, 1)
+        seconds = rl.time_on(reached, rl.decode_step(reached, count, tokens)).seconds + step_overhead
+        return seconds * (slower or {}).get(count, 1)
 
     prompts = []
     for tokens in lengths:
-        ttft = overhead + rl.time_on(reached, rl.prefill(reached, tokens)).seconds
+        ttft = overhead + step_overhead + rl.time_on(reached, rl.prefill(reached, tokens)).seconds
         levels = tuple(ConcurrencyLevel(streams=count, aggregate_tokens_per_second=0.0,
                                         decode_tokens_per_second=float(f"{1 / step(tokens, count):.4g}"))
                        for count in streams)
@@ -442,42 +446,65 @@ def serial_timings(deployment: Deployment, overhead: float, compute: float, memo
     return tuple(prompts)
 
 
-def test_steps_whose_arithmetic_and_memory_traffic_do_not_overlap_are_fitted_one_after_the_other(seed):
+def test_each_phase_is_fitted_by_its_own_terms_where_the_roofline_steps_do_not_describe_the_figures(seed):
     """A CPU's llama.cpp (the bench's real server): four streams' decode step takes nearly twice one stream's, which
-    the roofline's overlapped steps (memory-bound, the same at 1 and 4 streams) cannot say; the serial model can."""
+    the roofline's overlapped steps (memory-bound, the same at 1 and 4 streams) cannot say. Made by the per-phase
+    model (prefill overlapped, decode one after the other, with and without a step overhead), the fit gives back its
+    shares, overheads and overlap, and carries them to what the expected numbers and the simulator run on."""
+    from render.plan.types import Efficiency
+    from render.serving.costs import Costs
     from render.tools.calibrate import report
     from render.tools.llama_server import WIDE, tiny_deployment
 
     dataset, _ = seed
     cpu = tiny_deployment(WIDE)
-    lengths = (48, 112, 224, 448)
-    made = dataclasses.replace(dataset, prompts=serial_timings(cpu, 0.004, 0.42, 0.9, lengths),
-                               compared_gpu_is_assumption=False)
-    fit = calibrate(made, cpu)
-    assert fit.overlap == 0 and fit.prefill_fit is None and fit.decode_fit is None
-    assert fit.overhead_seconds.value == pytest.approx(0.004, rel=0.02)
-    assert fit.compute_efficiency.value == pytest.approx(0.42, rel=1e-3)
-    assert fit.memory_efficiency.value == pytest.approx(0.9, rel=1e-3)
-    assert len(fit.points) == 12 and all(abs(point.relative_residual) < 1e-3 for point in fit.points)
-    one, four = (next(point.measured for point in fit.points if point.kind == "decode" and point.streams == count
-                      and point.prompt_tokens == 112) for count in (1, 4))
-    assert four > 1.5 * one  # what the overlapped model (memory-bound at both, nearly equal steps) cannot describe
-    assert fit.predicted_step(112, 4).value == pytest.approx(four, rel=1e-3)
-    assert fit.predicted_ttft(112).value == pytest.approx(made.prompts[1].ttft_seconds, rel=1e-3)
-    text = report(fit)
-    assert "arithmetic and memory traffic do not overlap here: a decode step takes" in text, text
-    assert "(overlap 0)" in text and "this model does not describe the data" not in text
-    # Carried into what the expected numbers and the simulator run on: the same roofline, overlap 0.
-    reached = cpu.on(rl.achieved(cpu.gpu, fit.compute_efficiency.value, fit.memory_efficiency.value, fit.overlap))
-    assert rl.time_on(reached, rl.decode_step(reached, 4, 112)).seconds == pytest.approx(four, rel=1e-3)
+    # (A step's overhead and its weight reads are one constant in a decode step: they are told apart by how much of
+    # the step grows with the cached tokens, so by contexts long enough for the cache to weigh, as a real sweep's are.)
+    lengths = (48, 112, 1024, 1800)
+    for step_overhead in (0.0, 0.003):
+        made = dataclasses.replace(dataset, compared_gpu_is_assumption=False, prompts=phase_timings(
+            cpu, 0.004, 0.42, 0.9, lengths, step_overhead=step_overhead))
+        fit = calibrate(made, cpu)
+        assert (fit.overlap, fit.decode_overlap, fit.prefill_fit, fit.decode_fit) == (1, 0, None, None)
+        assert fit.phase_model.step_overhead == (step_overhead > 0)
+        if step_overhead:
+            assert fit.step_overhead_seconds.value == pytest.approx(step_overhead, rel=0.02)
+        assert fit.overhead_seconds.value == pytest.approx(0.004, rel=0.02)
+        assert fit.compute_efficiency.value == pytest.approx(0.42, rel=1e-3)
+        assert fit.memory_efficiency.value == pytest.approx(0.9, rel=1e-2)
+        assert len(fit.points) == 12 and all(abs(point.relative_residual) < 1e-3 for point in fit.points)
+        one, four = (next(point.measured for point in fit.points if point.kind == "decode" and point.streams == count
+                          and point.prompt_tokens == 112) for count in (1, 4))
+        assert four > 1.4 * one  # what the overlapped model (memory-bound at both, nearly equal steps) cannot say
+        assert fit.predicted_step(112, 4).value == pytest.approx(four, rel=1e-3)
+        assert fit.predicted_ttft(112).value == pytest.approx(made.prompts[1].ttft_seconds, rel=1e-3)
+        text = report(fit)
+        assert "decode's arithmetic and memory traffic do not overlap here: a decode step takes" in text, text
+        assert "(decode overlap 0)" in text and "this model does not describe the data" not in text
+        assert ("every step spends 3 ms besides its work" in text) == bool(step_overhead), text
+        # Carried into what the simulator runs on: a decode step one after the other, a prefill overlapped, each
+        # with its step's overhead.
+        efficiency = Efficiency.fitted(fit, "made")
+        costs = Costs.of(cpu, efficiency.compute, efficiency.memory, efficiency.overhead_seconds,
+                         efficiency.step_overhead_seconds, efficiency.overlap, efficiency.decode_overlap)
+        assert costs.step(4, 4 * 112) == pytest.approx(four, rel=1e-3)
+        assert costs.step(chunks=((112, 0),)) + efficiency.overhead_seconds == pytest.approx(
+            made.prompts[1].ttft_seconds, rel=1e-3)
 
-    # Steps the roofline overlaps (the same lengths and streams, made by the overlapped model) keep overlap 1.
+    # Decode steps the roofline overlaps but each with a fixed time besides: the step overhead alone is fitted.
+    fixed = dataclasses.replace(dataset, prompts=phase_timings(cpu, 0.004, 0.42, 0.9, lengths, decode_overlap=1.0,
+                                                               step_overhead=0.003))
+    fit = calibrate(fixed, cpu)
+    assert (fit.decode_overlap, fit.phase_model.step_overhead) == (1, True)
+    assert fit.step_overhead_seconds.value == pytest.approx(0.003, rel=0.02)
+    # Steps the roofline overlaps (made by the overlapped model) keep the roofline's fit: no per-phase model.
     overlapped = dataclasses.replace(dataset, prompts=timings_from(cpu, 0.004, 0.42, 0.9, lengths))
-    assert calibrate(overlapped, cpu).overlap == 1
-    # Data neither model describes (four streams' step three times the serial model's) is refused, and named.
-    neither = dataclasses.replace(made, prompts=serial_timings(cpu, 0.004, 0.42, 0.9, lengths, slower={4: 3}))
+    fit = calibrate(overlapped, cpu)
+    assert (fit.overlap, fit.decode_overlap, fit.phase_fit, fit.step_overhead_seconds) == (1, None, None, None)
+    # Data no model describes (four streams' step three times the per-phase model's) is refused, and named.
+    neither = dataclasses.replace(dataset, prompts=phase_timings(cpu, 0.004, 0.42, 0.9, lengths, slower={4: 3}))
     refused = calibrate(neither, cpu)
-    assert refused.memory_efficiency is None and refused.overlap == 1
+    assert refused.memory_efficiency is None and refused.phase_fit is None
     assert any("the decode step at 48 cached tokens, 4 streams takes" in note for note in refused.notes), refused.notes
 
 
@@ -500,3 +527,37 @@ def test_an_overlap_given_by_hand_is_ranged_and_carried_into_the_expected_number
         with pytest.raises(FilmError) as refused:
             resolve_plan(efficiency=given)
         assert str(refused.value).startswith(f"EFFICIENCY={given}: {message}")
+    for given, message in (("compute=0.5,memory=0.8,decode_overlap=-1", "decode_overlap=-1 must be from 0"),
+                           ("compute=0.5,memory=0.8,step_overhead=2", "step_overhead=2 must be from 0 to 1 seconds"),
+                           ("compute=0.5,memory=0.8,step_overhead=x", "step_overhead='x' is not a number")):
+        with pytest.raises(FilmError) as refused:
+            resolve_plan(efficiency=given)
+        assert str(refused.value).startswith(f"EFFICIENCY={given}: {message}"), str(refused.value)
+
+
+def test_each_phase_given_by_hand_runs_its_own_steps_in_the_expected_numbers_and_the_simulator():
+    """EFFICIENCY=…,decode_overlap=0,step_overhead=…: prefill keeps its weight reads under its arithmetic, a decode
+    step does the two one after the other, and the simulator adds the step's overhead to every step."""
+    from render.serving.load import LoadRequest
+    from render.serving.schedulers import Chunked
+    from render.plan.resolve import resolve_plan
+
+    plan = resolve_plan(efficiency="compute=0.5,memory=0.8,decode_overlap=0,step_overhead=0.002")
+    efficiency = plan.choice.efficiency
+    assert (efficiency.overlap, efficiency.decode_overlap, efficiency.step_overhead_seconds) == (1, 0, 0.002)
+    assert plan.choice.name.endswith("-expected-c0.5-m0.8-dv0-s0.002")
+    assert efficiency.shares == ("50% of peak arithmetic and 80% of bandwidth, overlapped in prefill and one after "
+                                 "the other in decode, 2 ms a step besides")
+    assert any(note.setting.endswith(",decode_overlap=0,step_overhead=0.002") for note in plan.notes)
+    deployment = plan.choice.deployment
+    prefill = rl.time_on(deployment, rl.prefill(deployment, plan.parameters.prompt_tokens))
+    decode = rl.time_on(deployment, rl.decode_step(deployment, 1, 0))  # (the decode beat's: nothing cached)
+    assert plan.expected.prefill.seconds == pytest.approx(max(prefill.compute_seconds / 0.5,
+                                                              prefill.memory_seconds / 0.8))
+    assert plan.expected.decode.step_seconds == pytest.approx(decode.compute_seconds / 0.5
+                                                              + decode.memory_seconds / 0.8)
+    costs = LoadRequest(deployment, (Chunked(),), efficiency=efficiency).costs
+    assert costs.step(1, 0) == pytest.approx(plan.expected.decode.step_seconds + 0.002)
+    assert costs.step(chunks=((plan.parameters.prompt_tokens, 0),)) == pytest.approx(
+        plan.expected.prefill.seconds + 0.002)
+    assert costs.decode_run(1, 0, 3) == pytest.approx(sum(costs.step(1, context) for context in (0, 1, 2)))

@@ -229,7 +229,7 @@ def measured_fit(fit: Calibration, shortest_prompt: int) -> MeasuredFit:
         kv_slope_efficiency=fitted(slope.efficiency) if slope else None,
         points=tuple(FitPoint(point.kind, point.prompt_tokens, point.streams, point.measured, point.fitted,
                               point.precision, point.approximate) for point in fit.points),
-        notes=fit.notes, ttft_curve=ttft_curve(fit),
+        notes=fit.notes, ttft_curve=ttft_curve(fit), step_overhead_seconds=fitted(fit.step_overhead_seconds),
     )
 
 

@@ -91,7 +91,7 @@ def expected_numbers(choice: Choice, params, lever) -> tuple[SpecSheet | None, N
     if not choice.efficiency:
         return None, None
     efficiency = choice.efficiency
-    shares = (efficiency.compute, efficiency.memory, efficiency.overlap)
+    shares = (efficiency.compute, efficiency.memory, efficiency.overlap, efficiency.decode_overlap)
     reached = choice.deployment.on(rl.achieved(choice.gpu, *shares))
     return (compute.spec_sheet(reached),
             compute.film_numbers(reached, rl.achieved(choice.compare_gpu, *shares), params, lever))
@@ -271,19 +271,24 @@ def resolve_choice(catalog: Catalog, storyboard: Storyboard, request: FilmReques
 
 # What EFFICIENCY= may give by hand: each share of a ceiling, and the fixed wait, with its unit and range.
 EFFICIENCY_KEYS = {"compute": "of peak arithmetic", "memory": "of bandwidth", "overhead": "seconds per request",
-                   "overlap": "of the shorter of arithmetic and memory traffic hidden under the longer"}
+                   "overlap": "of the shorter of arithmetic and memory traffic hidden under the longer",
+                   "decode_overlap": "the same in a step that only decodes",
+                   "step_overhead": "seconds every engine step spends besides"}
 MAX_OVERHEAD_SECONDS = 60.0
+MAX_STEP_OVERHEAD_SECONDS = 1.0  # an engine step that waits a second besides its work is no engine worth a film
 MIN_SHARE = 0.01  # the least share of a ceiling EFFICIENCY= may give: every number the film derives stays in range
 
 
 def efficiency_of(catalog: Catalog, text: str, embedding_rows: bool = False) -> Efficiency:
     """EFFICIENCY=: a measured dataset's id (its fit's shares, overhead and overlap) or
-    compute=0.6,memory=0.8[,overhead=0.2][,overlap=0] (shares as fractions or percentages)."""
+    compute=0.6,memory=0.8[,overhead=0.2][,overlap=0][,decode_overlap=0][,step_overhead=0.002] (shares as fractions
+    or percentages; overlap= sets decode's too unless decode_overlap= is given)."""
     text = text.strip()
     if "=" not in text:
         return fitted_efficiency(catalog, text, embedding_rows)
     usage = ("give EFFICIENCY=compute=0.6,memory=0.8 (shares of the ceilings; overhead=0.2 adds seconds per request; "
-             "overlap=0 runs a step's arithmetic and memory traffic one after the other)")
+             "overlap=0 runs a step's arithmetic and memory traffic one after the other, decode_overlap=0 only in "
+             "steps that only decode; step_overhead=0.002 adds seconds to every engine step)")
     given: dict[str, float] = {}
     for part in text.split(","):
         key, _, value = (piece.strip() for piece in part.partition("="))
@@ -292,13 +297,16 @@ def efficiency_of(catalog: Catalog, text: str, embedding_rows: bool = False) -> 
         if key in given:
             raise FilmError(f"EFFICIENCY={text}: {key} is given twice; {usage}")
         try:
-            number = float(value[:-1]) / 100 if value.endswith("%") and key != "overhead" else float(value)
+            number = float(value[:-1]) / 100 if value.endswith("%") and "overhead" not in key else float(value)
         except ValueError:
             raise FilmError(f"EFFICIENCY={text}: {key}={echo(value)} is not a number; {usage}") from None
         if key == "overhead" and not 0 <= number <= MAX_OVERHEAD_SECONDS:
             raise FilmError(f"EFFICIENCY={text}: overhead={value} must be from 0 to {MAX_OVERHEAD_SECONDS:g} seconds")
-        if key == "overlap" and not (math.isfinite(number) and 0 <= number <= 1):
-            raise FilmError(f"EFFICIENCY={text}: overlap={value} must be from 0 (arithmetic and memory traffic one "
+        if key == "step_overhead" and not 0 <= number <= MAX_STEP_OVERHEAD_SECONDS:
+            raise FilmError(f"EFFICIENCY={text}: step_overhead={value} must be from 0 to "
+                            f"{MAX_STEP_OVERHEAD_SECONDS:g} seconds")
+        if key.endswith("overlap") and not (math.isfinite(number) and 0 <= number <= 1):
+            raise FilmError(f"EFFICIENCY={text}: {key}={value} must be from 0 (arithmetic and memory traffic one "
                             f"after the other) to 1 (the shorter wholly hidden under the longer, the roofline's ideal)")
         if key in ("compute", "memory") and not (math.isfinite(number) and MIN_SHARE <= number <= 1):
             raise FilmError(f"EFFICIENCY={text}: {key}={value} must be a share of the ceiling from {MIN_SHARE:g} to 1 "
@@ -308,7 +316,8 @@ def efficiency_of(catalog: Catalog, text: str, embedding_rows: bool = False) -> 
     missing = [key for key in ("compute", "memory") if key not in given]
     if missing:
         raise FilmError(f"EFFICIENCY={text}: {' and '.join(missing)} missing; {usage}")
-    return Efficiency(given["compute"], given["memory"], given.get("overhead", 0.0), overlap=given.get("overlap", 1.0))
+    return Efficiency(given["compute"], given["memory"], given.get("overhead", 0.0), overlap=given.get("overlap", 1.0),
+                      decode_overlap=given.get("decode_overlap"), step_overhead_seconds=given.get("step_overhead", 0.0))
 
 
 def fitted_efficiency(catalog: Catalog, dataset_id: str, embedding_rows: bool) -> Efficiency:
@@ -338,8 +347,7 @@ def fitted_efficiency(catalog: Catalog, dataset_id: str, embedding_rows: bool) -
                             f"{deployment.gpu.name}: faster than the datasheet, so the GPU it is compared with "
                             f"({dataset.path}: compared_gpu) is not what served it; fix that, or give "
                             f"EFFICIENCY=compute=…,memory=…")
-    overhead = fit.overhead_seconds.value if fit.overhead_seconds else 0.0
-    return Efficiency(fit.compute_efficiency.value, fit.memory_efficiency.value, overhead, dataset_id, fit.overlap)
+    return Efficiency.fitted(fit, dataset_id)
 
 
 def efficiency_note(choice: Choice, catalog: Catalog) -> Note:
@@ -353,7 +361,11 @@ def efficiency_note(choice: Choice, catalog: Catalog) -> Note:
                     f"the ceilings are the datasheet's.",
                     f"EFFICIENCY=compute={efficiency.compute:g},memory={efficiency.memory:g}"
                     + (f",overhead={efficiency.overhead_seconds:g}" if efficiency.overhead_seconds else "")
-                    + (f",overlap={efficiency.overlap:g}" if efficiency.overlap != 1 else ""))
+                    + (f",overlap={efficiency.overlap:g}" if efficiency.overlap != 1 else "")
+                    + (f",decode_overlap={efficiency.decode_overlap:g}"
+                       if efficiency.decode_overlap is not None else "")
+                    + (f",step_overhead={efficiency.step_overhead_seconds:g}" if efficiency.step_overhead_seconds
+                       else ""))
     dataset = catalog.measured(efficiency.fitted_from)
     measured_on = catalog.gpu(dataset.compared_gpu)
     carried = ("" if measured_on.id == choice.gpu.id and choice.gpus == 1 else

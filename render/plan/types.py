@@ -56,17 +56,42 @@ class Efficiency:
     overhead_seconds: float   # waited per request outside prefill: network, queueing, the template
     fitted_from: str = ""     # the measured dataset's id; empty: given by hand
     overlap: float = 1.0      # of the shorter of a step's arithmetic and memory traffic hidden under the longer
+    decode_overlap: float | None = None  # the same in a step that only decodes (None: as `overlap`)
+    step_overhead_seconds: float = 0.0   # spent by every engine step outside the roofline (scheduling, sampling)
+
+    @classmethod
+    def fitted(cls, fit, fitted_from: str) -> "Efficiency":
+        """A calibration's (render/specs/calibration.py's Calibration) shares, overheads and overlaps, named by the
+        dataset they were fitted from: both shares must be there."""
+        def value(estimate) -> float:
+            return estimate.value if estimate is not None else 0.0
+
+        return cls(fit.compute_efficiency.value, fit.memory_efficiency.value, value(fit.overhead_seconds), fitted_from,
+                   fit.overlap, fit.decode_overlap, value(fit.step_overhead_seconds))
+
+    @property
+    def decode_step_overlap(self) -> float:
+        return self.overlap if self.decode_overlap is None else self.decode_overlap
 
     @property
     def shares(self) -> str:
-        """'73% of peak arithmetic and 74% of bandwidth' (', one after the other' where they do not overlap)."""
+        """'73% of peak arithmetic and 74% of bandwidth' (', one after the other' where they do not overlap; which
+        phase, where the two differ), and a step's overhead where there is one."""
         said = (f"{formatting.percent(self.compute, short=True)} of peak arithmetic and "
                 f"{formatting.percent(self.memory, short=True)} of bandwidth")
-        if self.overlap == 1:
-            return said
-        if self.overlap == 0:
-            return f"{said}, one after the other"
-        return f"{said}, {formatting.percent(self.overlap, short=True)} overlapped"
+
+        def overlapped(share: float) -> str:
+            return "one after the other" if share == 0 else f"{formatting.percent(share, short=True)} overlapped"
+
+        if self.decode_step_overlap == self.overlap:
+            said += "" if self.overlap == 1 else f", {overlapped(self.overlap)}"
+        else:
+            said += (f", {'overlapped' if self.overlap == 1 else overlapped(self.overlap)} in prefill and "
+                     f"{'overlapped' if self.decode_step_overlap == 1 else overlapped(self.decode_step_overlap)} "
+                     f"in decode")
+        if self.step_overhead_seconds:
+            said += f", {formatting.duration(self.step_overhead_seconds, short=True)} a step besides"
+        return said
 
     @property
     def source(self) -> str:
@@ -85,7 +110,9 @@ class Efficiency:
             return f"expected-{self.fitted_from}"
         overhead = f"-o{self.overhead_seconds:g}" if self.overhead_seconds else ""
         overlap = f"-v{self.overlap:g}" if self.overlap != 1 else ""
-        return f"expected-c{self.compute:g}-m{self.memory:g}{overhead}{overlap}"
+        decode = f"-dv{self.decode_overlap:g}" if self.decode_overlap not in (None, self.overlap) else ""
+        step = f"-s{self.step_overhead_seconds:g}" if self.step_overhead_seconds else ""
+        return f"expected-c{self.compute:g}-m{self.memory:g}{overhead}{overlap}{decode}{step}"
 
 
 DEFAULT_CUT = "default"  # the film as the transcript times it
@@ -425,6 +452,7 @@ class MeasuredFit:
     notes: tuple[str, ...]
     ttft_curve: tuple[TtftCurvePoint,
                       ...] = ()  # over the measured prompt lengths and beyond; empty: prefill not fitted
+    step_overhead_seconds: Fitted | None = None  # every engine step's fixed time besides its work (per-phase fit)
 
 
 @dataclass(frozen=True)

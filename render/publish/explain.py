@@ -206,6 +206,10 @@ def fit_view(fit, gpu_name: str, ceiling_tokens_per_second: float, public: bool 
                         (f"{fit.overhead_share:.1%} of the shortest prompt's wait: "
                          if fit.overhead_share is not None and not public else "waited outside prefill on every "
                          "request: ") + "network, queueing, preparing the prompt"))
+    if fit.step_overhead_seconds:
+        figures.append(("Overhead per step", fmt.precise_seconds(fit.step_overhead_seconds.value,
+                                                                 fit.step_overhead_seconds.uncertainty),
+                        "spent by every step of the engine besides its work: scheduling, sampling, streaming"))
     if fit.compute_efficiency:
         figures.append(("Prefill arithmetic", share(fit.compute_efficiency),
                         f"of the {gpu_name}'s peak: {fmt.teraflops(fit.achieved_flops, short=True)}"))

@@ -28,9 +28,9 @@ class Costs:
 
     @classmethod
     def of(cls, deployment: Deployment, compute: float = 1.0, memory: float = 1.0, request_overhead: float = 0.0,
-           step_overhead: float = 0.0, overlap: float = 1.0) -> "Costs":
-        gpu = deployment.gpu if (compute, memory, overlap) == (1.0, 1.0, 1.0) \
-            else rl.achieved(deployment.gpu, compute, memory, overlap)
+           step_overhead: float = 0.0, overlap: float = 1.0, decode_overlap: float | None = None) -> "Costs":
+        gpu = deployment.gpu if (compute, memory, overlap, decode_overlap) == (1.0, 1.0, 1.0, None) \
+            else rl.achieved(deployment.gpu, compute, memory, overlap, decode_overlap)
         return cls(replace(deployment, gpu=gpu), step_overhead, request_overhead)
 
     def step(self, decodes: int = 0, decode_context: float = 0, chunks: tuple[tuple[int, int], ...] = ()) -> float:
@@ -71,7 +71,7 @@ class Costs:
         if steps <= 0:
             return 0.0
         compute, weights, per_token, fixed = self.decode_terms(batch)
-        hidden = 1 - self.deployment.gpu.overlap  # the share of the shorter part not hidden under the longer
+        hidden = 1 - self.deployment.gpu.step_overlap(False)  # the shorter part's share not hidden under the longer
         start = weights + context * per_token  # the first step's memory seconds (bytes / bandwidth, as time_on)
         rise = batch * per_token
         # Steps before `crossing` are bound by arithmetic, the rest by memory traffic.
@@ -90,7 +90,7 @@ class Costs:
         and batches (or one run's, broadcast)."""
         compute, weights, per_token, fixed = terms
         memory = weights + (context + index * batch) * per_token
-        hidden = 1 - self.deployment.gpu.overlap
+        hidden = 1 - self.deployment.gpu.step_overlap(False)
         return np.maximum(compute, memory) + hidden * np.minimum(compute, memory) + fixed
 
     def decode_step_ends(self, batch: int, context: float, steps: int) -> np.ndarray:

@@ -28,6 +28,8 @@ class Shares(Protocol):
     memory: float
     overhead_seconds: float
     overlap: float
+    decode_overlap: float | None
+    step_overhead_seconds: float
 
 
 DEFAULT_SLO = Slo(0.5, 0.05)
@@ -46,7 +48,6 @@ class LoadRequest:
     trace: Path | None = None
     slo: Slo | None = None
     efficiency: Shares | None = None
-    step_overhead: float = 0.0
     kv_tokens: int | None = None          # the KV cache's capacity as the real server holds it (None: from memory)
     block_tokens: int = BLOCK_TOKENS      # a KV block's tokens (vLLM's --block-size)
     watch: Watch | None = field(default=None, compare=False)  # told of every step simulated (progress, a bound)
@@ -58,9 +59,10 @@ class LoadRequest:
     @property
     def costs(self) -> Costs:
         if self.efficiency is None:
-            return Costs.of(self.deployment, step_overhead=self.step_overhead)
+            return Costs.of(self.deployment)
         e = self.efficiency
-        return Costs.of(self.deployment, e.compute, e.memory, e.overhead_seconds, self.step_overhead, e.overlap)
+        return Costs.of(self.deployment, e.compute, e.memory, e.overhead_seconds, e.step_overhead_seconds, e.overlap,
+                        e.decode_overlap)
 
     def workload(self, rate: float | None = None) -> tuple[Request, ...]:
         if self.trace is not None:

@@ -22,15 +22,23 @@ number); where there are exactly as many, it comes from the figures' precision a
 says so.
 
 Those are the roofline's overlapped steps: prefill bound by its arithmetic, decode by its memory traffic, the other
-hidden underneath. Where a step's two parts follow one another instead (a CPU's small batches: the bench's llama.cpp
-takes nearly twice as long for four streams' step as for one's, which a memory-bound step cannot), the overlapped
-model misses the concurrency levels, and the serial one is fitted over both phases at once, three unknowns:
+hidden underneath. Where that model does not describe the figures (a CPU's small batches: the bench's llama.cpp
+takes nearly twice as long for four streams' decode step as for one's, which a memory-bound step cannot), each phase
+is fitted by its own terms, over both phases at once (phase_fit): prefill keeps its weight reads under its
+arithmetic, while decode's arithmetic and memory traffic may follow one another (decode overlap 0), and every engine
+step may spend a fixed time besides (the step overhead s; the request overhead r is TTFT's alone):
 
-    TTFT(N)           = overhead + arithmetic(N) / compute efficiency + memory(N) / memory efficiency
-    decode step(C, s) =            arithmetic(C, s) / compute efficiency + memory(C, s) / memory efficiency
+    TTFT(N)           = r + s + max(arithmetic(N) / compute efficiency, memory(N) / memory efficiency)
+    decode step(C, k) =     s + arithmetic(C, k) / compute efficiency + memory(C, k) / memory efficiency   (overlap 0)
+                        or  s + max(arithmetic(C, k) / compute efficiency, memory(C, k) / memory efficiency)
 
-It is taken only where the overlapped model is refused and it describes every figure; the fit then says overlap 0,
-which EFFICIENCY= carries to the roofline (rl.achieved) for the expected numbers and the serving simulator.
+Where there are concurrency levels and prompts of several lengths to tell them apart, of the models that describe
+every figure (the roofline's own among them, where it describes its phases), the one with the least Akaike criterion
+(chi-square + 2 x unknowns) is taken: an unknown more must buy its keep. Where the roofline's own is taken, or there
+are no levels, each phase is fitted on its own, as above. EFFICIENCY= carries the fit's decode overlap and step
+overhead to the roofline (rl.achieved) for the expected numbers, and to the serving simulator, which runs each step
+by its phase. A step's overhead and its weight reads are one constant in a decode step: the fit tells them apart by
+how much of the step grows with the cached tokens, so only where the sweep's contexts are long enough to say.
 
 The check of the decode fit is its slope: decode time against cached context is a line whose slope
 is the KV bytes per token over the achieved bandwidth. Fitted freely (two or more contexts), the
@@ -102,33 +110,45 @@ class Calibration:
     notes: tuple[str, ...]
     prefill_fit: LinearFit | None = None  # (overhead, 1 / compute efficiency) and their covariance
     decode_fit: LinearFit | None = None   # (1 / memory efficiency,) and its variance
-    overlap: float = 1.0                  # 1: the roofline's overlapped model; 0: the serial one (serial_fit)
-    serial_fit: LinearFit | None = None   # (overhead, 1 / compute efficiency, 1 / memory efficiency), both phases
+    overlap: float = 1.0                  # of prefill's shorter part hidden (the roofline's 1)
+    phase_fit: LinearFit | None = None    # both phases at once, by their own terms (phase_fit): its columns'
+    phase_model: PhaseModel | None = None  # (r, [s,] 1 / compute efficiency, 1 / memory efficiency)
+    decode_overlap: float | None = None   # of decode's shorter part hidden (None: as prefill's)
+    step_overhead_seconds: Estimate | None = None  # every engine step's fixed time besides its work
 
     @property
     def prefill_exactly_determined(self) -> bool:
-        fit = self.serial_fit or self.prefill_fit
+        fit = self.phase_fit or self.prefill_fit
         return fit is not None and fit.exactly_determined
 
     @property
     def decode_exactly_determined(self) -> bool:
-        fit = self.serial_fit or self.decode_fit
+        fit = self.phase_fit or self.decode_fit
         return fit is not None and fit.exactly_determined
+
+    @property
+    def shares(self) -> tuple[float, float]:
+        return (self.compute_efficiency.value if self.compute_efficiency else 1.0,
+                self.memory_efficiency.value if self.memory_efficiency else 1.0)
 
     def predicted_ttft(self, prompt_tokens: float) -> Estimate | None:
         """What a prompt of this length should wait for its first token, by the fit."""
-        if self.serial_fit is not None:
-            step = rl.prefill(self.deployment, prompt_tokens)
-            return predicted(self.serial_fit, serial_row(self.deployment, step, 1))
+        if self.phase_fit is not None:
+            row, fixed = phase_row(self.deployment, rl.prefill(self.deployment, prompt_tokens), self.phase_model,
+                                   self.shares)
+            found = predicted(self.phase_fit, row)
+            return Estimate(found.value + fixed, found.uncertainty)
         if self.prefill_fit is None or self.compute_efficiency is None:
             return None
         return predicted(self.prefill_fit, np.array([1.0, prefill_compute_seconds(self.deployment, prompt_tokens)]))
 
     def predicted_step(self, context: float, streams: int = 1) -> Estimate | None:
         """One decode step's seconds with `streams` sequences of `context` cached tokens, by the fit."""
-        if self.serial_fit is not None:
-            return predicted(self.serial_fit,
-                             serial_row(self.deployment, rl.decode_step(self.deployment, streams, context), 0))
+        if self.phase_fit is not None:
+            row, fixed = phase_row(self.deployment, rl.decode_step(self.deployment, streams, context),
+                                   self.phase_model, self.shares)
+            found = predicted(self.phase_fit, row)
+            return Estimate(found.value + fixed, found.uncertainty)
         if self.decode_fit is None or self.memory_efficiency is None:
             return None
         return predicted(self.decode_fit, np.array([decode_memory_seconds(self.deployment, context, streams)]))
@@ -155,11 +175,34 @@ class Calibration:
         return self.overhead_seconds.value / ttft.value
 
 
-def serial_row(deployment: Deployment, step: rl.Step, overhead: float) -> np.ndarray:
-    """A step's row of the serial model's design: (overhead's 1 or 0, arithmetic seconds, memory seconds), each at
-    the datasheet's ceilings (so their fitted coefficients are one over the shares)."""
+@dataclass(frozen=True)
+class PhaseModel:
+    """Which of the per-phase models (phase_fit): decode's overlap (1 or 0), and whether a step overhead is fitted."""
+
+    decode_overlap: float
+    step_overhead: bool
+
+    @property
+    def unknowns(self) -> int:
+        return 4 if self.step_overhead else 3
+
+
+ROOFLINE_MODEL = PhaseModel(1.0, False)  # the roofline's overlapped steps (fitted phase by phase: fit_prefill, …)
+PHASE_MODELS = (ROOFLINE_MODEL, PhaseModel(0.0, False), PhaseModel(1.0, True), PhaseModel(0.0, True))
+
+
+def phase_row(deployment: Deployment, step: rl.Step, model: PhaseModel, shares: tuple[float, float]) \
+        -> tuple[np.ndarray, float]:
+    """A step's row of the per-phase design, (the request overhead's 1 where it prefills, [the step overhead's 1,]
+    arithmetic seconds, memory seconds), each at the datasheet's ceilings (so their fitted coefficients are one over
+    the shares), and its fixed seconds (the all-reduces). Where the step's phase overlaps, only the part that binds at
+    `shares` (compute, memory) is in it."""
     timing = rl.time_on(deployment, step)
-    return np.array([overhead, timing.compute_seconds, timing.memory_seconds])
+    arithmetic, memory = timing.compute_seconds, timing.memory_seconds
+    if step.prefilling or model.decode_overlap == 1:
+        arithmetic, memory = (arithmetic, 0.0) if arithmetic / shares[0] >= memory / shares[1] else (0.0, memory)
+    row = [1.0 if step.prefilling else 0.0] + ([1.0] if model.step_overhead else []) + [arithmetic, memory]
+    return np.array(row), timing.communication_seconds
 
 
 # A fit whose residuals its figures' precision cannot explain (chi-square beyond its 99.9% point) and that misses a
@@ -294,17 +337,19 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
     overhead, compute, memory, slope = prefill.first, prefill.second, decode.first, decode.second
     points, notes = prefill.points + decode.points, prefill.notes + decode.notes
     refusals = [refusal for refusal in (prefill.refusal, decode.refusal) if refusal]
-    prefill_fit, decode_fit, overlap, serial = prefill.fit, decode.fit, 1.0, None
-    if refusals and len({prompt.prompt_tokens for prompt in timed}) >= 2 and \
-            any(streams > 1 for _, streams, _, _ in every_step):
-        serial = serial_fit(deployment, timed, every_step)
-    if serial is not None:
-        # The roofline's overlapped model is refused and the serial one describes every figure: the steps' arithmetic
-        # and memory traffic follow one another (a CPU's small batches), and both phases are fitted together.
-        overlap, prefill_fit, decode_fit, points = 0.0, None, None, serial[1]
-        overhead, compute, memory = serial_estimates(serial[0])
+    prefill_fit, decode_fit, phased, step_overhead = prefill.fit, decode.fit, None, None
+    if len({prompt.prompt_tokens for prompt in timed}) >= 2 and any(streams > 1 for _, streams, _, _ in every_step):
+        # Concurrency levels and prompts of several lengths: enough to tell the models apart. The roofline's own
+        # competes where it describes its phases (then fitted phase by phase, as without the levels).
+        phased = phase_fit(deployment, timed, every_step, PHASE_MODELS[1:] if refusals else PHASE_MODELS)
+        phased = None if phased is not None and phased.model == ROOFLINE_MODEL else phased
+    if phased is not None:
+        # A per-phase model describes every figure, where the roofline's overlapped one does not or describes them
+        # worse by Akaike's criterion (a CPU's small batches): both phases are fitted together, each by its own terms.
+        prefill_fit, decode_fit, points = None, None, phased.points
+        overhead, step_overhead, compute, memory = phased.estimates
         slope = kv_slope(deployment, [step[:3] for step in every_step if step[1] == 1], memory)
-        notes.append(serial_note(points, every_step))
+        notes.append(phase_note(phased, every_step))
     else:
         notes += refusals
     compute = telling(compute, "prefill's arithmetic", "TTFT hardly grows with the prompt here, so prefill's "
@@ -314,34 +359,37 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
                      "prompt lengths, a few runs each)", gpu_named, notes)
     notes += checks_of(deployment, gpu_named, compute, memory, slope if memory is not None else None)
     if dataset.compared_gpu_is_assumption:
-        notes.append(f"the provider does not say its hardware: the fractions are of an assumed {gpu_named}")
+        assumed = f"{gpu_named}, assumed" if gpu_named.startswith("this ") else f"an assumed {gpu_named}"
+        notes.append(f"the provider does not say its hardware: the fractions are of {assumed}")
     exact = [name for name, fit in (("the overhead and prefill", prefill_fit), ("decode", decode_fit),
-                                    ("the serial fit", serial[0] if serial else None))
+                                    ("the per-phase fit", phased.fit if phased else None))
              if fit is not None and fit.exactly_determined]
     if exact:
         notes.append(f"{' and '.join(exact)}: as many figures as unknowns, so nothing is left over to check the fit "
                      "by; the uncertainties come from the figures' written precision alone")
     return Calibration(dataset.id, deployment, overhead, compute, memory, slope if memory is not None else None,
-                       tuple(points), tuple(notes), prefill_fit, decode_fit, overlap, serial[0] if serial else None)
+                       tuple(points), tuple(notes), prefill_fit, decode_fit, 1.0, phased.fit if phased else None,
+                       phased.model if phased else None, phased.model.decode_overlap if phased else None,
+                       step_overhead)
 
 
-def serial_estimates(fit: LinearFit) -> tuple[Estimate, Estimate | None, Estimate | None]:
-    """The serial fit's overhead, share of peak arithmetic and share of bandwidth."""
-    coefficients, covariance = fit.coefficients, fit.covariance
-    return (Estimate(float(coefficients[0]), math.sqrt(max(float(covariance[0, 0]), 0.0))),
-            inverse(float(coefficients[1]), float(covariance[1, 1])),
-            inverse(float(coefficients[2]), float(covariance[2, 2])))
-
-
-def serial_note(points: list[Point], every_step: list) -> str:
+def phase_note(phased: PhasedFit, every_step: list) -> str:
     most = max(streams for _, streams, _, _ in every_step)
-    one = [point for point in points if point.kind == "decode" and point.streams == 1]
-    many = [point for point in points if point.kind == "decode" and point.streams == most]
-    return (f"arithmetic and memory traffic do not overlap here: a decode step takes "
-            f"{np.mean([p.measured for p in one]) * 1e3:.3g} ms at one stream and "
-            f"{np.mean([p.measured for p in many]) * 1e3:.3g} ms at {most}, growing with the streams' "
-            f"arithmetic where the roofline's overlapped steps would not, so both phases are fitted with the "
-            f"two one after the other (overlap 0), as a CPU's small batches run")
+    one = [point for point in phased.points if point.kind == "decode" and point.streams == 1]
+    many = [point for point in phased.points if point.kind == "decode" and point.streams == most]
+    took = (f"a decode step takes {np.mean([p.measured for p in one]) * 1e3:.3g} ms at one stream and "
+            f"{np.mean([p.measured for p in many]) * 1e3:.3g} ms at {most}")
+    step = phased.estimates[1]
+    besides = (f", and every step spends {step.value * 1e3:.3g} ms besides its work (± {step.uncertainty * 1e3:.2g})"
+               if step is not None else "")
+    if phased.model.decode_overlap == 0:
+        said = (f"decode's arithmetic and memory traffic do not overlap here: {took}, growing with the streams' "
+                f"arithmetic where the roofline's overlapped steps would not, so each phase is fitted by its own "
+                f"terms: prefill's weight reads under its arithmetic, decode's two one after the other (decode "
+                f"overlap 0), as a CPU's small batches run{besides}")
+    else:
+        said = (f"the roofline's steps describe the figures only with a fixed time in every step: {took}{besides}")
+    return said
 
 
 def checks_of(deployment: Deployment, gpu_named: str, compute: Estimate | None, memory: Estimate | None,
@@ -364,36 +412,68 @@ def checks_of(deployment: Deployment, gpu_named: str, compute: Estimate | None, 
     return notes
 
 
-def serial_fit(deployment: Deployment, timed: list, steps: list) -> tuple[LinearFit, list[Point]] | None:
-    """The serial model, where a step's arithmetic and memory traffic do not overlap (Gpu.overlap 0): one fit of
-    (overhead, 1 / compute efficiency, 1 / memory efficiency) over both phases,
+@dataclass(frozen=True)
+class PhasedFit:
+    """The per-phase model taken (phase_fit): which one, its fit and the figures on it."""
 
-        TTFT(N)             = overhead + arithmetic(N) / compute efficiency + memory(N) / memory efficiency
-        decode step(C, s)   =            arithmetic(C, s) / compute efficiency + memory(C, s) / memory efficiency
+    model: PhaseModel
+    fit: LinearFit
+    points: list[Point]
+    shares: tuple[float, float]
+    criterion: float  # Akaike's: chi-square + 2 x unknowns
 
-    each term the roofline's own at the ceilings. None unless it describes every figure (more of them than its
-    three unknowns, no misfit) with both shares above zero."""
-    rows, measured, sigma, keys = [], [], [], []
-    for prompt in timed:
-        rows.append(serial_row(deployment, rl.prefill(deployment, prompt.prompt_tokens), 1))
-        measured.append(prompt.ttft_seconds)
-        sigma.append(written_precision(prompt.ttft_seconds, prompt.ttft_approximate, prompt.ttft_written))
-        keys.append(("ttft", prompt.prompt_tokens, 1, prompt.ttft_approximate))
-    for context, streams, rate, written in steps:
-        rows.append(serial_row(deployment, rl.decode_step(deployment, streams, context), 0))
-        measured.append(1 / rate)
-        sigma.append(written_precision(rate, written=written) / rate ** 2)
-        keys.append(("decode", context, streams, False))
-    if len(rows) <= 3:
-        return None
-    design = np.array(rows)
-    fit = weighted_fit(design, np.array(measured), np.array(sigma))
-    fitted = design @ fit.coefficients
-    points = [Point(kind, tokens, streams, float(value), float(error), float(model), approximate)
-              for (kind, tokens, streams, approximate), value, error, model in zip(keys, measured, sigma, fitted)]
-    if fit.coefficients[1] <= 0 or fit.coefficients[2] <= 0 or misfit(points, 3) is not None:
-        return None
-    return fit, points
+    @property
+    def estimates(self) -> tuple[Estimate, Estimate | None, Estimate | None, Estimate | None]:
+        """The request overhead, the step overhead (None where not fitted), the share of peak arithmetic and the
+        share of bandwidth."""
+        coefficients, covariance = self.fit.coefficients, self.fit.covariance
+
+        def plain(index: int) -> Estimate:
+            return Estimate(float(coefficients[index]), math.sqrt(max(float(covariance[index, index]), 0.0)))
+
+        last = len(coefficients) - 1
+        return (plain(0), plain(1) if self.model.step_overhead else None,
+                inverse(float(coefficients[last - 1]), float(covariance[last - 1, last - 1])),
+                inverse(float(coefficients[last]), float(covariance[last, last])))
+
+
+def phase_fit(deployment: Deployment, timed: list, steps: list, models: tuple[PhaseModel, ...] = PHASE_MODELS) \
+        -> PhasedFit | None:
+    """Each phase by its own terms (the module's docstring): of `models`, those that describe every figure (more
+    of them than unknowns, no misfit, both shares above zero), the least by Akaike's criterion; None if none does.
+    Which part of an overlapped step binds depends on the shares being fitted: the datasheet's first, then the fit's,
+    until they agree."""
+    figures = [(rl.prefill(deployment, prompt.prompt_tokens), prompt.ttft_seconds,
+                written_precision(prompt.ttft_seconds, prompt.ttft_approximate, prompt.ttft_written),
+                ("ttft", prompt.prompt_tokens, 1, prompt.ttft_approximate)) for prompt in timed]
+    figures += [(rl.decode_step(deployment, streams, context), 1 / rate,
+                 written_precision(rate, written=written) / rate ** 2, ("decode", context, streams, False))
+                for context, streams, rate, written in steps]
+    measured = np.array([figure[1] for figure in figures])
+    sigma = np.array([figure[2] for figure in figures])
+    found = []
+    for model in models:
+        if len(figures) <= model.unknowns:
+            continue
+        shares, seen = (1.0, 1.0), set()
+        while shares not in seen:
+            seen.add(shares)
+            rows = [phase_row(deployment, figure[0], model, shares) for figure in figures]
+            design = np.array([row for row, _ in rows])
+            fixed = np.array([extra for _, extra in rows])
+            fit = weighted_fit(design, measured - fixed, sigma)
+            if fit.coefficients[-2] <= 0 or fit.coefficients[-1] <= 0:
+                break
+            shares = (1 / float(fit.coefficients[-2]), 1 / float(fit.coefficients[-1]))
+        else:
+            fitted = design @ fit.coefficients + fixed
+            points = [Point(kind, tokens, streams, float(value), float(error), float(model_value), approximate)
+                      for (kind, tokens, streams, approximate), value, error, model_value
+                      in zip((figure[3] for figure in figures), measured, sigma, fitted)]
+            if misfit(points, model.unknowns) is None:
+                chi_square = float(np.sum(((measured - fitted) / sigma) ** 2))
+                found.append(PhasedFit(model, fit, points, shares, chi_square + 2 * model.unknowns))
+    return min(found, key=lambda phased: phased.criterion, default=None)
 
 
 def times(ratio: float) -> str:

@@ -48,6 +48,7 @@ class Step:
     bytes: float           # what each GPU reads from (and writes to) its memory
     tokens: float = 1      # tokens passing through: what the all-reduces carry
     gpus: int = 1
+    prefilling: bool = False  # a prompt's tokens pass through (the GPU's prefill overlap; else decode's)
 
     @property
     def operations_per_gpu(self) -> float:
@@ -222,7 +223,8 @@ class Stepper:
         self.model = model
         self.linear = prefill_linear_operations(model, 1)    # operations a token's weights need (2 P_active)
         self.kv_per_gpu = kv_bytes_per_token_per_gpu(model, dtype, deployment.gpus)
-        self.peak, self.bandwidth, self.overlap = peak_flops(gpu, dtype), gpu.bandwidth, gpu.overlap
+        self.peak, self.bandwidth = peak_flops(gpu, dtype), gpu.bandwidth
+        self.overlap, self.decode_overlap = gpu.step_overlap(True), gpu.step_overlap(False)
         self._weights: dict[float, float] = {}               # tokens -> W_read(tokens) / T
         self._communication: dict[float, float] = {}         # tokens -> the step's all-reduces' seconds
 
@@ -245,7 +247,7 @@ class Stepper:
         return operations, self.weights_per_gpu(tokens) + cached * self.kv_per_gpu, tokens
 
     def step(self, decodes: int = 0, decode_context: float = 0, chunks: tuple[tuple[float, float], ...] = ()) -> Step:
-        return Step(*self.work(decodes, decode_context, chunks), self.gpus)
+        return Step(*self.work(decodes, decode_context, chunks), self.gpus, bool(chunks))
 
     def seconds(self, decodes: int = 0, decode_context: float = 0,
                 chunks: tuple[tuple[float, float], ...] = ()) -> float:
@@ -254,7 +256,8 @@ class Stepper:
         communication = self._communication.get(tokens)
         if communication is None:
             communication = self._communication[tokens] = communication_seconds(self.deployment, tokens)
-        return step_seconds(operations / self.gpus / self.peak, per_gpu / self.bandwidth, communication, self.overlap)
+        return step_seconds(operations / self.gpus / self.peak, per_gpu / self.bandwidth, communication,
+                            self.overlap if chunks else self.decode_overlap)
 
 
 def prefill(deployment: Deployment, tokens: float) -> Step:
@@ -277,13 +280,14 @@ def communication_seconds(deployment: Deployment, tokens: float) -> float:
     return 2 * model.layers * (gpu.allreduce_latency_seconds + transfer)
 
 
-def achieved(gpu: Gpu, compute: float, memory: float, overlap: float = 1.0) -> Gpu:
+def achieved(gpu: Gpu, compute: float, memory: float, overlap: float = 1.0, decode_overlap: float | None = None) -> Gpu:
     """The GPU as a deployment reaches it: `compute` of its peak arithmetic and `memory` of its bandwidth (the
-    interconnect as it is), `overlap` of the shorter of the two hidden under the longer (1, the roofline's ideal).
-    Every formula run on it gives expected figures rather than ceilings."""
+    interconnect as it is), `overlap` of the shorter of the two hidden under the longer (1, the roofline's ideal) in a
+    step carrying a prompt, `decode_overlap` in one that only decodes (None: the same). Every formula run on it gives
+    expected figures rather than ceilings."""
     return replace(gpu, bf16_flops=gpu.bf16_flops * compute,
                    fp8_flops=None if gpu.fp8_flops is None else gpu.fp8_flops * compute,
-                   bandwidth=gpu.bandwidth * memory, overlap=overlap)
+                   bandwidth=gpu.bandwidth * memory, overlap=overlap, decode_overlap=decode_overlap)
 
 
 def time_on(deployment: Deployment, step: Step) -> Timing:
@@ -291,7 +295,7 @@ def time_on(deployment: Deployment, step: Step) -> Timing:
     not overlap with it: none at the ceilings), then the all-reduces."""
     gpu, dtype = deployment.gpu, deployment.dtype
     return Timing(step, step.operations_per_gpu / peak_flops(gpu, dtype), step.bytes / gpu.bandwidth,
-                  communication_seconds(deployment, step.tokens), gpu.overlap)
+                  communication_seconds(deployment, step.tokens), gpu.step_overlap(step.prefilling))
 
 
 def decode_tokens_per_second(deployment: Deployment, batch: int = 1, context: float = 0) -> float:

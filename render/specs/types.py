@@ -34,7 +34,14 @@ class Gpu:
     compute_unit: str = datum(one_of=("SM", "CU"), why="what sm_count counts", default="SM")
     # How much of a step's shorter part (arithmetic or memory traffic) hides under the longer: 1, the roofline's ideal,
     # as a GPU overlaps them; 0, one after the other, as a fit finds a CPU's small batches do (rl.achieved sets it).
+    # That of a step carrying a prompt's tokens; a step that only decodes hides `decode_overlap` (None: the same).
     overlap: float = datum(0, 1, "of the shorter part", yaml=False, default=1.0)
+    decode_overlap: float | None = datum(0, 1, "of the shorter part", yaml=False, default=None)
+
+    def step_overlap(self, prefilling: bool) -> float:
+        """The share of a step's shorter part hidden under its longer: prefill's, or decode's in a step that only
+        decodes (a fit finds a CPU's prefill overlapping its weight reads with its arithmetic, and its decode not)."""
+        return self.overlap if prefilling or self.decode_overlap is None else self.decode_overlap
 
     @property
     def memory_bytes(self) -> float:

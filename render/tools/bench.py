@@ -315,7 +315,7 @@ def load_predictions(folder: Path) -> dict:
     from render.plan.types import Efficiency
     from render.serving.schedulers import Chunked
     from render.serving.simulate import simulate
-    from render.serving.workload import Lengths, poisson
+    from render.serving.workload import Lengths
     from render.specs.calibration import calibrate
     from render.specs.catalog import load_measured
     from render.tools.llama_server import WIDE, LlamaServer, tiny_deployment, write_tiny_model
@@ -338,28 +338,36 @@ def load_predictions(folder: Path) -> dict:
         fit = calibrate(load_measured(sweep), deployment)
         if fit.compute_efficiency is None or fit.memory_efficiency is None:
             return {"note": "the fit gave no shares: " + "; ".join(fit.notes)}
-        efficiency = Efficiency(fit.compute_efficiency.value, fit.memory_efficiency.value,
-                                fit.overhead_seconds.value if fit.overhead_seconds else 0.0, "bench sweep", fit.overlap)
+        efficiency = Efficiency.fitted(fit, "bench sweep")
         found["fit"] = {"compute share": round(fit.compute_efficiency.value, 3),
                         "memory share": round(fit.memory_efficiency.value, 3),
                         "overhead (s)": round(fit.overhead_seconds.value, 4) if fit.overhead_seconds else 0.0,
-                        "overlap": fit.overlap}
+                        "step overhead (s)": round(efficiency.step_overhead_seconds, 5),
+                        "overlap": fit.overlap, "decode overlap": efficiency.decode_step_overlap}
         # llama.cpp's server: a slot a sequence, each slot's context its own, prompts and decodes in one batch of up
         # to 2,048 tokens: chunked prefill's policy with those settings.
         scheduler = Chunked(max_seqs=slots, max_batched_tokens=2048)
         request = LoadRequest(deployment, (scheduler,), efficiency=efficiency, kv_tokens=slots * context,
                               prompt=prompt, answer=answer)
         costs = request.costs
-        flood = simulate(poisson(1000.0, 400, prompt, answer, 1), costs, scheduler, request.capacity_blocks)
-        capacity = len(flood.arrival) / float(max(flood.finish))  # requests a second it serves when always busy
-        found["predicted capacity (requests/s)"] = round(capacity, 3)
+
+        def endpoint() -> Endpoint:
+            return Endpoint(server.url, "m", timeout=120, max_requests=300)
+
+        # The server's capacity, measured: a flood of requests at once keeps every slot busy, and what it serves a
+        # second is its capacity; the same arrivals through the simulator give the predicted one.
+        flood = measure_load(endpoint(), 1000.0, 100, prompt, answer, seed=4, max_seconds=300, say=lambda line: None)
+        measured = len(flood.requests) / max(timed.arrival_seconds + timed.e2e_seconds for timed in flood.requests)
+        replayed = simulate(flood.trace(), costs, scheduler, request.capacity_blocks)
+        predicted = len(flood.requests) / float(max(replayed.finish))
+        found["capacity (requests/s)"] = {"predicted": round(predicted, 3), "measured": round(measured, 3),
+                                          "error": round(predicted / measured - 1, 3)}
         for share in (0.3, 0.6, 0.9):
-            rate = float(f"{share * capacity:.3g}")
-            endpoint = Endpoint(server.url, "m", timeout=120, max_requests=300)
-            measured = measure_load(endpoint, rate, 150, prompt, answer, seed=3, max_seconds=300,
-                                    say=lambda line: None)
-            rows = compare(measured, request)
-            found[f"{share:.0%} of capacity ({rate:g}/s)"] = {
+            rate = float(f"{share * measured:.3g}")
+            loaded = measure_load(endpoint(), rate, 150, prompt, answer, seed=3, max_seconds=300,
+                                  say=lambda line: None)
+            rows = compare(loaded, request, scheduler)
+            found[f"{share:.0%} of the measured capacity ({rate:g}/s)"] = {
                 name: {"predicted": round(p, 5), "measured": round(m, 5), "error": round(e, 3),
                        "target": LOAD_TARGETS.get(name)} for name, p, m, e in rows}
     return found
@@ -421,6 +429,10 @@ def table(results: dict) -> str:
         rows.append(f"{'fit of a real server, held out':<32}{'':>10}{'':>9}  {name}: {said}, measured "
                     f"{figure['measured']:.4g}: {'within' if figure['within'] else 'OUTSIDE'} its uncertainty or 30%")
     for level, figures in results.get("load", {}).items():
+        if level.startswith("capacity"):
+            rows.append(f"{'simulator under load':<32}{'':>10}{'':>9}  capacity: predicted {figures['predicted']:.3g} "
+                        f"vs measured {figures['measured']:.3g} requests/s ({figures['error']:+.0%})")
+            continue
         if not isinstance(figures, dict) or level == "fit":
             said = figures if level != "fit" else ", ".join(f"{name} {value:g}" for name, value in figures.items())
             rows.append(f"{'simulator under load':<32}{'':>10}{'':>9}  {level}: {said}")
