@@ -400,25 +400,34 @@ def test_a_sweep_gives_each_schedulers_capacity_and_a_chart_in_the_films_palette
         assert present(colour), colour
 
 
-def test_sarathi_serves_strict_objective_is_reproduced():
-    """docs/serving.md's published comparison (Sarathi-Serve, Mistral 7B on an A100, chat lengths, P99 0.1 s between
-    tokens): film load's two capacities are the ones the table writes, and chunked prefill at 512 tokens a step
-    serves several times what continuous batching does, as the paper finds (2.6x; why more here, the docs say)."""
+SARATHI_ROWS = {  # docs/serving.md's published comparisons: the setup's own options, and the row's start
+    "mistral-7b": (("--model", "mistral-7b-v0.3", "--slo", "ttft=2,itl_p99=0.1"), "`--prompt-tokens 2340~2089 "),
+    "yi-34b-tp2": (("--gpus", "2", "--model", "docs/published/yi-34b/config.json", "--slo", "ttft=2,itl_p99=0.2"),
+                   "`--gpus 2 --model docs/published/yi-34b/config.json --prompt-tokens 2340~2089 "),
+}
+
+
+@pytest.mark.parametrize("row", SARATHI_ROWS)
+def test_sarathi_serves_strict_objective_is_reproduced(row):
+    """docs/serving.md's published comparisons (Sarathi-Serve, chat lengths, a strict P99 between tokens: Mistral 7B
+    on an A100, Yi-34B on two): film load's two capacities are the ones the table writes, and chunked prefill at 512
+    tokens a step serves several times what continuous batching does, as the paper finds (2.6x, 3.7x; why the
+    simulator differs, the docs say)."""
     import json
 
     from conftest import ROOT
 
-    common = ("--gpu", "a100-sxm-80gb", "--model", "mistral-7b-v0.3", "--dtype", "bf16", "--prompt-tokens",
-              "2340~2089", "--answer-tokens", "439~266", "--max-num-seqs", "128", "--slo", "ttft=2,itl_p99=0.1",
-              "--sweep", "--json")
+    options, written_as = SARATHI_ROWS[row]
+    common = ("--gpu", "a100-sxm-80gb", *options, "--dtype", "bf16", "--prompt-tokens", "2340~2089",
+              "--answer-tokens", "439~266", "--max-num-seqs", "128", "--sweep", "--json")
     continuous = json.loads(film_load(*common, "--scheduler", "continuous").stdout)
     chunked = json.loads(film_load(*common, "--scheduler", "chunked", "--max-num-batched-tokens", "512").stdout)
     found = (continuous["capacity_requests_per_second"]["continuous"],
              chunked["capacity_requests_per_second"]["chunked"])
     table = (ROOT / "docs" / "serving.md").read_text()
-    written = re.search(r"`--prompt-tokens 2340~2089 [^|]*`: continuous ([\d.]+), chunked \(`--max-num-batched-tokens "
+    written = re.search(re.escape(written_as) + r"[^|]*`: continuous ([\d.]+), chunked \(`--max-num-batched-tokens "
                         r"512`\) ([\d.]+) requests/s: \*\*([\d.]+)×\*\*", table)
-    assert written, "docs/serving.md's Sarathi-Serve row"
+    assert written, f"docs/serving.md's Sarathi-Serve row for {row}"
     assert written.groups() == (f"{found[0]:.3g}", f"{found[1]:.3g}", f"{found[1] / found[0]:.2g}"), found
     assert found[1] / found[0] >= 2  # (the paper's direction: several times, at a strict objective between tokens)
 
