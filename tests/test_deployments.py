@@ -265,6 +265,28 @@ def test_a_config_path_is_a_model(tmp_path):
                                                                   .numbers.decode.tokens_per_second)
 
 
+def test_an_opt_config_is_counted_as_its_published_size_and_refused_where_its_shape_is_not_read():
+    """OPT's older shape (docs/published/opt-13b/config.json, the DistServe comparison's model): a plain MLP of two
+    matrices, a bias on every projection, LayerNorms, tied embeddings and 2,050 learned positions. Its count is
+    OPT-13B's published 12.85 billion; by hand: 40 layers of 4d² + 4d (attention), 2 d f + f + d (MLP), 4d (two
+    LayerNorms), with vocabulary and positions times d, and the final LayerNorm."""
+    path = ROOT / "docs" / "published" / "opt-13b" / "config.json"
+    model = model_from_file(path)
+    d, f, layers, vocab = 5120, 20480, 40, 50272
+    by_hand = layers * ((4 * d * d + 4 * d) + (2 * d * f + f + d) + 4 * d) + (vocab + 2048 + 2) * d + 2 * d
+    assert model.parameters == count_parameters(model).total == by_hand == 12_853_473_280
+    assert (model.id, model.name, model.kv_heads, model.head_dim, model.tied_embeddings) == (
+        "opt-13b", "OPT 13B", 40, 128, True)
+    assert rl.kv_bytes_per_token(model, resolve_plan().choice.dtype) == 2 * layers * d * 2  # MHA: every head cached
+    config = json.loads(path.read_text())
+    for change, message in (({"word_embed_proj_dim": 512}, "word_embed_proj_dim (512) differs from hidden_size "
+                                                           "(5120); OPT's projected embeddings"),
+                            ({"ffn_dim": None}, "an opt config needs ffn_dim; it is missing"),
+                            ({"ffn_dim": 3}, "ffn_dim is 3;")):
+        with pytest.raises(FilmError, match=re.escape(message)):
+            model_from_config({**config, **change}, "config.json", "x")
+
+
 @pytest.mark.parametrize("change, message", [
     ({"model_type": "gpt2"}, "model_type 'gpt2' is not supported; supported: " + ", ".join(SUPPORTED)),
     ({"num_hidden_layers": None}, "needs num_hidden_layers"),

@@ -432,6 +432,30 @@ def test_sarathi_serves_strict_objective_is_reproduced(row):
     assert found[1] / found[0] >= 2  # (the paper's direction: several times, at a strict objective between tokens)
 
 
+def test_distserves_comparison_is_what_the_docs_say():
+    """docs/serving.md's DistServe row (OPT-13B on A100s, ShareGPT's means, TTFT 0.25 s and TPOT 0.1 s): film load's
+    per-GPU capacities of continuous batching on one GPU and disaggregation on three are the ones the table writes
+    (where the simulator disagrees with the paper, the docs say why)."""
+    import json
+
+    from conftest import ROOT
+
+    common = ("--gpu", "a100-sxm-80gb", "--model", "docs/published/opt-13b/config.json", "--dtype", "fp16",
+              "--prompt-tokens", "755~755", "--answer-tokens", "200~200", "--slo", "ttft=0.25,tpot=0.1",
+              "--max-num-seqs", "1024", "--sweep", "--json")
+    continuous = json.loads(film_load(*common, "--scheduler", "continuous").stdout)
+    apart = json.loads(film_load(*common, "--scheduler", "disaggregated", "--prefill-gpus", "2",
+                                 "--decode-gpus", "1").stdout)
+    found = (continuous["capacity_per_gpu_requests_per_second"]["continuous"],
+             apart["capacity_per_gpu_requests_per_second"]["disaggregated"])
+    assert apart["capacity_requests_per_second"]["disaggregated"] == pytest.approx(3 * found[1])
+    written = re.search(r"`--gpu a100-sxm-80gb --model docs/published/opt-13b/config.json [^|]*`: continuous ([\d.]+) "
+                        r"a GPU, disaggregated \(`--prefill-gpus 2 --decode-gpus 1`\) ([\d.]+) a GPU: "
+                        r"\*\*([\d.]+)×\*\*", (ROOT / "docs" / "serving.md").read_text())
+    assert written, "docs/serving.md's DistServe row"
+    assert written.groups() == (f"{found[0]:.3g}", f"{found[1]:.3g}", f"{found[1] / found[0]:.2g}"), found
+
+
 def test_a_capacity_over_several_seeds_says_its_spread():
     """--seeds N: each capacity found again for N seeds (each as a sweep at that seed alone finds it) and the spread
     said; without --sweep, refused by name."""

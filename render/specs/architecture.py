@@ -4,7 +4,8 @@ Pure arithmetic on a `Model` (no files). It covers what the supported Hugging Fa
 describe: token embeddings (tied to the output head or not), attention with grouped-query
 heads (optional q/k/v biases, Qwen3's per-head q/k norms) or DeepSeek's multi-head latent
 attention, gated MLPs, mixture-of-experts layers (routed experts, shared experts, the router
-and its bias) and the RMS norms. Multi-token-prediction modules (DeepSeek-V3's
+and its bias) and the RMS norms; and OPT's older shape (plain MLPs, a bias on every projection,
+LayerNorms, learned positions). Multi-token-prediction modules (DeepSeek-V3's
 `num_nextn_predict_layers`) are not part of the model that serves a request and are not counted.
 """
 
@@ -46,6 +47,19 @@ def gated_mlp(hidden: int, intermediate: int) -> int:
     return 3 * hidden * intermediate
 
 
+def dense_mlp(model: Model) -> int:
+    """A dense layer's MLP: gated (three projections), or plain (up and down, OPT's), with biases where it has them."""
+    d, intermediate = model.hidden_size, model.ffn_size
+    if model.mlp == "plain":
+        return 2 * d * intermediate + ((intermediate + d) if model.linear_bias else 0)
+    return gated_mlp(d, intermediate)
+
+
+def norm_parameters(model: Model) -> int:
+    """One norm: RMS norm's weight, or LayerNorm's weight and bias."""
+    return model.hidden_size * (2 if model.norm == "layer" else 1)
+
+
 def attention_parameters(model: Model) -> int:
     """One layer's attention projections (and their biases and norms)."""
     d, heads = model.hidden_size, model.attention_heads
@@ -64,6 +78,8 @@ def attention_parameters(model: Model) -> int:
     count = 2 * d * q_width + 2 * d * kv_width  # q and o; k and v
     if model.qkv_bias:
         count += q_width + 2 * kv_width
+    if model.linear_bias:
+        count += d  # the output projection's
     if model.qk_norm:
         count += 2 * model.head_dim
     return count
@@ -71,14 +87,14 @@ def attention_parameters(model: Model) -> int:
 
 def count_parameters(model: Model) -> ParameterCount:
     d = model.hidden_size
-    per_layer = attention_parameters(model) + 2 * d  # + the two RMS norms around attention and MLP
-    dense_mlp = gated_mlp(d, model.ffn_size)
+    per_layer = attention_parameters(model) + 2 * norm_parameters(model)  # + the two norms around attention and MLP
+    dense = dense_mlp(model)
     per_expert = gated_mlp(d, model.expert_ffn_size) if model.is_moe else 0
     moe_mlp = 0
     if model.is_moe:
         router = d * model.experts + (model.experts if model.router_bias else 0)
         moe_mlp = (model.experts + model.shared_experts) * per_expert + router
-    mlps = (model.layers - model.moe_layers) * dense_mlp + model.moe_layers * moe_mlp
-    embeddings = model.vocab_size * d * (1 if model.tied_embeddings else 2)
-    total = model.layers * per_layer + mlps + embeddings + d  # + the final norm
+    mlps = (model.layers - model.moe_layers) * dense + model.moe_layers * moe_mlp
+    embeddings = model.vocab_size * d * (1 if model.tied_embeddings else 2) + model.learned_positions * d
+    total = model.layers * per_layer + mlps + embeddings + norm_parameters(model)  # + the final norm
     return ParameterCount(total, per_expert, model.moe_layers, model.experts, model.experts_per_token)

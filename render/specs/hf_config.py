@@ -28,9 +28,10 @@ from render.files import display_path, read_text_capped, write_atomic
 from render.specs.yamlio import MAX_INT_DIGITS
 from render.text import NAME_LENGTH, control_characters, echo
 
-SUPPORTED = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe", "deepseek_v3")
+SUPPORTED = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe", "deepseek_v3", "opt")
 MOE_TYPES = ("mixtral", "qwen3_moe", "deepseek_v3")
 REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size", "vocab_size")
+FFN_KEY = {"opt": "ffn_dim"}  # the MLP's width, where a config names it otherwise
 REQUIRED_BY_TYPE = {
     "mixtral": ("num_local_experts", "num_experts_per_tok"),
     "qwen3_moe": ("num_experts", "num_experts_per_tok", "moe_intermediate_size"),
@@ -150,9 +151,13 @@ def model_from_config(config: dict, where: str, model_id: str | None = None, nam
     model_type = config.get("model_type")
     if model_type not in SUPPORTED:
         raise FilmError(f"{where}: model_type {model_type!r} is not supported; supported: {', '.join(SUPPORTED)}")
-    missing = [key for key in (*REQUIRED, *REQUIRED_BY_TYPE.get(model_type, ())) if config.get(key) is None]
+    required = [FFN_KEY.get(model_type, key) if key == "intermediate_size" else key for key in REQUIRED]
+    if model_type == "opt":
+        required.append("max_position_embeddings")
+    missing = [key for key in (*required, *REQUIRED_BY_TYPE.get(model_type, ())) if config.get(key) is None]
     if missing:
-        raise FilmError(f"{where}: a {model_type} config needs {', '.join(missing)}; "
+        article = "an" if model_type[0] in "aeiou" else "a"
+        raise FilmError(f"{where}: {article} {model_type} config needs {', '.join(missing)}; "
                         f"{'it is' if len(missing) == 1 else 'they are'} missing")
     read = ConfigReader(config, where)
     read.text("_name_or_path")
@@ -185,6 +190,8 @@ def dense_fields(read: ConfigReader, model_type: str) -> dict:
     """What every supported architecture has: layers, widths, heads, vocabulary, biases and norms."""
     layers, hidden = read.whole("num_hidden_layers"), read.whole("hidden_size")
     heads = read.whole("num_attention_heads")
+    if model_type == "opt":
+        return opt_fields(read, layers, hidden, heads)
     return dict(
         layers=layers, hidden_size=hidden, attention_heads=heads,
         kv_heads=read.whole("num_key_value_heads", heads), head_dim=read.whole("head_dim", hidden // heads),
@@ -193,6 +200,23 @@ def dense_fields(read: ConfigReader, model_type: str) -> dict:
         # Qwen2 always adds biases to q, k and v; the others only when attention_bias says so.
         qkv_bias=True if model_type == "qwen2" else read.flag("attention_bias", False),
         architecture=model_type, qk_norm=model_type in ("qwen3", "qwen3_moe"),
+    )
+
+
+def opt_fields(read: ConfigReader, layers: int, hidden: int, heads: int) -> dict:
+    """OPT's older shape (Meta's OPT-125M to -175B): multi-head attention, an MLP of two matrices (ffn_dim wide), a
+    bias on every projection (enable_bias), LayerNorms, the output head tied to the embeddings, and a table of learned
+    positions of max_position_embeddings + 2 rows (OPT's offset of two)."""
+    projected = read.whole("word_embed_proj_dim", hidden)
+    if projected != hidden:
+        raise FilmError(f"{read.where}: word_embed_proj_dim ({projected}) differs from hidden_size ({hidden}); OPT's "
+                        f"projected embeddings (OPT-350M's) are not supported")
+    bias = read.flag("enable_bias", True)
+    return dict(
+        layers=layers, hidden_size=hidden, attention_heads=heads, kv_heads=heads, head_dim=hidden // heads,
+        ffn_size=read.whole("ffn_dim"), vocab_size=read.whole("vocab_size"),
+        tied_embeddings=read.flag("tie_word_embeddings", True), qkv_bias=bias, architecture="opt",
+        mlp="plain", linear_bias=bias, norm="layer", learned_positions=read.whole("max_position_embeddings") + 2,
     )
 
 
@@ -246,6 +270,7 @@ def check_model_bounds(fields: dict, where: str, model_type: str) -> None:
         problem = out_of_range(fields[name], bounds)
         if problem:
             key = EXPERT_KEYS[model_type] if name == "experts" else CONFIG_KEYS.get(name, name)
+            key = FFN_KEY.get(model_type, key) if name == "ffn_size" else key
             raise FilmError(f"{where}: {key} is {echo(fields[name])}; {problem}")
     if fields.get("dense_layers", 0) >= fields["layers"]:
         raise FilmError(f"{where}: every one of its {fields['layers']} layers is dense (mlp_only_layers, "
@@ -263,11 +288,14 @@ def default_id(config: dict, where: str) -> str:
     return re.sub(r"[^a-z0-9._-]+", "-", named.lower()).strip("-.") or "imported-model"
 
 
+ACRONYMS = ("opt",)  # model families written in capitals
+
+
 def default_name(model_id: str) -> str:
-    """'qwen3-30b-a3b' -> 'Qwen3 30B A3B'."""
+    """'qwen3-30b-a3b' -> 'Qwen3 30B A3B'; 'opt-13b' -> 'OPT 13B' (an acronym's family)."""
     words = []
     for word in model_id.replace("_", "-").split("-"):
-        if re.fullmatch(r"[0-9.]+[bmk]|a[0-9.]+b|[0-9]+x[0-9.]+b|v[0-9.]+", word):
+        if re.fullmatch(r"[0-9.]+[bmk]|a[0-9.]+b|[0-9]+x[0-9.]+b|v[0-9.]+", word) or word in ACRONYMS:
             words.append(word.upper())
         else:
             words.append(word[:1].upper() + word[1:])

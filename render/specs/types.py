@@ -84,6 +84,13 @@ class Model:
     kv_lora_rank: int = datum(0, 1_000_000, "values", default=0)
     qk_rope_head_dim: int = datum(0, 4_096, "values", default=0)
     v_head_dim: int = datum(0, 4_096, "values", default=0)
+    # OPT's older shape: an MLP of two matrices, a bias on every projection, LayerNorms (a weight and a bias) and a
+    # table of learned positions
+    mlp: str = datum(one_of=("gated", "plain"), why="gated: gate, up and down (SwiGLU); plain: up and down",
+                     default="gated")
+    linear_bias: bool = False     # every projection carries a bias (attention's output and the MLP's too)
+    norm: str = datum(one_of=("rms", "layer"), why="rms: a weight; layer: a weight and a bias", default="rms")
+    learned_positions: int = datum(0, 10_000_000, "positions", default=0)  # rows of a learned position table
 
     @property
     def shape(self) -> tuple:
