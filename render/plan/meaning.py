@@ -526,7 +526,7 @@ EXPLANATIONS: dict[str, Explanation] = {
     **{
         f"measured.fit.{field}.{part}": Explanation(
             f"{what}{', its one-sigma uncertainty' if part == 'uncertainty' else ''}, fitted from the measured timings",
-            formula, (), (MEASURED,) if field == "overhead_seconds" else (MEASURED, GPU), unit)
+            formula, (), (MEASURED,) if field.endswith("overhead_seconds") else (MEASURED, GPU), unit)
         for field, what, formula, unit in (
             ("overhead_seconds", "the wait outside prefill (network, queueing, preparing the prompt)",
              "TTFT(N) = overhead + (2·P·N + 2·L·d·N²) ÷ (share × peak), bounded least squares", "seconds"),
@@ -536,6 +536,8 @@ EXPLANATIONS: dict[str, Explanation] = {
              "step(C) = (W_read + C·k) ÷ (share × bandwidth), bounded least squares", "share"),
             ("kv_slope_seconds_per_token", "what each cached token adds to a decode step",
              "the slope of step time against cached tokens, fitted freely", "seconds per token"),
+            ("step_overhead_seconds", "what every engine step spends besides its work (the per-phase fit)",
+             "TTFT(N) = r + s + prefill(N); step(C, k) = s + decode(C, k), bounded least squares", "seconds"),
         )
         for part in ("value", "uncertainty")
     },
