@@ -21,11 +21,12 @@ from pathlib import Path
 import pytest
 
 from render.files import DATA_DIR, STORYBOARD_PATH, copy_project  # noqa: F401 - the tests import copy_project from here
+from render.plan.storyboard import load_storyboard
 from render.specs.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
-BEAT_IDS = ("two-waits", "prefill", "decode", "roofline", "batching", "wasted-money", "measured", "cache-rides-along",
-            "two-budgets")  # the transcript's nine beats, in film order
+BEAT_IDS = tuple(beat.id for beat in load_storyboard(STORYBOARD_PATH).beats)  # the film's beats, in film order: its
+# storyboard's (the list lives there alone)
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 

@@ -18,8 +18,8 @@ BEAT_ID = re.compile(r"(?=[a-z0-9-]{1,60}\Z)[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 
 @dataclass(frozen=True)
-class BeatScene:
-    """Where a beat's scene class lives."""
+class SceneLocation:
+    """Where a beat's scene class lives (the class itself, render/engine/scene.py's BeatScene, draws the beat)."""
 
     beat: str    # the storyboard's beat id
     module: str  # scenes.<id with underscores>
@@ -30,9 +30,9 @@ class BeatScene:
         return self.module.replace(".", "/") + ".py"
 
 
-def scene_of(beat_id: str) -> BeatScene:
+def scene_of(beat_id: str) -> SceneLocation:
     """The scene that draws `beat_id` (an id BEAT_ID matches; the storyboard refuses others)."""
-    return BeatScene(beat_id, "scenes." + beat_id.replace("-", "_"),
+    return SceneLocation(beat_id, "scenes." + beat_id.replace("-", "_"),
                      "".join(word[:1].upper() + word[1:] for word in beat_id.split("-")))
 
 

@@ -8,22 +8,25 @@ computed, and filled in the resolve step with the storyboard, so a name the plan
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from render.errors import FilmError
 from render.files import PAGE_SCRIPT_PATH, display_path
 from render.plan.templating import compile_template, fill
-from render.plan.types import Link, Paper, Prose
+from render.plan.types import Link, PageStep, Paper, Prose
 from render.specs.yamlio import YamlMap, check_fields, kept_while_unchanged, load_yaml
 from render.text import echo
 
-TOP_FIELDS = {"article": list, "why_it_matters": str, "connected": list, "papers": list}
+TOP_FIELDS = {"article": list, "why_it_matters": str, "connected": list, "papers": list, "steps": dict}
 TOP_OPTIONAL = {"read_first": list, "related": list, "byline": dict, "standfirst": str, "rule_of_thumb": dict}
 BYLINE_FIELDS = {"series": str, "author": str, "date": (str, datetime.date)}
 RULE_FIELDS = {"text": str, "source": str, "url": str}
 LINK_FIELDS = {"title": str, "url": str}
 PAPER_FIELDS = {"authors": str, "year": int, "title": str, "url": str, "shows": str}
+STEP_FIELDS = {"formula": str}
+STEP_OPTIONAL = {"controls": list, "readout": list, "opens_at": dict, "earlier_picture": str,
+                 "says_whose_timings": bool}
 YEARS = (1900, 2100)
 
 
@@ -40,6 +43,16 @@ class ProseScript:
     byline: str = ""
     standfirst: tuple[str, str] | None = None      # (template, file:line)
     rule_of_thumb: Link | None = None
+    steps: dict[str, StepScript] = field(default_factory=dict)  # each beat's step on the page, by beat id
+
+
+@dataclass(frozen=True)
+class StepScript:
+    """A beat's step as written: its page step, with the plan paths its sliders open at still to be read."""
+
+    step: PageStep                           # opens_at left empty
+    opens_at: tuple[tuple[str, str, str], ...]  # (control, plan path, file:line)
+    where: str
 
 
 @kept_while_unchanged(lambda path=PAGE_SCRIPT_PATH: [path])
@@ -80,7 +93,36 @@ def load_prose(path: Path = PAGE_SCRIPT_PATH) -> ProseScript:
         rule = Link(entry["source"], checked_url(entry), " ".join(entry["text"].split()))
     return ProseScript(tuple(article), (document["why_it_matters"], document.where("why_it_matters")),
                        links(document, "read_first"), tuple(connected), links(document, "related"), tuple(papers),
-                       byline_of(document), standfirst, rule)
+                       byline_of(document), standfirst, rule, steps_of(document))
+
+
+def steps_of(document: YamlMap) -> dict[str, StepScript]:
+    """Each beat's step (steps: beat id -> formula, controls, readout, opens_at, earlier_picture), its texts checked."""
+    written = document["steps"]
+    if not written:
+        raise FilmError(f"{document.where('steps')}: steps is empty; the page needs a step for each beat")
+    steps = {}
+    for beat_id, entry in written.items():
+        what = f"steps: beat {echo(beat_id)}'s step"
+        check_fields(entry, what, STEP_FIELDS, STEP_OPTIONAL)
+        controls = entry.get("controls") or []
+        if not all(isinstance(control, str) for control in controls):
+            raise FilmError(f"{entry.where('controls')}: {what}: controls should be a list of names, e.g. [prompt]")
+        readout = entry.get("readout") or []
+        if not all(isinstance(row, list) and len(row) == 2 and all(isinstance(part, str) for part in row)
+                   for row in readout):
+            raise FilmError(f"{entry.where('readout')}: {what}: each readout is [label, number], e.g. "
+                            f"[First token, prefill.ttft] (quote a label with a comma)")
+        opens_at = entry.get("opens_at") or {}
+        if not all(isinstance(path, str) for path in opens_at.values()):
+            raise FilmError(f"{entry.where('opens_at')}: {what}: opens_at gives each control a plan path, e.g. "
+                            f"prompt: parameters.prompt_tokens (make plan lists them)")
+        step = PageStep(entry["formula"], tuple(controls), tuple((label, name) for label, name in readout),
+                        earlier_picture=entry.get("earlier_picture"),
+                        says_whose_timings=entry.get("says_whose_timings", False))
+        steps[str(beat_id)] = StepScript(step, tuple((control, path, opens_at.where(control))
+                                                     for control, path in opens_at.items()), written.where(beat_id))
+    return steps
 
 
 def byline_of(document: YamlMap) -> str:

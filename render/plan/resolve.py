@@ -20,8 +20,8 @@ from render.plan.load import load_numbers
 from render.plan.storyboard import Storyboard, load_storyboard
 from render.plan.templating import extract_cues, fill, one_budget
 from render.plan.tracking import Tracked
-from render.plan.types import (Beat, Choice, Efficiency, FilmRequest, NarrationSettings, Note, Numbers, Plan, SpecSheet,
-                               parse_voice)
+from render.plan.types import (Beat, Choice, Efficiency, FilmRequest, NarrationSettings, Note, Numbers, PageStep, Plan,
+                               SpecSheet, parse_voice)
 from render.plan import numbers as compute
 from render.specs.catalog import Catalog, load_catalog
 from render.specs.hf_config import model_from_file, own_identity
@@ -70,7 +70,7 @@ def resolve_plan(request: FilmRequest | None = None, storyboard_path: Path = STO
     groups = template_groups(choice, spec, measured_numbers, params, numbers, achieved, expected)
     groups["load"] = (load, "load")
     with one_budget():  # the storyboard's templates share one budget of work (render/plan/templating.py)
-        beats, summary = fill_storyboard(storyboard, groups)
+        beats, summary = fill_storyboard(storyboard, groups, prose_script)
     prose = fill_prose(prose_script, {name: Tracked(value, path, set()) for name, (value, path) in groups.items()})
     narration = resolve_narration(storyboard, request.voice, request.recordings)
     for beat in beats:
@@ -123,10 +123,17 @@ def pronunciations_of(catalog: Catalog, choice: Choice, data_dir: Path):
     return load_pronunciations(data_dir / "pronunciations.yaml", named, gpu_names)
 
 
-def fill_storyboard(storyboard, groups: dict[str, tuple[object, str]]) -> tuple[list[Beat], str]:
+def fill_storyboard(storyboard, groups: dict[str, tuple[object, str]], page) -> tuple[list[Beat], str]:
     """Each beat's narration and captions, and the film's summary, filled from the plan's groups (name -> (value, its
-    path)). Seen through Tracked views, so each beat records the plan paths its words read (the review page's
-    "numbers this beat speaks")."""
+    path)), and its step on the film's page (`page`: the page's words as written, script/page.yaml). Seen through
+    Tracked views, so each beat records the plan paths its words read (the review page's "numbers this beat
+    speaks")."""
+    every_beat = {beat.id for beat in storyboard.beats} | {beat.id for cut in storyboard.cuts.values()
+                                                           for beat in cut.beats}
+    for beat_id, written in page.steps.items():
+        if beat_id not in every_beat:
+            raise FilmError(f"{written.where}: steps: beat {echo(beat_id)} is in no cut of {storyboard.path.name}; "
+                            f"its beats are {', '.join(sorted(every_beat))}")
     beats = []
     for beat in storyboard.beats:
         reads: set[str] = set()
@@ -136,10 +143,30 @@ def fill_storyboard(storyboard, groups: dict[str, tuple[object, str]]) -> tuple[
         captions = {name: fill(template, context, beat.where[name], f"beat {beat.id!r} caption {name!r}")
                     for name, template in beat.captions.items()}
         beats.append(Beat(beat.id, beat.title, beat.start, beat.end, narration, captions, cues, where,
-                          holds=beat.holds, reads=tuple(sorted(reads))))
+                          holds=beat.holds, reads=tuple(sorted(reads)), step=page_step(beat, page, groups)))
     summary = fill(storyboard.summary, {name: Tracked(value, path, set()) for name, (value, path) in groups.items()},
                    storyboard.where("film.summary"), "film summary")
     return beats, summary
+
+
+def page_step(beat, page, groups: dict[str, tuple[object, str]]) -> PageStep:
+    """The beat's step on the film's page, its sliders' opening values read from the plan; a beat without one is
+    refused where the storyboard names it (the page would show it no maths)."""
+    written = page.steps.get(beat.id)
+    if written is None:
+        raise FilmError(f"{beat.where['id']}: beat {beat.id!r} has no step on the film's page: add one to the page's "
+                        f"steps (its formula, controls and readout; docs/adding.md)")
+    opens = []
+    for control, path, where in written.opens_at:
+        head, *rest = path.split(".")
+        value = groups[head][0] if head in groups else None
+        for part in rest:
+            value = getattr(value, part, None)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+            raise FilmError(f"{where}: steps: beat {beat.id!r}: opens_at: {control}: {echo(path)} is no whole number "
+                            f"of the plan; give a plan path, e.g. parameters.prompt_tokens (make plan lists them)")
+        opens.append((control, int(value)))
+    return replace(written.step, opens_at=tuple(opens))
 
 
 def plan_notes(choice: Choice, spec, catalog: Catalog, dataset, measured_gpu: Gpu) -> list[Note]:
@@ -204,13 +231,9 @@ def explorer_for(plan: Plan, data_dir: Path = DATA_DIR):
 
     params, long_measured = plan.parameters, plan.measured.long.prompt_tokens
     start = {"prompt": params.prompt_tokens, "batch": 1, "context": 0, "cache": long_measured, "answer": ANSWER_TOKENS}
-    # Each beat's step opens at the settings its narration speaks of, so its words, formula and readout agree.
-    steps = {"prefill": {"prompt": params.prompt_tokens},
-             "decode": {"batch": 1, "context": 0},
-             "roofline": {"prompt": params.prompt_tokens, "batch": 1, "context": 0},
-             "batching": {"batch": params.batch_size, "context": params.batch_context_tokens},
-             "wasted-money": {"prompt": params.long_prompt_tokens},
-             "cache-rides-along": {"cache": long_measured}}
+    # Each beat's step opens at the settings its narration speaks of (the page's words say which: script/page.yaml's
+    # steps), so its words, formula and readout agree.
+    steps = {beat.id: dict(beat.step.opens_at) for beat in plan.beats if beat.step and beat.step.opens_at}
     return explore(load_catalog(data_dir), plan.choice.deployment, tuple(pill.gpu_id for pill in plan.pills),
                    start, steps, film_kv_tokens(params))
 

@@ -44,7 +44,7 @@ class StoryBeat:
     end: float
     narration: str            # the template, unfilled
     captions: dict[str, str]  # on-screen sentences, templates too
-    where: dict[str, str]     # file:line of "narration" and of each caption, for messages
+    where: dict[str, str]     # file:line of its "id", "narration" and each caption, for messages
     holds: str | None = None  # a still picture the beat means to end on (the end card), said so
 
 
@@ -195,7 +195,8 @@ def story_cut(name: str, cut: YamlMap, film_beats: list[StoryBeat]) -> Cut:
         captions = beat.get("captions") or {}
         for caption, template in captions.items():
             compile_template(str(template), captions.where(caption), f"{beat_label} caption {caption!r}")
-        where = {"narration": beat.where("narration"), **{key: captions.where(key) for key in captions}}
+        where = {"id": beat.where("id"), "narration": beat.where("narration"),
+                 **{key: captions.where(key) for key in captions}}
         beats.append(StoryBeat(beat["id"], beat["title"], start, start + length, beat["narration"],
                                {key: str(value) for key, value in captions.items()}, where))
         start += length
@@ -260,7 +261,7 @@ def story_beats(document: YamlMap, film_end: float) -> list[StoryBeat]:
     beats = []
     for position, (beat, _label, start, captions) in enumerate(raw):
         end = raw[position + 1][2] if position + 1 < len(raw) else film_end
-        where = {"narration": beat.where("narration")}
+        where = {"id": beat.where("id"), "narration": beat.where("narration")}
         where.update({name: beat["captions"].where(name) for name in captions})
         beats.append(StoryBeat(beat["id"], beat["title"], start, end, beat["narration"],
                                captions, where, beat.get("holds")))

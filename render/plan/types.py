@@ -601,6 +601,22 @@ class BeatTiming:
 
 
 @dataclass(frozen=True)
+class PageStep:
+    """A beat's step on the film's page (script/page.yaml's steps): the formula of "The maths" beside it ("measured":
+    the measured timings), the controls it needs, its readout (each a label and a number the page shows), the values
+    its sliders open at (each control's, from the plan path the page's words give; the rest open where "The maths"
+    starts), for a beat whose picture is replaced midway, the cue whose picture the step shows first, and whether it
+    says whose the measured timings are."""
+
+    formula: str
+    controls: tuple[str, ...] = ()
+    readout: tuple[tuple[str, str], ...] = ()
+    opens_at: tuple[tuple[str, int], ...] = ()
+    earlier_picture: str | None = None
+    says_whose_timings: bool = False  # it shows the measured timings: the line saying so where they are another model's
+
+
+@dataclass(frozen=True)
 class Beat:
     id: str
     title: str
@@ -613,6 +629,7 @@ class Beat:
     timing: BeatTiming | None = None  # set by the narration
     holds: str | None = None     # a still picture the beat ends on by design, after its speech (the end card)
     reads: tuple[str, ...] = ()  # the plan paths its narration and captions read ("numbers.prefill.ops")
+    step: PageStep | None = None  # its step on the film's page (script/page.yaml)
 
     @property
     def duration(self) -> float:

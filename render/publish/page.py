@@ -21,13 +21,13 @@ import html
 import os
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from latex2mathml.converter import convert as latex_to_mathml
 
 from render import formatting as fmt, formulas, media
+from render.errors import FilmError
 from render.files import link_or_copy, replace_folder, write_atomic
 from render.plan.explorer import (CHART_HEIGHT, CHART_LEFT, CHART_MARGIN, CHART_WIDTH, FLOPS_RANGE, INTENSITY_RANGE,
                                   SLIDERS, Explorer, chart_point)
@@ -67,48 +67,29 @@ GLOSSARY = (
 
 ONLY_WHEN_SPLIT_TERMS = ("Tensor parallelism",)  # said only on a film whose model is split over several GPUs
 
-@dataclass(frozen=True)
-class StepView:
-    """What a beat's step shows beside its still and words: a formula of "The maths" (or the measured timings), the
-    controls it needs, and its readout (each a number of PAGE_NUMBERS), all at the settings the words speak of."""
+# What a beat's step (script/page.yaml's steps, the plan's PageStep) may name: a formula of "The maths" ("measured": the
+# measured timings' table), a control of The maths or Under load, and a number the page shows (PAGE_NUMBERS, or
+# Under load's: load.<name>).
+STEP_FORMULAS = ("latency", "prefill", "decode", "roofline", "cache", "measured")
+STEP_CONTROLS = ("answer", "prompt", "pills", "batch", "context", "cache", "rate", "scheduler", "slo")
+LOAD_READOUTS = ("rate", "scheduler", "ttft", "tpot", "ttft_p50", "ttft_p90", "tpot_p50", "tpot_p90", "throughput",
+                 "goodput", "capacity")
 
-    formula: str
-    controls: tuple[str, ...] = ()
-    readout: tuple[tuple[str, str], ...] = ()
 
-
-STEPS = {
-    "two-waits": StepView("latency", ("answer",), (("Whole answer", "answer.latency"),
-                                                   ("Decoding", "answer.decoding_share"))),
-    "prefill": StepView("prefill", ("prompt",), (("Operations", "prefill.ops"), ("Peak", "peak"),
-                                                 ("First token", "prefill.ttft"))),
-    "decode": StepView("decode", ("pills",), (("Bandwidth", "bandwidth"), ("Bytes per step", "decode.bytes_per_step"),
-                                              ("Step", "decode.step"),
-                                              ("Tokens per second", "decode.tokens_per_second"))),
-    "roofline": StepView("roofline", ("pills",), (("Decode (ops/byte)", "decode.ops_per_byte"),
-                                                  ("Prefill (ops/byte)", "prefill.ops_per_byte"),
-                                                  ("Ridge (ops/byte)", "ridge"))),
-    "batching": StepView("decode", ("batch",), (("Step", "decode.step"), ("Tokens per second",
-                                                                         "decode.tokens_per_second"),
-                                                ("Bytes per step", "decode.bytes_per_step"))),
-    "wasted-money": StepView("prefill", ("pills", "prompt"), (("Peak", "peak"), ("Bandwidth", "bandwidth"),
-                                                             ("First token", "prefill.ttft"),
-                                                             ("In attention", "prefill.attention_share"))),
-    "measured": StepView("measured"),
-    "cache-rides-along": StepView("cache", ("cache",), (("Cache", "cache.bytes"), ("Against the weights",
-                                                                                   "cacheToWeights"),
-                                                        ("One user's decode, at best", "cache.tokens_per_second"))),
-    # The extended cut's (CUT=extended): Under load's controls and readouts
-    "queue": StepView("latency", ("rate", "scheduler"), (("First token, p90", "load.ttft_p90"),
-                                                          ("Goodput", "load.goodput"))),
-    "long-prompt": StepView("latency", ("scheduler",), (("First token, p90", "load.ttft_p90"),
-                                                        ("Each token after it, p90", "load.tpot_p90"))),
-    "capacity": StepView("latency", ("rate", "scheduler", "slo"), (("Capacity", "load.capacity"),
-                                                                   ("Goodput", "load.goodput"))),
-    "two-budgets": StepView("latency", ("pills", "prompt", "batch"), (("First token", "prefill.ttft"),
-                                                                      ("Tokens per second", "decode.tokens_per_second"),
-                                                                      ("Whole answer", "answer.latency"))),
-}
+def check_steps(plan: Plan) -> None:
+    """Every beat's step names what the page has: refused at the page's build, with the step's beat, where a name is
+    not one (the storyboard's check has already refused a beat without a step)."""
+    for beat in plan.beats:
+        step, what = beat.step, f"script/page.yaml: steps: beat {beat.id!r}"
+        problems = ([f"formula {step.formula!r} is not one of {', '.join(STEP_FORMULAS)}"]
+                    if step.formula not in STEP_FORMULAS else [])
+        problems += [f"control {control!r} is not one of {', '.join(STEP_CONTROLS)}" for control in step.controls
+                     if control not in STEP_CONTROLS]
+        problems += [f"readout {name!r} is no number the page shows (see PAGE_NUMBERS in render/publish/page.py, or "
+                     f"load.{', load.'.join(LOAD_READOUTS)})" for _, name in step.readout
+                     if name not in PAGE_NUMBERS and name.removeprefix("load.") not in LOAD_READOUTS]
+        if problems:
+            raise FilmError(f"{what}: {problems[0]}")
 
 
 def measured_waits(plan: Plan) -> list[dict[str, str]]:
@@ -304,11 +285,6 @@ def beat_picture_time(beat, settled: dict[str, float]) -> float:
     return min(max([cue for cue in cues if cue < beat.end - 0.6], default=beat.start) + 0.5, beat.end - 0.4)
 
 
-# A beat whose picture is replaced whole midway (its words speak of both): its step shows the picture before this cue
-# too, first. Wasted money compares two GPUs, then clears them for the long prompt's bar.
-EARLIER_PICTURES = {"wasted-money": "long-prompt"}
-
-
 def earlier_picture_time(beat, settled: dict[str, float], cue: str) -> float | None:
     """When the picture before `cue` is whole: once the last thing set moving before that cue has ended (as the render
     recorded), else just before the cue; None where the beat has no such cue."""
@@ -322,7 +298,7 @@ def earlier_picture_time(beat, settled: dict[str, float], cue: str) -> float | N
 
 def beat_pictures(beat, settled: dict[str, float]) -> list[tuple[str, float]]:
     """The stills a beat's step shows, each (its name, its film time): the picture it replaces, if any, then its own."""
-    cue = EARLIER_PICTURES.get(beat.id)
+    cue = beat.step.earlier_picture if beat.step else None  # (a beat whose picture is replaced whole midway)
     earlier = earlier_picture_time(beat, settled, cue) if cue else None
     return ([(f"stills/{beat.id}-{cue}.jpg", earlier)] if earlier is not None else []) + \
         [(f"stills/{beat.id}.jpg", beat_picture_time(beat, settled))]
@@ -474,12 +450,15 @@ def render_page(plan: Plan, explorer: Explorer, stills: dict[str, list[tuple[str
     lines = [mathml for block in formulas_shown.values()
              for mathml in (block["mathml"], *(line for _, line in block["filled"]))]
     formula_characters = "".join(characters_of(mathml) for mathml in lines) + "0123456789,.×≈+="
+    check_steps(plan)
+    views = {beat.id: beat.step for beat in plan.beats}
     steps = []
     for number, beat in enumerate(beats, 1):
-        view = STEPS.get(beat["id"], StepView("latency"))
+        view = views[beat["id"]]
         steps.append({"number": number, "id": beat["id"], "title": beat["title"], "start": beat["start"],
                       "clock": beat["clock"], "narration": beat["narration"], "stills": stills.get(beat["id"], []),
                       "formula": view.formula, "controls": " ".join(view.controls), "readout": view.readout,
+                      "says_whose_timings": view.says_whose_timings,
                       "settings": json.dumps({**explorer.start, **explorer.steps.get(beat["id"], {})})})
     rows = number_rows(plan, explorer)
     load = load_view(plan)

@@ -55,7 +55,6 @@ from render.plan.resolve import resolve_plan
 from render.tools.studio_bench import studio_edits
 from render.video.scheduler import make_film
 
-CHANGED_BEAT = "two-budgets"
 MATRIX = [(gpu, model) for gpu in ("h100-sxm", "a100-sxm-80gb") for model in ("llama-3.1-8b", "llama-3.2-3b")]
 MATRIX_QUALITY = "low"
 EMPTY_TASKS = 500

@@ -15,7 +15,7 @@ from pathlib import Path
 from render.errors import FilmError
 from render.files import PROJECT_ROOT, STORYBOARD_PATH
 from render.plan.resolve import resolve_plan
-from render.plan.beat_scene import BeatScene, scene_of
+from render.plan.beat_scene import SceneLocation, scene_of
 from render.plan.types import BUILT_IN_CUES, FilmRequest, Plan
 from render.code import source_bytes, source_tree
 from render.memo import key_of, remembered
@@ -25,14 +25,14 @@ CUE_METHODS = {"at", "hold_until", "cue", "seconds_until", "repeat_until"}
 CUE_CODE = Path(__file__).read_bytes()  # (the cue lines' memo key: this file's way of reading them)
 
 
-def cues_waited_for(entry: BeatScene) -> frozenset[str]:
+def cues_waited_for(entry: SceneLocation) -> frozenset[str]:
     """Every cue name the beat's class names: the first argument of at/hold_until/cue/seconds_until/repeat_until,
     and until=. Read from the file as it is now (parsed again when it changes: the studio checks an edited scene's
     cues again)."""
     return frozenset(cue_lines(entry))
 
 
-def cue_lines(entry: BeatScene) -> dict[str, int]:
+def cue_lines(entry: SceneLocation) -> dict[str, int]:
     """Each cue name the beat's class names (cues_waited_for), with the first line of its file that names it: worked
     out again only when the file's bytes change (render/memo.py; the same file parsed or unreadable says so)."""
     path = PROJECT_ROOT / entry.path
