@@ -25,6 +25,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = PROJECT_ROOT / "data"
 STORYBOARD_PATH = PROJECT_ROOT / "script" / "storyboard.yaml"
 PAGE_SCRIPT_PATH = PROJECT_ROOT / "script" / "page.yaml"  # the film's page in words
+BENCH_SCRIPT_PATH = PROJECT_ROOT / "script" / "bench.yaml"  # what make bench times on the film (its beats, its words)
 BUILD_DIR = PROJECT_ROOT / "build"
 
 

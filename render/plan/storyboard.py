@@ -301,7 +301,7 @@ def check_scene(beat: YamlMap, label: str) -> None:
     """The beat's id names a module of scenes/ and a class in it (render/plan/beat_scene.py)."""
     if not BEAT_ID.fullmatch(beat["id"]):
         raise FilmError(f"{beat.where('id')}: {label}: an id is lower-case words joined by hyphens "
-                        f"('cache-rides-along'), at most 60 characters: it names the module that draws the beat")
+                        f"('my-new-beat'), at most 60 characters: it names the module that draws the beat")
     problem = scene_problem(beat["id"])
     if problem:
         raise FilmError(f"{beat.where('id')}: {label} has no scene: {problem}")

@@ -135,13 +135,13 @@ def extended_cut(folder: Path, film_ratios: dict[str, float]) -> dict:
                     + f"; the film's {film[0]:.2f}-{film[-1]:.2f}x (median {statistics.median(film):.2f}x)"}
 
 
-STILL = ("batching", 5.5)
-
-
 def looks(build: Path, plan, results: dict) -> None:
     """A look at one beat, as a user takes it: `make still` (cold, then warm) and `make scene` at low quality,
     each its own process, as the command line runs them."""
-    beat, at = STILL
+    from render.tools.studio_bench import film_bench
+
+    chosen = film_bench(plan)  # (the film's own beat: script/bench.yaml)
+    beat, at = chosen.still_beat, chosen.still_at
     still = ["still", "--beat", beat, "--at", str(at), "--build", str(build)]
     cli(["narration", "--build", str(build)])  # the film's speech (this folder's cache): the looks below time
     cli(still)                                  # the picture alone, as a user's look does once the film is voiced

@@ -30,7 +30,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from render.files import PROJECT_ROOT, copy_project, write_atomic
+from render.files import BENCH_SCRIPT_PATH, PROJECT_ROOT, copy_project, write_atomic
 
 QUALITY = "low"  # the studio's own
 STILL_GOALS = {"scene": 0.8, "data": 0.8, "narration": 1.2}  # seconds from the save (issue 45)
@@ -47,15 +47,38 @@ class Edit:
     cue: str | None = None  # the cue whose still comes first (the one the edit touches), if it touches one
 
 
-EDITS = (
-    Edit("scene", "scenes/two_budgets.py", "two-budgets", "arrange(RIGHT, buff=0.6)",
-         tuple(f"arrange(RIGHT, buff={value})" for value in ("0.62", "0.58", "0.64", "0.56", "0.66"))),
-    Edit("data", "data/gpus.yaml", "prefill", "    sm_count: 132\n",
-         tuple(f"    sm_count: {value}\n" for value in (128, 124, 120, 116, 112))),
-    Edit("narration", "script/storyboard.yaml", "two-budgets", "So treat them as [[budgets]]two budgets:",
-         tuple(f"So treat them as [[budgets]]two {word} budgets:" for word in
-               ("separate", "distinct", "different", "unlike", "apart")), cue="budgets"),
-)
+@dataclass(frozen=True)
+class FilmBench:
+    """What make bench times on a film (script/bench.yaml, beside its storyboard): `make still` and `make scene` on one
+    beat (its still `still_at` seconds in), and the studio's saves of each kind."""
+
+    still_beat: str
+    still_at: float
+    edits: tuple[Edit, ...]
+
+
+def film_bench(plan, path: Path = BENCH_SCRIPT_PATH) -> FilmBench:
+    """The film's bench script, each beat it names one of the plan's and each kind of edit one the studio times."""
+    from render.errors import FilmError
+    from render.specs.yamlio import check_fields, load_yaml
+
+    document = load_yaml(path, "what make bench times on the film")
+    check_fields(document, "the film's bench", {"still": dict, "studio_edits": list})
+    check_fields(document["still"], "the bench's still", {"beat": str, "at": (int, float)})
+    beats = {beat.id for beat in plan.beats}
+    edits = []
+    for entry in document["studio_edits"]:
+        check_fields(entry, "a studio edit", {"kind": str, "file": str, "beat": str, "was": str, "values": list},
+                     {"cue": str})
+        if entry["kind"] not in STILL_GOALS:
+            raise FilmError(f"{entry.where('kind')}: a studio edit's kind is one of {', '.join(STILL_GOALS)}")
+        edits.append(Edit(entry["kind"], entry["file"], entry["beat"], entry["was"],
+                          tuple(str(value) for value in entry["values"]), entry.get("cue")))
+    for where, beat in [(document["still"].where("beat"), document["still"]["beat"]),
+                        *((entry.where("beat"), entry["beat"]) for entry in document["studio_edits"])]:
+        if beat not in beats:
+            raise FilmError(f"{where}: beat {beat!r} is not one of the film's: {', '.join(sorted(beats))}")
+    return FilmBench(document["still"]["beat"], float(document["still"]["at"]), tuple(edits))
 
 
 class Events:
@@ -119,7 +142,7 @@ def studio_edits(folder: Path, cache: Path, plan) -> dict:
         events.until(lambda kind, data: kind == "update" and not data.get("busy") and "(start)" in data.get("edited",
                      ()), 1800)
         results: dict = {"first look seconds": round(time.monotonic() - started, 1), "edits": {}}
-        for edit in EDITS:
+        for edit in film_bench(plan).edits:
             figure = results["edits"][edit.kind] = one_kind(project, events, edit)
             after = [clip - still for still, clip in zip(figure["still seconds"], figure["clip seconds"])]
             figure.update({"still goal": STILL_GOALS[edit.kind], "beat": edit.beat,
