@@ -251,7 +251,7 @@ def add_choice_arguments(parser: argparse.ArgumentParser) -> None:
 def add_plan_arguments(parser: argparse.ArgumentParser, voice: bool = True, build: bool = True) -> None:
     """What chooses a plan (and where its outputs go), the same for every command that resolves one."""
     add_choice_arguments(parser)
-    parser.add_argument("--compare-gpu", help="the wasted-money beat's other GPU (default: the storyboard's)")
+    parser.add_argument("--compare-gpu", help="the GPU the film compares its own with (default: the storyboard's)")
     parser.add_argument("--measured", help="measured dataset in data/measured/ (default: the storyboard's)")
     parser.add_argument("--efficiency", help="speak expected numbers beside the ceilings: a measured dataset's id (its "
                                              "fit) or compute=0.6,memory=0.8[,overhead=0.2][,overlap=0]"

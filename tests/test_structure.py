@@ -192,3 +192,27 @@ def test_each_package_says_what_it_holds(package):
     missing, gone = held - named, {name for name in named if name.endswith(".py") and name not in held}
     assert not missing, f"{package}/__init__.py does not say what {sorted(missing)} hold"
     assert not gone, f"{package}/__init__.py names {sorted(gone)}, which it does not hold"
+
+
+def test_the_renderer_names_no_beat_of_any_film():
+    """render/ serves any film: none of its files (code, templates, scripts) names a film's beat (an id of more than
+    one word, as the storyboard writes it), the class that draws one, or its scene's module; the film's own files
+    (its storyboard, page words, bench script and scenes) hold them."""
+    from render.files import STORYBOARD_PATH
+    from render.plan.beat_scene import scene_of
+    from render.plan.storyboard import load_storyboard
+
+    storyboard = load_storyboard(STORYBOARD_PATH)
+    ids = {beat.id for beat in storyboard.beats} | {beat.id for cut in storyboard.cuts.values() for beat in cut.beats}
+    patterns = []
+    for beat_id in sorted(ids):
+        scene = scene_of(beat_id)
+        patterns += [re.escape(scene.path), re.escape(scene.module) + r"\b"]
+        if "-" in beat_id:  # (a one-word id is a word of the subject too: "prefill", "decode")
+            patterns += [rf"(?<!\w)(?<!\w-){re.escape(beat_id)}(?!\w)(?!-\w)", rf"\b{scene.name}\b"]
+    found = re.compile("|".join(patterns))
+    named = [f"{path.relative_to(ROOT)}:{number}: {match.group(0)}"
+             for path in sorted((ROOT / "render").rglob("*")) if path.suffix in (".py", ".html", ".js", ".css")
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             for match in found.finditer(line)]
+    assert len(ids) >= 12 and not named, "\n".join(named)

@@ -1,5 +1,5 @@
-"""Which scene draws a beat: its id names it. Beat `cache-rides-along` is drawn by class `CacheRidesAlong` in
-`scenes/cache_rides_along.py`, so there is nothing to register. Plain data and the standard library (no Manim):
+"""Which scene draws a beat: its id names it. Beat `my-new-beat` is drawn by class `MyNewBeat` in
+`scenes/my_new_beat.py`, so there is nothing to register. Plain data and the standard library (no Manim):
 the storyboard's validation (`make plan`) reads the module's source to refuse a beat no class draws before
 anything renders, and scenes/__init__.py imports the class at render time.
 """

@@ -132,7 +132,7 @@ EXPLANATIONS: dict[str, Explanation] = {
     ),
     # -- prefill
     "numbers.prefill.tokens": Explanation(
-        "the prefill beat's prompt", "storyboard parameter", (), (STORYBOARD,), "tokens"
+        "the film's prompt", "storyboard parameter", (), (STORYBOARD,), "tokens"
     ),
     "numbers.prefill.ops": Explanation(
         "operations to prefill the prompt",
@@ -282,7 +282,7 @@ EXPLANATIONS: dict[str, Explanation] = {
     ),
     # -- the long prompt and the comparison
     "numbers.long_prompt.tokens": Explanation(
-        "the wasted-money beat's long prompt", "storyboard parameter", (), (STORYBOARD,), "tokens"
+        "the film's long prompt", "storyboard parameter", (), (STORYBOARD,), "tokens"
     ),
     "numbers.long_prompt.seconds": Explanation(
         "prefill time of the long prompt",
@@ -661,7 +661,7 @@ EXPLANATIONS: dict[str, Explanation] = {
         "chunked prefill's tokens a step", "the cut's load (film load's --max-num-batched-tokens, vLLM's)", (),
         (STORYBOARD,), "tokens"),
     "load.prompt_tokens": Explanation(
-        "each request's prompt", "the prefill beat's prompt", ("numbers.prefill.tokens",), (STORYBOARD,), "tokens"),
+        "each request's prompt", "the film's prompt", ("numbers.prefill.tokens",), (STORYBOARD,), "tokens"),
     "load.rate": Explanation(
         "the film's arrival rate", "½ × saturation (1 ÷ (a prefill + an answer's decode steps at the batch the "
         "slots and cache allow)), to three figures", ("load.prompt_tokens", "load.parameters.answer_tokens"),
@@ -678,7 +678,7 @@ EXPLANATIONS: dict[str, Explanation] = {
         "the sequences decoding at once, on average", "Little's law: rate × mean decoding time (simulated, "
         "continuous batching)", ("load.rate",), (GPU, MODEL, DTYPE, STORYBOARD), "sequences"),
     "load.long_prompt_tokens": Explanation(
-        "the long prompt that arrives", "the wasted-money beat's long prompt", ("numbers.long_prompt.tokens",),
+        "the long prompt that arrives", "the film's long prompt", ("numbers.long_prompt.tokens",),
         (STORYBOARD,), "tokens"),
     "load.stall_seconds": Explanation(
         "one step that prefills the long prompt whole, beside the decodes", "the roofline's step: the batch's "

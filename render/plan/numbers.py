@@ -8,7 +8,7 @@ import math
 from render.errors import FilmError
 from render.code import computed
 from render.plan.types import (BatchNumbers, ComparisonFraming, ComparisonNumbers, DecodeNumbers, FitPoint, Fitted,
-                               LongPromptNumbers, MeasuredFit, MeasuredNumbers, MeasuredPromptNumbers, MeasuredSweep,
+                               LongPrefillNumbers, MeasuredFit, MeasuredNumbers, MeasuredPromptNumbers, MeasuredSweep,
                                Numbers, Parameters,
                                Pill, PrefillNumbers, QuantisedDecode, SpecSheet, SweepPoint, TtftCurvePoint)
 from render.specs import roofline as rl
@@ -101,12 +101,12 @@ def batch_numbers(deployment: Deployment, size: int, context: int) -> BatchNumbe
     )
 
 
-def long_prompt_numbers(deployment: Deployment, tokens: int) -> LongPromptNumbers:
+def long_prompt_numbers(deployment: Deployment, tokens: int) -> LongPrefillNumbers:
     model, dtype = deployment.model, deployment.dtype
     timing = rl.time_on(deployment, rl.prefill(deployment, tokens))
     attention = rl.prefill_attention_fraction(model, tokens)
     arithmetic = timing.seconds - timing.communication_seconds
-    return LongPromptNumbers(
+    return LongPrefillNumbers(
         tokens=tokens, ops=timing.step.operations, seconds=timing.seconds, attention_fraction=attention,
         attention_seconds=arithmetic * attention, linear_seconds=arithmetic * (1 - attention),
         kv_bytes=rl.kv_cache_bytes(model, dtype, tokens), communication_seconds=timing.communication_seconds,

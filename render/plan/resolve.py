@@ -422,7 +422,7 @@ def resolve_narration(storyboard: Storyboard, voice: str | None, recordings: Pat
 
 
 def choose_compare_gpu(catalog: Catalog, storyboard: Storyboard, gpu: Gpu, explicit: str | None) -> Gpu:
-    """The wasted-money beat's other GPU: the storyboard's choice, or its fallback when that is the film's own."""
+    """The GPU the film compares its own with: the storyboard's choice, or its fallback when that is the film's own."""
     params = storyboard.parameters
     if explicit:
         other = catalog.gpu(explicit)

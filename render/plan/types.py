@@ -170,7 +170,7 @@ class Choice:
     model: Model
     dtype: DataType      # the weights' format; its kv_dtype/kv_bytes are the KV cache's (KV_DTYPE=)
     arithmetic: str      # the format its matrix multiplies run in on this GPU: bf16 or fp8
-    compare_gpu: Gpu     # the wasted-money beat's other GPU (as many of it)
+    compare_gpu: Gpu     # the GPU the film compares its own with (as many of it)
     measured_id: str     # the measured dataset in data/measured/
     is_default: bool     # the storyboard's own GPU, model and data type, on one GPU
     gpus: int = 1        # T: tensor parallelism over this many of `gpu`
@@ -310,8 +310,8 @@ class BatchNumbers:
 
 
 @dataclass(frozen=True)
-class LongPromptNumbers:
-    """The wasted-money beat's long prompt, split into its linear layers and attention."""
+class LongPrefillNumbers:
+    """A long prompt's prefill, split into its linear layers and attention."""
 
     tokens: int
     ops: float
@@ -326,7 +326,7 @@ class LongPromptNumbers:
 
 @dataclass(frozen=True)
 class ComparisonFraming:
-    """Who the wasted-money sentence is about: the GPU with more arithmetic, ratios from its side."""
+    """Who a comparison of two GPUs is about: the one with more arithmetic, ratios from its side."""
 
     subject: Gpu
     other: Gpu
@@ -368,7 +368,7 @@ class Numbers:
     prefill: PrefillNumbers
     decode: DecodeNumbers
     batch: BatchNumbers
-    long_prompt: LongPromptNumbers
+    long_prompt: LongPrefillNumbers
     compare: ComparisonNumbers
     quantised: QuantisedDecode | None  # the next smaller weight format; None: the weights are the smallest
 
@@ -499,7 +499,7 @@ class Parameters:
     prompt_tokens: int = datum(1, 10_000_000, "tokens")           # the prefill beat's prompt
     batch_size: int = datum(1, 100_000, "users")                  # users decoding together in the batching beat
     batch_context_tokens: int = datum(0, 10_000_000, "tokens")    # cached tokens each of them rereads per step
-    long_prompt_tokens: int = datum(1, 10_000_000, "tokens")      # the wasted-money beat's long prompt
+    long_prompt_tokens: int = datum(1, 10_000_000, "tokens")      # a long prompt, whose prefill attention weighs in
     compare_gpu: str
     compare_gpu_when_same: str
     roofline_pills: tuple[str, ...]

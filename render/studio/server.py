@@ -71,7 +71,7 @@ class Broadcast:
                 self.listeners.remove(listener)
 
 
-# What the studio names its stills and clips (two-budgets--budgets-3.png, decode-2.mp4): anything else is a 404
+# What the studio names its stills and clips (my-beat--my-cue-3.png, my-beat-2.mp4): anything else is a 404
 # before the file system sees it (a NUL, a 5,000-character name, a path).
 BODY_LENGTH = re.compile(r"[0-9]{1,6}")  # Content-Length: a few ASCII digits (str.isdigit also takes '²')
 MEDIA_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")

@@ -4,7 +4,7 @@ A studio is started on a copy of the project (its build cache a copy of this bui
 its own quality, and left to draw its first look. Then each kind of edit is saved five times, each time a value not
 saved before (nothing it draws is in a cache), as an editor saves (written beside and renamed):
 
-    scene       a scene's spacing (scenes/two_budgets.py): the beat's pictures change, not its speech
+    scene       a scene's spacing (a number in a beat's scene): the beat's pictures change, not its speech
     data        the H100's SM count (data/gpus.yaml): the chip drawn in three beats, not a word spoken
     narration   a word of the last beat's narration: voiced again, its cue's still and the clip drawn again
 

@@ -24,7 +24,7 @@ QUALITIES = {
     "high": Quality("high", 1920, 1080, 60),    # the film
 }
 
-# x264 as measured against a lossless render of the film's own frames (two-waits and batching, 1080p60, one
+# x264 as measured against a lossless render of the film's own frames (its first beat and its batching, 1080p60, one
 # thread; SSIM / PSNR, encoder CPU-seconds for those 30 s): ultrafast at CRF 28 scores 0.99964 / 56.0 dB and
 # 0.99864 / 51.0 dB for 10.5 s, where superfast at CRF 23 (the choice before) scored 0.99944 / 52.5 dB and
 # 0.99834 / 49.0 dB for 16.4 s, and Manim's default (medium, CRF 23) 0.99932 and 0.99832 for about 32 s: a
@@ -38,8 +38,8 @@ ENCODER = {"threads": "1", "preset": "ultrafast", "crf": "28", "x264-params": "s
 # x264 spent a whole frame's work on each repeat, refining the picture a little each time. So the held picture
 # is encoded finer, at the CRF that leaves every hold at least as close to the drawn pixels as the refinement
 # did. Measured (PSNR of each hold's last frame against its drawn pixels in YUV, x264 repeating -> one picture at
-# CRF 24 / 22): two-budgets at 1080p60 52.5 -> 53.7 / 55.6 dB, at the tests' tiny size 52.9 -> 51.4 / 53.3 dB,
-# decode at 480p15 51.9 -> 50.4 / 52.3 dB. Two-budgets at 1080p60 against a lossless render, all frames: SSIM
+# CRF 24 / 22): its last beat at 1080p60 52.5 -> 53.7 / 55.6 dB, at the tests' tiny size 52.9 -> 51.4 / 53.3 dB,
+# decode at 480p15 51.9 -> 50.4 / 52.3 dB. The last beat at 1080p60 against a lossless render, all frames: SSIM
 # 0.99885 -> 0.99913, PSNR 50.7 -> 52.0 dB, 3.55 -> 3.57 MB; its render 35 -> 27 CPU-seconds.
 HELD_CRF = "22"
 
