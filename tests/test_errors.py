@@ -61,7 +61,7 @@ def test_a_beat_id_that_cannot_name_a_module_is_refused(storyboard_copy):
     """Issue 56, step 2: a beat's id names the module and class that draw it, so it is lower-case words."""
     path = storyboard_copy("  - id: batching\n", "  - id: Batching_Beat\n")
     assert (f"{path}:{line_of(path, 'id: Batching_Beat')}: beat 'Batching_Beat': an id is lower-case words joined "
-            f"by hyphens ('cache-rides-along'), at most 60 characters: it names the module that draws the beat") \
+            f"by hyphens ('my-new-beat'), at most 60 characters: it names the module that draws the beat") \
         in refusal(path)
 
 

@@ -125,15 +125,10 @@ def pronunciations_of(catalog: Catalog, choice: Choice, data_dir: Path):
 
 def fill_storyboard(storyboard, groups: dict[str, tuple[object, str]], page) -> tuple[list[Beat], str]:
     """Each beat's narration and captions, and the film's summary, filled from the plan's groups (name -> (value, its
-    path)), and its step on the film's page (`page`: the page's words as written, script/page.yaml). Seen through
+    path)), and its step on the film's page (`page`: the page's words as written, script/page.yaml; a step for a
+    beat this storyboard lacks is left unused: a misspelt one leaves its beat without a step). Seen through
     Tracked views, so each beat records the plan paths its words read (the review page's "numbers this beat
     speaks")."""
-    every_beat = {beat.id for beat in storyboard.beats} | {beat.id for cut in storyboard.cuts.values()
-                                                           for beat in cut.beats}
-    for beat_id, written in page.steps.items():
-        if beat_id not in every_beat:
-            raise FilmError(f"{written.where}: steps: beat {echo(beat_id)} is in no cut of {storyboard.path.name}; "
-                            f"its beats are {', '.join(sorted(every_beat))}")
     beats = []
     for beat in storyboard.beats:
         reads: set[str] = set()
