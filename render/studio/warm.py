@@ -222,6 +222,29 @@ def stop_drawings(running: dict, keys: set, connection) -> None:
             connection.send(("ended", key, -signal.SIGKILL))
 
 
+def child_processes(pid: int) -> set[int]:
+    """The processes `pid` has made and not yet reaped (Linux's /proc/<pid>/task/<tid>/children); none if it is gone."""
+    found: set[int] = set()
+    for listed in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            found |= {int(child) for child in listed.read_text().split()}
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def gone(pid: int, seconds: float) -> None:
+    """Waits until process `pid` is no more (or a zombie) for at most `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":  # (its state, after its name)
+                return
+        except (OSError, IndexError):
+            return
+        time.sleep(0.05)
+
+
 def kill_drawing(pid: int) -> None:
     """A drawing stopped mid-task, and the typesetting folders it had no time to remove, removed."""
     from render.video import beats
@@ -311,7 +334,10 @@ class WarmProcess:
         if self.process.is_alive():  # (a busy machine: killed before it could remove its typesetting folders)
             from render.video import beats
 
+            drawings = child_processes(self.process.pid)  # (they die with it, as killed: their folders too)
             self.process.kill()
             self.process.join()
-            beats.remove_process_folders(self.process.pid)
+            for pid in (self.process.pid, *drawings):
+                gone(pid, 2.0)
+                beats.remove_process_folders(pid)
         self.connection.close()
