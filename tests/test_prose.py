@@ -185,7 +185,7 @@ def test_the_source_pages_framing_is_the_films_own(plans, prose_copy):
         resolve_plan(prose_path=prose_copy)
 
 
-def test_each_beat_has_its_step_on_the_page_and_a_missing_or_stray_one_is_named(prose_copy):
+def test_each_beat_has_its_step_on_the_page_and_one_left_out_or_misspelt_is_named(prose_copy):
     """The page's steps (script/page.yaml: a formula, controls, readout and opening settings for each beat) are the
     film's, not the renderer's: a beat without a step (left out or misspelt) is refused where the storyboard names it,
     a setting that is no plan number where the page's words say it, and a name the page lacks when the page is
