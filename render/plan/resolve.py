@@ -10,6 +10,7 @@ import logging
 import math
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 from render import formatting as fmt
 from render.errors import DoesNotFit, FilmError
@@ -19,7 +20,7 @@ from render.plan.prose import fill_prose, load_prose
 from render.plan.load import load_numbers
 from render.plan.storyboard import Storyboard, load_storyboard
 from render.plan.templating import extract_cues, fill, one_budget
-from render.plan.tracking import Tracked
+from render.plan.tracking import Tracked, value_at
 from render.plan.types import (Beat, Choice, Efficiency, FilmRequest, NarrationSettings, Note, Numbers, PageStep, Plan,
                                SpecSheet, parse_voice)
 from render.plan import numbers as compute
@@ -151,12 +152,9 @@ def page_step(beat, page, groups: dict[str, tuple[object, str]]) -> PageStep:
     if written is None:
         raise FilmError(f"{beat.where['id']}: beat {beat.id!r} has no step on the film's page: add one to the page's "
                         f"steps (its formula, controls and readout; docs/adding.md)")
-    opens = []
+    opens, root = [], SimpleNamespace(**{name: value for name, (value, _) in groups.items()})
     for control, path, where in written.opens_at:
-        head, *rest = path.split(".")
-        value = groups[head][0] if head in groups else None
-        for part in rest:
-            value = getattr(value, part, None)
+        value = value_at(root, path)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
             raise FilmError(f"{where}: steps: beat {beat.id!r}: opens_at: {control}: {echo(path)} is no whole number "
                             f"of the plan; give a plan path, e.g. parameters.prompt_tokens (make plan lists them)")

@@ -81,14 +81,14 @@ class Efficiency:
                 f"{formatting.percent(self.memory, short=True)} of bandwidth")
 
         def overlapped(share: float) -> str:
-            return "one after the other" if share == 0 else f"{formatting.percent(share, short=True)} overlapped"
+            if share in (0, 1):
+                return "one after the other" if share == 0 else "overlapped"
+            return f"{formatting.percent(share, short=True)} overlapped"
 
-        if self.decode_step_overlap == self.overlap:
-            said += "" if self.overlap == 1 else f", {overlapped(self.overlap)}"
-        else:
-            said += (f", {'overlapped' if self.overlap == 1 else overlapped(self.overlap)} in prefill and "
-                     f"{'overlapped' if self.decode_step_overlap == 1 else overlapped(self.decode_step_overlap)} "
-                     f"in decode")
+        if self.decode_step_overlap != self.overlap:
+            said += f", {overlapped(self.overlap)} in prefill and {overlapped(self.decode_step_overlap)} in decode"
+        elif self.overlap != 1:
+            said += f", {overlapped(self.overlap)}"
         if self.step_overhead_seconds:
             said += f", {formatting.duration(self.step_overhead_seconds, short=True)} a step besides"
         return said

@@ -111,10 +111,26 @@ class Calibration:
     prefill_fit: LinearFit | None = None  # (overhead, 1 / compute efficiency) and their covariance
     decode_fit: LinearFit | None = None   # (1 / memory efficiency,) and its variance
     overlap: float = 1.0                  # of prefill's shorter part hidden (the roofline's 1)
-    phase_fit: LinearFit | None = None    # both phases at once, by their own terms (phase_fit): its columns'
-    phase_model: PhaseModel | None = None  # (r, [s,] 1 / compute efficiency, 1 / memory efficiency)
-    decode_overlap: float | None = None   # of decode's shorter part hidden (None: as prefill's)
-    step_overhead_seconds: Estimate | None = None  # every engine step's fixed time besides its work
+    phased: PhasedFit | None = None       # both phases at once, each by its own terms (phase_fit), where taken
+
+    @property
+    def phase_fit(self) -> LinearFit | None:
+        """The per-phase fit's (r, [s,] 1 / compute efficiency, 1 / memory efficiency) and their covariance."""
+        return self.phased.fit if self.phased else None
+
+    @property
+    def phase_model(self) -> PhaseModel | None:
+        return self.phased.model if self.phased else None
+
+    @property
+    def decode_overlap(self) -> float | None:
+        """Of a decode step's shorter part, the share hidden (None: as prefill's)."""
+        return self.phased.model.decode_overlap if self.phased else None
+
+    @property
+    def step_overhead_seconds(self) -> Estimate | None:
+        """Every engine step's fixed time besides its work (None: not fitted)."""
+        return self.phased.estimates[1] if self.phased else None
 
     @property
     def prefill_exactly_determined(self) -> bool:
@@ -126,29 +142,18 @@ class Calibration:
         fit = self.phase_fit or self.decode_fit
         return fit is not None and fit.exactly_determined
 
-    @property
-    def shares(self) -> tuple[float, float]:
-        return (self.compute_efficiency.value if self.compute_efficiency else 1.0,
-                self.memory_efficiency.value if self.memory_efficiency else 1.0)
-
     def predicted_ttft(self, prompt_tokens: float) -> Estimate | None:
         """What a prompt of this length should wait for its first token, by the fit."""
-        if self.phase_fit is not None:
-            row, fixed = phase_row(self.deployment, rl.prefill(self.deployment, prompt_tokens), self.phase_model,
-                                   self.shares)
-            found = predicted(self.phase_fit, row)
-            return Estimate(found.value + fixed, found.uncertainty)
+        if self.phased is not None:
+            return self.phased.predicted(self.deployment, rl.prefill(self.deployment, prompt_tokens))
         if self.prefill_fit is None or self.compute_efficiency is None:
             return None
         return predicted(self.prefill_fit, np.array([1.0, prefill_compute_seconds(self.deployment, prompt_tokens)]))
 
     def predicted_step(self, context: float, streams: int = 1) -> Estimate | None:
         """One decode step's seconds with `streams` sequences of `context` cached tokens, by the fit."""
-        if self.phase_fit is not None:
-            row, fixed = phase_row(self.deployment, rl.decode_step(self.deployment, streams, context),
-                                   self.phase_model, self.shares)
-            found = predicted(self.phase_fit, row)
-            return Estimate(found.value + fixed, found.uncertainty)
+        if self.phased is not None:
+            return self.phased.predicted(self.deployment, rl.decode_step(self.deployment, streams, context))
         if self.decode_fit is None or self.memory_efficiency is None:
             return None
         return predicted(self.decode_fit, np.array([decode_memory_seconds(self.deployment, context, streams)]))
@@ -337,7 +342,7 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
     overhead, compute, memory, slope = prefill.first, prefill.second, decode.first, decode.second
     points, notes = prefill.points + decode.points, prefill.notes + decode.notes
     refusals = [refusal for refusal in (prefill.refusal, decode.refusal) if refusal]
-    prefill_fit, decode_fit, phased, step_overhead = prefill.fit, decode.fit, None, None
+    prefill_fit, decode_fit, phased = prefill.fit, decode.fit, None
     if len({prompt.prompt_tokens for prompt in timed}) >= 2 and any(streams > 1 for _, streams, _, _ in every_step):
         # Concurrency levels and prompts of several lengths: enough to tell the models apart. The roofline's own
         # competes where it describes its phases (then fitted phase by phase, as without the levels).
@@ -347,7 +352,7 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
         # A per-phase model describes every figure, where the roofline's overlapped one does not or describes them
         # worse by Akaike's criterion (a CPU's small batches): both phases are fitted together, each by its own terms.
         prefill_fit, decode_fit, points = None, None, phased.points
-        overhead, step_overhead, compute, memory = phased.estimates
+        overhead, _, compute, memory = phased.estimates
         slope = kv_slope(deployment, [step[:3] for step in every_step if step[1] == 1], memory)
         notes.append(phase_note(phased, every_step))
     else:
@@ -368,9 +373,7 @@ def calibrate(dataset: MeasuredDataset, deployment: Deployment) -> Calibration:
         notes.append(f"{' and '.join(exact)}: as many figures as unknowns, so nothing is left over to check the fit "
                      "by; the uncertainties come from the figures' written precision alone")
     return Calibration(dataset.id, deployment, overhead, compute, memory, slope if memory is not None else None,
-                       tuple(points), tuple(notes), prefill_fit, decode_fit, 1.0, phased.fit if phased else None,
-                       phased.model if phased else None, phased.model.decode_overlap if phased else None,
-                       step_overhead)
+                       tuple(points), tuple(notes), prefill_fit, decode_fit, 1.0, phased)
 
 
 def phase_note(phased: PhasedFit, every_step: list) -> str:
@@ -419,8 +422,14 @@ class PhasedFit:
     model: PhaseModel
     fit: LinearFit
     points: list[Point]
-    shares: tuple[float, float]
+    shares: tuple[float, float]  # (compute, memory): those that decided which part of an overlapped step binds
     criterion: float  # Akaike's: chi-square + 2 x unknowns
+
+    def predicted(self, deployment: Deployment, step: rl.Step) -> Estimate:
+        """A step's seconds (a prefill's with the request overhead: its TTFT), by the fit, with its uncertainty."""
+        row, fixed = phase_row(deployment, step, self.model, self.shares)
+        found = predicted(self.fit, row)
+        return Estimate(found.value + fixed, found.uncertainty)
 
     @property
     def estimates(self) -> tuple[Estimate, Estimate | None, Estimate | None, Estimate | None]:
