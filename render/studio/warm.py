@@ -131,10 +131,16 @@ def serve(connection, scratch: str) -> None:
     try:
         serve_drawings(connection, scratch, running, clearing)
     finally:
+        # Its drawings stopped and their folders removed whole: neither the studio's SIGTERM nor a Ctrl-C cuts that
+        # short (a drawing killed with it, as it dies, would leave its typesetting folders).
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        from render.video import beats
+
         for _, pid in running.values():
             kill_drawing(pid)
         for pid in clearing:
             os.waitpid(pid, 0)
+            beats.remove_process_folders(pid)
 
 
 def serve_drawings(connection, scratch: str, running: dict, clearing: set) -> None:
@@ -195,6 +201,8 @@ def fork_drawing(connection, running: dict, task, args: tuple, result: str, load
     code = 1
     try:  # the drawing
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # (Ctrl-C reaches the studio's whole group: the warm process
+        #                                               stops its drawings, not the signal midway through clearing up)
         connection.close()
         for end in running:
             os.close(end)
@@ -234,14 +242,11 @@ def child_processes(pid: int) -> set[int]:
 
 
 def gone(pid: int, seconds: float) -> None:
-    """Waits until process `pid` is no more (or a zombie) for at most `seconds`."""
+    """Waits until process `pid` runs no more, for at most `seconds`."""
+    from render.video.runner import process_alive
+
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":  # (its state, after its name)
-                return
-        except (OSError, IndexError):
-            return
+    while process_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
 
 

@@ -276,13 +276,17 @@ def remove_stale_scratch(folder: Path) -> None:
 
 
 def process_alive(pid: int) -> bool:
+    """Whether process `pid` still runs: a zombie (ended, not yet reaped by its parent) writes nothing more."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # (Linux: its state, the field after its name)
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 @contextmanager
